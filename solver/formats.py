@@ -1,0 +1,440 @@
+"""Reading and writing ``kassign/v1`` documents (JSON, YAML, JSON lines).
+
+Every error names the file, the line for JSON lines, and the JSON path of the
+problem; all problems of a document are collected before raising
+:class:`~solver.errors.InstanceError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from solver.errors import InstanceError, Problem, json_path
+from solver.model import FORMAT, Assignment, Instance, Member, Topic, frozen_array
+from solver.schema import META_KEYS, AssignmentSpec, ConsumerInstanceSpec
+
+BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
+
+
+def is_batch(path: str | Path) -> bool:
+    """True when ``path`` names a JSON lines file (one instance per line)."""
+    return str(path).endswith(BATCH_SUFFIXES)
+
+
+# --------------------------------------------------------------------------- reading raw data
+
+
+def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
+    out = []
+    for e in err.errors():
+        loc = prefix + tuple(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key missing"
+        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
+            msg = f"expected {FORMAT!r}"
+        out.append(Problem(json_path(loc), msg))
+    return out
+
+
+def _load_text(text: str, source: str, yaml_ok: bool) -> Any:
+    """Parse JSON (or YAML) text; syntax errors become located problems."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        if not yaml_ok:
+            raise InstanceError(
+                source, [Problem("", f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}")]
+            ) from None
+        json_err = e
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        if source.endswith((".yaml", ".yml")):
+            raise InstanceError(source, [Problem("", f"malformed YAML{where}: {problem}")]) from None
+        raise InstanceError(
+            source,
+            [Problem("", f"malformed JSON at line {json_err.lineno}, column {json_err.colno}: {json_err.msg}")],
+        ) from None
+
+
+def read_document(path: str | Path) -> Any:
+    """Read one JSON or YAML document from ``path`` (``-`` is stdin)."""
+    source = str(path)
+    try:
+        if source == "-":
+            import sys
+
+            text = sys.stdin.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InstanceError(source, [Problem("", "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
+    yaml_ok = not source.endswith(".json")
+    return _load_text(text, source, yaml_ok)
+
+
+def _open_lines(path: str | Path) -> io.TextIOBase:
+    source = str(path)
+    try:
+        if source.endswith(".gz"):
+            return io.TextIOWrapper(gzip.open(source, "rb"), encoding="utf-8")  # type: ignore[return-value]
+        return open(source, encoding="utf-8")  # type: ignore[return-value]
+    except FileNotFoundError:
+        raise InstanceError(source, [Problem("", "no such file")]) from None
+    except OSError as e:
+        raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One instance read from a file, with where it came from.
+
+    Attributes
+    ----------
+    source
+        ``file`` or ``file:line N``.
+    line
+        1-based line number for JSON lines, ``0`` for single documents.
+    id
+        The record's ``id`` (or the instance's ``name``), may be empty.
+    instance
+        The parsed instance.
+    raw
+        The whole record as read (``expected``, ``tags``... for fixtures).
+    """
+
+    source: str
+    line: int
+    id: str
+    instance: Instance
+    raw: Mapping[str, Any]
+
+
+def _unwrap(data: Any) -> tuple[Any, tuple[str, ...]]:
+    """Records carry the instance under ``instance``; returns (instance data, path prefix)."""
+    if isinstance(data, dict) and "instance" in data and "format" not in data:
+        return data["instance"], ("instance",)
+    return data, ()
+
+
+def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[Record | InstanceError]:
+    """Yield every record of a file: one for a JSON/YAML file, one per line for JSON lines.
+
+    Invalid records are yielded as :class:`InstanceError` (not raised) so that
+    a caller can report every bad line; with ``stop_on_error`` the first is
+    raised instead.
+    """
+    source = str(path)
+    if not is_batch(path):
+        try:
+            data = read_document(path)
+            inst_data, prefix = _unwrap(data)
+            inst = parse_instance(inst_data, source, prefix)
+            rid = str(data.get("id", "")) if isinstance(data, dict) and prefix else ""
+            yield Record(source, 0, rid or inst.name, inst, data if isinstance(data, dict) else {})
+        except InstanceError as e:
+            if stop_on_error:
+                raise
+            yield e
+        return
+    with _open_lines(path) as fh:
+        try:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                where = f"{source}:line {lineno}"
+                try:
+                    try:
+                        data = json.loads(text)
+                    except json.JSONDecodeError as e:
+                        raise InstanceError(
+                            where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]
+                        ) from None
+                    inst_data, prefix = _unwrap(data)
+                    inst = parse_instance(inst_data, where, prefix)
+                    rid = str(data.get("id", "")) if prefix else ""
+                    yield Record(where, lineno, rid or inst.name, inst, data)
+                except InstanceError as e:
+                    if stop_on_error:
+                        raise
+                    yield e
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            err = InstanceError(source, [Problem("", f"cannot read: {e}")])
+            if stop_on_error:
+                raise err from None
+            yield err
+
+
+def read_instance(path: str | Path) -> Instance:
+    """Read exactly one instance from a JSON or YAML file.
+
+    Raises
+    ------
+    InstanceError
+        With every problem found, each naming its JSON path.
+    """
+    if is_batch(path):
+        raise InstanceError(str(path), [Problem("", "expected one instance (.json/.yaml), got a JSON lines file")])
+    rec = next(iter_records(path, stop_on_error=True))
+    assert isinstance(rec, Record)
+    return rec.instance
+
+
+def merge_errors(source: str, errors: list[InstanceError]) -> InstanceError:
+    """Fold the errors of several records (``file:line N``) into one error for ``source``."""
+    problems: list[Problem] = []
+    for e in errors:
+        where = e.source[len(source) + 1:] if e.source.startswith(source + ":") else ""
+        for p in e.problems:
+            path = f"{where}: {p.path}" if where and p.path else (where or p.path)
+            problems.append(Problem(path, p.message))
+    return InstanceError(source, problems)
+
+
+def read_instances(path: str | Path) -> list[Record]:
+    """Read every record of a file; raise one error listing every bad record."""
+    records: list[Record] = []
+    errors: list[InstanceError] = []
+    for rec in iter_records(path):
+        if isinstance(rec, InstanceError):
+            errors.append(rec)
+        else:
+            records.append(rec)
+    if errors:
+        raise merge_errors(str(path), errors)
+    return records
+
+
+# --------------------------------------------------------------------------- instance parsing
+
+
+def parse_instance(data: Any, source: str = "<input>", prefix: tuple[str | int, ...] = ()) -> Instance:
+    """Validate a decoded document and build an :class:`Instance`.
+
+    Parameters
+    ----------
+    data
+        The decoded JSON/YAML value.
+    source
+        File name used in error messages.
+    prefix
+        JSON path of the instance inside the document (``("instance",)`` for records).
+
+    Raises
+    ------
+    InstanceError
+        With every problem found.
+    """
+    if not isinstance(data, dict):
+        raise InstanceError(source, [Problem(json_path(prefix), "expected a JSON object (an instance)")])
+    protocol = data.get("protocol", "consumer")
+    if protocol == "streams":
+        from solver import streams_format  # the Streams protocol lives in its own module
+
+        return streams_format.parse_streams_instance(data, source, prefix)
+    try:
+        spec = ConsumerInstanceSpec.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _pydantic_problems(e, prefix)) from None
+    return _build_consumer(spec, source, prefix)
+
+
+def _build_consumer(spec: ConsumerInstanceSpec, source: str, prefix: tuple[str | int, ...]) -> Instance:
+    problems: list[Problem] = []
+
+    def bad(loc: tuple[str | int, ...], msg: str) -> None:
+        problems.append(Problem(json_path(prefix + loc), msg))
+
+    topics: dict[str, Topic] = {}
+    for name, t in spec.topics.items():
+        if not name:
+            bad(("topics",), "empty topic name")
+        n = t.partitions
+        for key in ("weights", "move_costs", "racks"):
+            values = getattr(t, key)
+            if values is not None and len(values) != n:
+                bad(("topics", name, key), f"has {len(values)} entries, topic has {n} partitions")
+        weights = frozen_array(t.weights, np.float64) if t.weights is not None else None
+        costs = frozen_array(t.move_costs, np.float64) if t.move_costs is not None else None
+        racks = tuple(tuple(r) for r in t.racks) if t.racks is not None else None
+        topics[name] = Topic(name, n, t.id, weights, costs, racks)
+
+    members: list[Member] = []
+    seen: dict[str, int] = {}
+    for i, m in enumerate(spec.members):
+        if m.id in seen:
+            bad(("members", i, "id"), f"duplicate member id {m.id!r} (also members[{seen[m.id]}])")
+        else:
+            seen[m.id] = i
+        subs_seen: set[str] = set()
+        for j, t in enumerate(m.topics):
+            if t not in topics:
+                bad(("members", i, "topics", j), f"topic {t!r} not in topics")
+            if t in subs_seen:
+                bad(("members", i, "topics", j), f"topic {t!r} listed twice")
+            subs_seen.add(t)
+        owned: dict[str, np.ndarray] = {}
+        for t, parts in m.owned.items():
+            if t not in topics:
+                bad(("members", i, "owned", t), "topic not in topics")
+                continue
+            arr = np.asarray(parts, dtype=np.int64)
+            n = topics[t].partitions
+            oor = np.flatnonzero((arr < 0) | (arr >= n))
+            for k in oor[:5].tolist():
+                bad(("members", i, "owned", t, k), f"partition {int(arr[k])} out of range ({t} has {n} partitions)")
+            if oor.size > 5:
+                bad(("members", i, "owned", t), f"{oor.size - 5} more partitions out of range")
+            srt = np.sort(arr)
+            dup = srt[1:][srt[1:] == srt[:-1]]
+            if dup.size:
+                bad(("members", i, "owned", t), f"partition {int(dup[0])} listed twice")
+            owned[t] = frozen_array(srt, np.int64)
+        members.append(
+            Member(m.id, tuple(m.topics), MappingProxyType(owned), m.generation, m.instance_id, m.rack, m.capacity)
+        )
+
+    groups: list[tuple[str, ...]] = []
+    in_group: dict[str, int] = {}
+    for g, group in enumerate(spec.copartition):
+        if len(set(group)) < 2:
+            bad(("copartition", g), "a co-partition group needs at least two distinct topics")
+        for j, t in enumerate(group):
+            if t not in topics:
+                bad(("copartition", g, j), f"topic {t!r} not in topics")
+            elif t in in_group and in_group[t] != g:
+                bad(("copartition", g, j), f"topic {t!r} already in copartition[{in_group[t]}]")
+            in_group.setdefault(t, g)
+        groups.append(tuple(group))
+
+    if problems:
+        raise InstanceError(source, problems)
+    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    return Instance(spec.name, "consumer", topics, tuple(members), tuple(groups), None, meta)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _clean_float(x: float) -> float | int:
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def instance_to_dict(inst: Instance) -> dict[str, Any]:
+    """Serialise an instance to ``kassign/v1`` (shorthand topics where possible)."""
+    if inst.protocol == "streams":
+        from solver import streams_format
+
+        return streams_format.streams_instance_to_dict(inst)
+    topics: dict[str, Any] = {}
+    for name, t in inst.topics.items():
+        if t.id is None and t.weights is None and t.move_costs is None and t.racks is None:
+            topics[name] = t.partitions
+            continue
+        obj: dict[str, Any] = {"partitions": t.partitions}
+        if t.id is not None:
+            obj["id"] = t.id
+        if t.weights is not None:
+            obj["weights"] = [_clean_float(x) for x in t.weights.tolist()]
+        if t.move_costs is not None:
+            obj["move_costs"] = [_clean_float(x) for x in t.move_costs.tolist()]
+        if t.racks is not None:
+            obj["racks"] = [list(r) for r in t.racks]
+        topics[name] = obj
+    members = []
+    for m in inst.members:
+        obj = {"id": m.id, "topics": list(m.topics)}
+        if m.owned:
+            obj["owned"] = {t: a.tolist() for t, a in m.owned.items()}
+        if m.generation != -1:
+            obj["generation"] = m.generation
+        if m.instance_id is not None:
+            obj["instance_id"] = m.instance_id
+        if m.rack is not None:
+            obj["rack"] = m.rack
+        if m.capacity != 1.0:
+            obj["capacity"] = _clean_float(m.capacity)
+        members.append(obj)
+    out: dict[str, Any] = {"format": FORMAT, "name": inst.name, "protocol": "consumer",
+                           "topics": topics, "members": members}
+    if inst.copartition:
+        out["copartition"] = [list(g) for g in inst.copartition]
+    out.update(inst.meta)
+    return out
+
+
+def assignment_document(
+    inst: Instance, assignor: str, assignment: Assignment, stats: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The output document: canonical sorted assignment, every member present."""
+    doc: dict[str, Any] = {"format": FORMAT, "assignor": assignor,
+                           "assignment": assignment.canonical(inst.member_ids)}
+    if stats is not None:
+        doc["stats"] = _json_safe(dict(stats))
+    return doc
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def read_assignment(path: str | Path) -> Assignment:
+    """Read an assignment document (``{"assignment": {...}}``) or a bare mapping."""
+    source = str(path)
+    data = read_document(path)
+    if isinstance(data, dict) and "assignment" not in data:
+        data = {"assignment": data}
+    try:
+        spec = AssignmentSpec.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _pydantic_problems(e)) from None
+    return Assignment.from_lists(spec.assignment)
+
+
+def dumps(doc: Any) -> str:
+    """Compact, deterministic JSON for one output document."""
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,345 @@
+"""Immutable problem data: topics, members, instances and assignments.
+
+The model is plain frozen dataclasses.  Per-partition data (weights, move
+costs, owned partitions, assignments) is held in read-only numpy arrays so that
+an instance with a million partitions stays compact and fast to build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FORMAT = "kassign/v1"
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+Protocol = Literal["consumer", "streams"]
+
+
+def frozen_array(values: Iterable[Any] | np.ndarray, dtype: Any) -> np.ndarray:
+    """Return ``values`` as a read-only numpy array of ``dtype``.
+
+    Parameters
+    ----------
+    values
+        Anything ``numpy.asarray`` accepts.
+    dtype
+        Target dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        A C-contiguous array with ``writeable=False``.
+    """
+    arr = np.array(values, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _frozen_map(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True, eq=False)
+class Topic:
+    """One topic and its per-partition data.
+
+    Attributes
+    ----------
+    name
+        Topic name.
+    partitions
+        Number of partitions (``>= 0``).
+    id
+        Kafka topic id (a UUID string) or ``None``; some Kafka assignors order
+        topics by it.
+    weights
+        Per-partition load (float, ``>= 0``) or ``None`` for unit weights.
+    move_costs
+        Per-partition cost of moving that partition's state, or ``None`` for 1.
+    racks
+        Per-partition tuple of racks holding a replica, or ``None``.
+    """
+
+    name: str
+    partitions: int
+    id: str | None = None
+    weights: FloatArray | None = None
+    move_costs: FloatArray | None = None
+    racks: tuple[tuple[str, ...], ...] | None = None
+
+    def weight_array(self) -> FloatArray:
+        """Per-partition weights, ones when none are given."""
+        if self.weights is None:
+            return np.ones(self.partitions, dtype=np.float64)
+        return self.weights
+
+    def move_cost_array(self) -> FloatArray:
+        """Per-partition move costs, ones when none are given."""
+        if self.move_costs is None:
+            return np.ones(self.partitions, dtype=np.float64)
+        return self.move_costs
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Topic):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.partitions == other.partitions
+            and self.id == other.id
+            and _arr_eq(self.weights, other.weights)
+            and _arr_eq(self.move_costs, other.move_costs)
+            and self.racks == other.racks
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _arr_eq(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+@dataclass(frozen=True, eq=False)
+class Member:
+    """One group member (consumer).
+
+    Attributes
+    ----------
+    id
+        Member id, unique in the group.
+    topics
+        Subscribed topics, in the order given.
+    owned
+        Previously owned partitions per topic (sorted, read-only int arrays),
+        exactly as claimed in the input (before previous-owner resolution).
+    generation
+        Generation of the ``owned`` claim; ``-1`` means unknown.
+    instance_id
+        ``group.instance.id`` for static members, else ``None``.
+    rack
+        The member's rack, or ``None``.
+    capacity
+        Relative throughput (``> 0``), loads are divided by it.
+    """
+
+    id: str
+    topics: tuple[str, ...]
+    owned: Mapping[str, IntArray] = field(default_factory=lambda: MappingProxyType({}))
+    generation: int = -1
+    instance_id: str | None = None
+    rack: str | None = None
+    capacity: float = 1.0
+
+    def owned_pairs(self) -> Iterator[tuple[str, int]]:
+        """Iterate ``(topic, partition)`` claims in topic order given, partitions ascending."""
+        for t, parts in self.owned.items():
+            for p in parts.tolist():
+                yield t, p
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Member):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.topics == other.topics
+            and self.generation == other.generation
+            and self.instance_id == other.instance_id
+            and self.rack == other.rack
+            and self.capacity == other.capacity
+            and self.owned.keys() == other.owned.keys()
+            and all(np.array_equal(self.owned[k], other.owned[k]) for k in self.owned)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A group state to assign: topics, members and co-partition groups.
+
+    Members keep the order of the input (Kafka's leader sees them in that
+    order, and some assignors depend on it).  Topics keep input order too;
+    assignors sort them as Kafka does.
+
+    Attributes
+    ----------
+    name
+        Instance name (may be empty).
+    protocol
+        ``"consumer"`` or ``"streams"``.
+    topics
+        Topic name -> :class:`Topic`.
+    members
+        Members in input order.
+    copartition
+        Groups of topics whose partition ``i`` forms one unit (KIP-315).
+    streams
+        The Kafka Streams part (tasks, clients, config) when ``protocol`` is
+        ``"streams"``; ``None`` for the consumer protocol.
+    meta
+        Free-form documentation keys (``source``, ``notes``, ``expected``,
+        ``facts``) carried along unchanged.
+    """
+
+    name: str
+    protocol: Protocol
+    topics: Mapping[str, Topic]
+    members: tuple[Member, ...]
+    copartition: tuple[tuple[str, ...], ...] = ()
+    streams: Any = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topics", _frozen_map(self.topics))
+        object.__setattr__(self, "meta", _frozen_map(self.meta))
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        """Member ids in input order."""
+        return tuple(m.id for m in self.members)
+
+    def member(self, member_id: str) -> Member:
+        """Return the member with id ``member_id`` (``KeyError`` if absent)."""
+        for m in self.members:
+            if m.id == member_id:
+                return m
+        raise KeyError(member_id)
+
+    @property
+    def total_partitions(self) -> int:
+        """Number of topic-partitions over all topics."""
+        return sum(t.partitions for t in self.topics.values())
+
+    @property
+    def has_weights(self) -> bool:
+        """True when any topic carries explicit per-partition weights."""
+        return any(t.weights is not None for t in self.topics.values())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Instance):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.protocol == other.protocol
+            and list(self.topics.items()) == list(other.topics.items())
+            and self.members == other.members
+            and self.copartition == other.copartition
+            and self.streams == other.streams
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class Assignment:
+    """A consumer-protocol assignment: member -> topic -> partitions.
+
+    Partition arrays are sorted, read-only ``int64`` arrays.  Topics with no
+    partitions for a member are omitted; members with nothing map to ``{}``.
+    The assignment may be invalid (duplicates, unknown members): the scorer
+    reports that, the model does not forbid it.
+
+    Attributes
+    ----------
+    members
+        Member id -> topic -> sorted partition array.
+    """
+
+    members: Mapping[str, Mapping[str, IntArray]]
+
+    @classmethod
+    def from_lists(cls, data: Mapping[str, Mapping[str, Iterable[int]]]) -> Assignment:
+        """Build from plain ``{member: {topic: [partitions]}}`` data.
+
+        Examples
+        --------
+        >>> a = Assignment.from_lists({"C1": {"T": [2, 0]}, "C2": {}})
+        >>> a.to_lists()
+        {'C1': {'T': [0, 2]}, 'C2': {}}
+        """
+        members: dict[str, Mapping[str, IntArray]] = {}
+        for mid, topics in data.items():
+            per: dict[str, IntArray] = {}
+            for t, parts in topics.items():
+                arr = np.sort(np.asarray(list(parts) if not isinstance(parts, np.ndarray) else parts,
+                                         dtype=np.int64))
+                if arr.size:
+                    arr.setflags(write=False)
+                    per[t] = arr
+            members[mid] = MappingProxyType(per)
+        return cls(MappingProxyType(members))
+
+    @classmethod
+    def from_owners(
+        cls, member_ids: Iterable[str], owners: Mapping[str, np.ndarray]
+    ) -> Assignment:
+        """Build from per-topic owner arrays.
+
+        Parameters
+        ----------
+        member_ids
+            Member ids; owner value ``i`` refers to the ``i``-th of them.
+        owners
+            Topic -> int array of length ``partitions``: member index of the
+            partition's owner, ``-1`` for unassigned.
+        """
+        ids = list(member_ids)
+        per: list[dict[str, IntArray]] = [{} for _ in ids]
+        for t, own in owners.items():
+            own = np.asarray(own)
+            mask = own >= 0
+            if not mask.any():
+                continue
+            parts = np.nonzero(mask)[0]
+            who = own[mask]
+            order = np.argsort(who, kind="stable")
+            who_sorted = who[order]
+            parts_sorted = parts[order].astype(np.int64)
+            bounds = np.flatnonzero(np.diff(who_sorted)) + 1
+            starts = np.concatenate(([0], bounds))
+            ends = np.concatenate((bounds, [who_sorted.size]))
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+                arr = parts_sorted[s:e]
+                arr.setflags(write=False)
+                per[int(who_sorted[s])][t] = arr
+        return cls(MappingProxyType({m: MappingProxyType(p) for m, p in zip(ids, per, strict=True)}))
+
+    def to_lists(self) -> dict[str, dict[str, list[int]]]:
+        """Plain nested dict, members and topics in stored order."""
+        return {m: {t: a.tolist() for t, a in tp.items()} for m, tp in self.members.items()}
+
+    def canonical(self, member_ids: Iterable[str] = ()) -> dict[str, dict[str, list[int]]]:
+        """Canonical sorted form: members by id, topics by name, partitions ascending.
+
+        Parameters
+        ----------
+        member_ids
+            Members that must appear even when they hold nothing (every member
+            of the instance).
+        """
+        keys = set(self.members) | set(member_ids)
+        out: dict[str, dict[str, list[int]]] = {}
+        for m in sorted(keys):
+            tp = self.members.get(m, {})
+            out[m] = {t: tp[t].tolist() for t in sorted(tp) if tp[t].size}
+        return out
+
+    def partitions_of(self, member_id: str) -> int:
+        """Number of topic-partitions assigned to ``member_id``."""
+        return int(sum(a.size for a in self.members.get(member_id, {}).values()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Assignment):
+            return NotImplemented
+        return self.canonical() == other.canonical()
+
+    __hash__ = None  # type: ignore[assignment]

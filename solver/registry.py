@@ -1,0 +1,105 @@
+"""One registry by name for every assignor (Kafka heuristics) and solver.
+
+Modules register themselves on import with :func:`register`.  ``solver`` never
+imports ``heuristics``; :func:`spark_runner.assignors.load_all` imports both
+packages so that the registry is complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from solver.model import Instance
+from solver.result import Params, Result
+
+AssignFn = Callable[[Instance, Params], Result]
+Kind = Literal["heuristic", "solver"]
+
+
+class UnknownAssignorError(KeyError):
+    """Raised for a name that is not registered."""
+
+
+class UnsupportedInstanceError(ValueError):
+    """Raised when an assignor cannot handle an instance (e.g. wrong protocol)."""
+
+
+@dataclass(frozen=True)
+class AssignorSpec:
+    """A registered assignor or solver.
+
+    Attributes
+    ----------
+    name
+        Registry name (``range``, ``cooperative-sticky``, ``optimal`` ...).
+    fn
+        ``fn(instance, params) -> Result``.
+    kind
+        ``"heuristic"`` (a Kafka assignor) or ``"solver"`` (exact).
+    protocol
+        ``"consumer"`` or ``"streams"``.
+    summary
+        One line for ``kassign list``.
+    source
+        Where the rule comes from (Kafka class, KIP or JIRA).
+    """
+
+    name: str
+    fn: AssignFn
+    kind: Kind
+    protocol: str
+    summary: str
+    source: str = ""
+
+    def run(self, instance: Instance, params: Params | None = None) -> Result:
+        """Run on ``instance``; fills ``seconds`` when the function did not."""
+        if instance.protocol != self.protocol:
+            raise UnsupportedInstanceError(
+                f"assignor {self.name!r} is for the {self.protocol} protocol, "
+                f"the instance uses {instance.protocol!r}"
+            )
+        t0 = time.perf_counter()
+        res = self.fn(instance, params or Params())
+        if res.seconds == 0.0:
+            res = Result(res.assignment, res.status, res.objective, res.bound,
+                         time.perf_counter() - t0, res.extra)
+        return res
+
+
+_REGISTRY: dict[str, AssignorSpec] = {}
+
+
+def register(
+    name: str,
+    *,
+    kind: Kind = "heuristic",
+    protocol: str = "consumer",
+    summary: str = "",
+    source: str = "",
+) -> Callable[[AssignFn], AssignFn]:
+    """Decorator registering ``fn(instance, params) -> Result`` under ``name``."""
+
+    def deco(fn: AssignFn) -> AssignFn:
+        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+            raise ValueError(f"assignor {name!r} registered twice")
+        _REGISTRY[name] = AssignorSpec(name, fn, kind, protocol, summary, source)
+        return fn
+
+    return deco
+
+
+def get(name: str) -> AssignorSpec:
+    """Return the spec registered under ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise UnknownAssignorError(f"unknown assignor {name!r} (known: {known})") from None
+
+
+def all_specs() -> list[AssignorSpec]:
+    """Every registered spec, sorted by kind then name."""
+    return sorted(_REGISTRY.values(), key=lambda s: (s.kind != "heuristic", s.protocol, s.name))

@@ -1,0 +1,87 @@
+"""The one interface every assignor and solver shares: ``Params`` in, ``Result`` out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+from solver.model import Assignment
+
+
+class Status(str, Enum):
+    """Outcome of one assignor or solver run.
+
+    Heuristics report ``HEURISTIC``; exact solvers one of the other four.
+    """
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    TIMEOUT = "timeout"
+    HEURISTIC = "heuristic"
+
+
+@dataclass(frozen=True)
+class Params:
+    """Run parameters shared by all assignors and solvers.
+
+    Attributes
+    ----------
+    time_limit
+        Seconds a solver may use (``None``: no limit).
+    seed
+        Random seed; the same seed gives the same result.
+    objective
+        Stage order or weights for exact solvers (``None``: the default
+        lexicographic order of design.md).
+    options
+        Assignor-specific options (e.g. ``{"rounds": "settle"}``).
+    """
+
+    time_limit: float | None = None
+    seed: int = 0
+    objective: tuple[str, ...] | None = None
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one run returns.
+
+    Attributes
+    ----------
+    assignment
+        The assignment (consumer protocol) or a protocol-specific object
+        with a ``to_json_dict`` method (streams).
+    status
+        See :class:`Status`.
+    objective
+        Objective value per stage (exact solvers), empty for heuristics.
+    bound
+        Proven bound per stage (exact solvers), empty for heuristics.
+    seconds
+        Wall time of the assignment itself, without file I/O.
+    extra
+        Further facts for ``stats`` (e.g. ``engine``, ``rounds``, ``epoch``).
+    """
+
+    assignment: Assignment | Any
+    status: Status = Status.HEURISTIC
+    objective: tuple[float, ...] = ()
+    bound: tuple[float, ...] = ()
+    seconds: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def stats(self) -> dict[str, Any]:
+        """The ``stats`` object written next to the assignment."""
+        out: dict[str, Any] = {"status": self.status.value}
+        if self.objective:
+            out["objective"] = list(self.objective)
+        if self.bound:
+            out["bound"] = list(self.bound)
+        out["seconds"] = round(self.seconds, 6)
+        out.update(self.extra)
+        return out
