@@ -31,7 +31,7 @@ def java_string_hash(s: str) -> int:
     Examples
     --------
     >>> java_string_hash("a"), java_string_hash("consumer-1")
-    (97, -1203823040)
+    (97, -166239206)
     """
     h = 0
     data = s.encode("utf-16-be")
