@@ -392,15 +392,16 @@ def assignment_document(
     doc: dict[str, Any] = {"format": FORMAT, "assignor": assignor,
                            "assignment": assignment.canonical(inst.member_ids)}
     if stats is not None:
-        doc["stats"] = _json_safe(dict(stats))
+        doc["stats"] = json_safe(dict(stats))
     return doc
 
 
-def _json_safe(v: Any) -> Any:
+def json_safe(v: Any) -> Any:
+    """Convert numpy scalars and tuples to plain JSON values; non-finite floats become null."""
     if isinstance(v, dict):
-        return {str(k): _json_safe(x) for k, x in v.items()}
+        return {str(k): json_safe(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
+        return [json_safe(x) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, float) and not math.isfinite(v):

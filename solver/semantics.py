@@ -48,7 +48,7 @@ def previous_owners(instance: Instance) -> dict[str, np.ndarray]:
     ...     {"id": "b", "topics": ["T"], "owned": {"T": [1, 2]}, "generation": 2},
     ...     {"id": "c", "topics": ["T"], "owned": {"T": [2]}, "generation": 1}]})
     >>> previous_owners(inst)["T"].tolist()
-    [0, -1, -1]
+    [0, -1, 1]
     """
     owners: dict[str, np.ndarray] = {}
     best: dict[str, np.ndarray] = {}

@@ -1,0 +1,5 @@
+"""``python -m spark_runner`` runs the kassign CLI."""
+
+from spark_runner.cli import main
+
+main()

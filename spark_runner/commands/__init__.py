@@ -1,0 +1,1 @@
+"""Plug-in CLI commands: each module defines ``register(app)``."""

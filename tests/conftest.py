@@ -1,0 +1,60 @@
+"""Shared test fixtures: the ../shared folder with Kafka's fixtures and the seeds."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import pytest
+
+from solver.formats import Record, read_instances
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KASSIGN_SHARED", REPO.parent / "shared"))
+
+
+def shared_path(*parts: str) -> Path:
+    """Path inside the shared folder; skips the calling test with a clear message if absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared fixtures not found at {path} (clone with ../shared beside the repo or set KASSIGN_SHARED)")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: str) -> tuple[Record, ...]:
+    return tuple(read_instances(path))
+
+
+def kafka_records(filename: str) -> tuple[Record, ...]:
+    """Every record of ``shared/scenarios/kafka/<filename>`` (parsed once per session).
+
+    ``record.raw["expected"]`` is Kafka's own output, ``record.raw["assignor"]`` its name.
+    """
+    return _read(str(shared_path("scenarios", "kafka", filename)))
+
+
+def seed_records() -> tuple[Record, ...]:
+    """The seed documents' worked examples (``shared/scenarios/seeds/*.json``)."""
+    folder = shared_path("scenarios", "seeds")
+    return tuple(r for f in sorted(folder.glob("*.json")) for r in _read(str(f)))
+
+
+def optimal_records() -> tuple[Record, ...]:
+    """Independently computed optima (``shared/scenarios/optimal/optimal.jsonl.gz``)."""
+    return _read(str(shared_path("scenarios", "optimal", "optimal.jsonl.gz")))
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared folder (skips with a clear message if absent)."""
+    return shared_path()
+
+
+@pytest.fixture(scope="session")
+def registry_loaded() -> None:
+    """Import every assignor and solver so the registry is complete."""
+    from spark_runner.assignors import load_all
+
+    load_all()
