@@ -254,85 +254,127 @@ def parse_instance(data: Any, source: str = "<input>", prefix: tuple[str | int, 
         from solver import streams_format  # the Streams protocol lives in its own module
 
         return streams_format.parse_streams_instance(data, source, prefix)
+    structural: list[Problem] = []
+    spec: ConsumerInstanceSpec | None = None
     try:
         spec = ConsumerInstanceSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(source, _pydantic_problems(e, prefix)) from None
-    return _build_consumer(spec, source, prefix)
+        structural = _pydantic_problems(e, prefix)
+    # Cross-field checks run on the raw data too, so one run reports every problem.
+    semantic = [Problem(json_path(prefix + loc), msg) for loc, msg in consumer_problems(data)]
+    seen = {p.path for p in structural}
+    problems = structural + [p for p in semantic if p.path not in seen]
+    if problems or spec is None:
+        raise InstanceError(source, problems)
+    return _build_consumer(spec)
 
 
-def _build_consumer(spec: ConsumerInstanceSpec, source: str, prefix: tuple[str | int, ...]) -> Instance:
-    problems: list[Problem] = []
+def _n_partitions(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        n = value.get("partitions")
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n
+    return None
 
-    def bad(loc: tuple[str | int, ...], msg: str) -> None:
-        problems.append(Problem(json_path(prefix + loc), msg))
 
+def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Cross-field problems of a consumer document, checked defensively on raw data.
+
+    Returns ``(location, message)`` pairs: unknown topics in subscriptions,
+    ``owned`` and ``copartition``; partitions out of range or listed twice;
+    duplicate member ids; per-partition lists of the wrong length.
+    """
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    raw_topics = data.get("topics")
+    topics: dict[str, int | None] = {}
+    if isinstance(raw_topics, dict):
+        for name, t in raw_topics.items():
+            n = _n_partitions(t)
+            topics[name] = n
+            if name == "":
+                out.append((("topics",), "empty topic name"))
+            if isinstance(t, dict) and n is not None:
+                for key in ("weights", "move_costs", "racks"):
+                    values = t.get(key)
+                    if isinstance(values, list) and len(values) != n:
+                        out.append((("topics", name, key), f"has {len(values)} entries, topic has {n} partitions"))
+    members = data.get("members")
+    seen: dict[str, int] = {}
+    for i, m in enumerate(members if isinstance(members, list) else []):
+        if not isinstance(m, dict):
+            continue
+        mid = m.get("id")
+        if isinstance(mid, str):
+            if mid in seen:
+                out.append((("members", i, "id"), f"duplicate member id {mid!r} (also members[{seen[mid]}])"))
+            else:
+                seen[mid] = i
+        subs = m.get("topics")
+        listed: set[str] = set()
+        for j, t in enumerate(subs if isinstance(subs, list) else []):
+            if not isinstance(t, str):
+                continue
+            if t not in topics:
+                out.append((("members", i, "topics", j), f"topic {t!r} not in topics"))
+            if t in listed:
+                out.append((("members", i, "topics", j), f"topic {t!r} listed twice"))
+            listed.add(t)
+        owned = m.get("owned")
+        for t, parts in (owned.items() if isinstance(owned, dict) else ()):
+            if t not in topics:
+                out.append((("members", i, "owned", t), "topic not in topics"))
+                continue
+            n = topics[t]
+            if n is None or not isinstance(parts, list):
+                continue
+            ints = [(k, p) for k, p in enumerate(parts) if isinstance(p, int) and not isinstance(p, bool)]
+            oor = [(k, p) for k, p in ints if p < 0 or p >= n]
+            for k, p in oor[:5]:
+                out.append((("members", i, "owned", t, k), f"partition {p} out of range ({t} has {n} partitions)"))
+            if len(oor) > 5:
+                out.append((("members", i, "owned", t), f"{len(oor) - 5} more partitions out of range"))
+            values = [p for _, p in ints]
+            if len(set(values)) != len(values):
+                arr = np.sort(np.asarray(values, dtype=np.int64))
+                dup = int(arr[1:][arr[1:] == arr[:-1]][0])
+                out.append((("members", i, "owned", t), f"partition {dup} listed twice"))
+    groups = data.get("copartition")
+    in_group: dict[str, int] = {}
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        if not isinstance(group, list):
+            continue
+        if len({t for t in group if isinstance(t, str)}) < 2:
+            out.append((("copartition", g), "a co-partition group needs at least two distinct topics"))
+        for j, t in enumerate(group):
+            if not isinstance(t, str):
+                continue
+            if t not in topics:
+                out.append((("copartition", g, j), f"topic {t!r} not in topics"))
+            elif t in in_group and in_group[t] != g:
+                out.append((("copartition", g, j), f"topic {t!r} already in copartition[{in_group[t]}]"))
+            in_group.setdefault(t, g)
+    return out
+
+
+def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
+    """Build the immutable instance from a document that passed every check."""
     topics: dict[str, Topic] = {}
     for name, t in spec.topics.items():
-        if not name:
-            bad(("topics",), "empty topic name")
-        n = t.partitions
-        for key in ("weights", "move_costs", "racks"):
-            values = getattr(t, key)
-            if values is not None and len(values) != n:
-                bad(("topics", name, key), f"has {len(values)} entries, topic has {n} partitions")
         weights = frozen_array(t.weights, np.float64) if t.weights is not None else None
         costs = frozen_array(t.move_costs, np.float64) if t.move_costs is not None else None
         racks = tuple(tuple(r) for r in t.racks) if t.racks is not None else None
-        topics[name] = Topic(name, n, t.id, weights, costs, racks)
-
-    members: list[Member] = []
-    seen: dict[str, int] = {}
-    for i, m in enumerate(spec.members):
-        if m.id in seen:
-            bad(("members", i, "id"), f"duplicate member id {m.id!r} (also members[{seen[m.id]}])")
-        else:
-            seen[m.id] = i
-        subs_seen: set[str] = set()
-        for j, t in enumerate(m.topics):
-            if t not in topics:
-                bad(("members", i, "topics", j), f"topic {t!r} not in topics")
-            if t in subs_seen:
-                bad(("members", i, "topics", j), f"topic {t!r} listed twice")
-            subs_seen.add(t)
-        owned: dict[str, np.ndarray] = {}
-        for t, parts in m.owned.items():
-            if t not in topics:
-                bad(("members", i, "owned", t), "topic not in topics")
-                continue
-            arr = np.asarray(parts, dtype=np.int64)
-            n = topics[t].partitions
-            oor = np.flatnonzero((arr < 0) | (arr >= n))
-            for k in oor[:5].tolist():
-                bad(("members", i, "owned", t, k), f"partition {int(arr[k])} out of range ({t} has {n} partitions)")
-            if oor.size > 5:
-                bad(("members", i, "owned", t), f"{oor.size - 5} more partitions out of range")
-            srt = np.sort(arr)
-            dup = srt[1:][srt[1:] == srt[:-1]]
-            if dup.size:
-                bad(("members", i, "owned", t), f"partition {int(dup[0])} listed twice")
-            owned[t] = frozen_array(srt, np.int64)
+        topics[name] = Topic(name, t.partitions, t.id, weights, costs, racks)
+    members = []
+    for m in spec.members:
+        owned = {t: frozen_array(np.sort(np.asarray(parts, dtype=np.int64)), np.int64) for t, parts in m.owned.items()}
         members.append(
             Member(m.id, tuple(m.topics), MappingProxyType(owned), m.generation, m.instance_id, m.rack, m.capacity)
         )
-
-    groups: list[tuple[str, ...]] = []
-    in_group: dict[str, int] = {}
-    for g, group in enumerate(spec.copartition):
-        if len(set(group)) < 2:
-            bad(("copartition", g), "a co-partition group needs at least two distinct topics")
-        for j, t in enumerate(group):
-            if t not in topics:
-                bad(("copartition", g, j), f"topic {t!r} not in topics")
-            elif t in in_group and in_group[t] != g:
-                bad(("copartition", g, j), f"topic {t!r} already in copartition[{in_group[t]}]")
-            in_group.setdefault(t, g)
-        groups.append(tuple(group))
-
-    if problems:
-        raise InstanceError(source, problems)
     meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
-    return Instance(spec.name, "consumer", topics, tuple(members), tuple(groups), None, meta)
+    groups = tuple(tuple(g) for g in spec.copartition)
+    return Instance(spec.name, "consumer", topics, tuple(members), groups, None, meta)
 
 
 # --------------------------------------------------------------------------- writing

@@ -45,12 +45,14 @@ METRIC_NAMES = (
 
 
 class _Violations:
+    """Violation messages (one per kind and place), the list capped at MAX_VIOLATIONS_LISTED."""
+
     def __init__(self) -> None:
         self.items: list[str] = []
         self.count = 0
 
-    def add(self, msg: str, n: int = 1) -> None:
-        self.count += n
+    def add(self, msg: str) -> None:
+        self.count += 1
         if len(self.items) < MAX_VIOLATIONS_LISTED:
             self.items.append(msg)
 
@@ -142,25 +144,25 @@ def score(instance: Instance, assignment: Assignment | Any, view: GroupView | No
         if i is None:
             n = sum(int(a.size) for a in per_topic.values())
             if n:
-                viol.add(f"member {mid!r} is not in the instance but holds {n} partitions", n)
+                viol.add(f"member {mid!r} is not in the instance but holds {n} partitions")
             continue
         for t, parts in per_topic.items():
             if t not in topics:
-                viol.add(f"{mid} holds partitions of unknown topic {t!r}", int(parts.size))
+                viol.add(f"{mid} holds partitions of unknown topic {t!r}")
                 continue
             n_parts = topics[t].partitions
             bad = (parts < 0) | (parts >= n_parts)
             if bad.any():
-                viol.add(f"{mid} holds non-existent partitions {_fmt_parts(t, parts[bad])}", int(bad.sum()))
+                viol.add(f"{mid} holds non-existent partitions {_fmt_parts(t, parts[bad])}")
                 parts = parts[~bad]
             uniq = np.unique(parts)
             if uniq.size != parts.size:
-                viol.add(f"{mid} lists a partition of {t} twice", int(parts.size - uniq.size))
+                viol.add(f"{mid} lists a partition of {t} twice")
                 parts = uniq
             if not parts.size:
                 continue
             if t not in subs[i]:
-                viol.add(f"{_fmt_parts(t, parts)} assigned to {mid}, which does not subscribe to {t}", int(parts.size))
+                viol.add(f"{_fmt_parts(t, parts)} assigned to {mid}, which does not subscribe to {t}")
             holders[t][parts] += 1
             owner[t][parts] = i
             held_by_prev[t][parts[prev[t][parts] == i]] = True
@@ -183,13 +185,13 @@ def score(instance: Instance, assignment: Assignment | Any, view: GroupView | No
         h = holders[t]
         dup = np.flatnonzero(h > 1)
         if dup.size:
-            viol.add(f"{_fmt_parts(t, dup)} assigned to more than one member", int(dup.size))
+            viol.add(f"{_fmt_parts(t, dup)} assigned to more than one member")
         free = h == 0
         must = view.must_assign(t)
         missing = np.flatnonzero(free & must)
         if missing.size:
             unassigned += int(missing.size)
-            viol.add(f"{_fmt_parts(t, missing)} unassigned", int(missing.size))
+            viol.add(f"{_fmt_parts(t, missing)} unassigned")
         if view.subscribers[t] and t in view.group_of:
             not_joinable += int(free[view.limits[t]:].sum())
         mv = (prev[t] >= 0) & (h > 0) & ~held_by_prev[t]

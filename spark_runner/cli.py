@@ -38,7 +38,7 @@ EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
 EXIT_DATA = 65
 
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
 
 app = typer.Typer(
