@@ -1,0 +1,224 @@
+"""Kafka's client-side ``RangeAssignor``, including the KIP-881 rack-aware path.
+
+Per topic, the subscribers are laid out in ``MemberInfo`` order (static members
+first by ``group.instance.id``, then dynamic members by member id, both in Java
+``String`` order) and the partitions in numeric order; each subscriber gets a
+contiguous range, the first ``partitions % subscribers`` one partition more.
+
+With KIP-881 (when some subscriber of a topic has a rack and the topic's replica
+racks are uneven), partitions are first handed out only where the member's rack
+holds a replica, keeping the per-topic quotas; topics with the same subscribers
+and the same partition count are treated as one co-partitioned unit so that
+partition ``i`` of every such topic goes to the same member.  Whatever rack
+matching leaves over is assigned by the plain range rule.
+
+Range ignores previously owned partitions (real clients send none to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from heuristics._java import java_string_key
+from solver.model import Assignment, Instance, Member
+from solver.registry import register
+from solver.result import Params, Result
+
+
+def member_info_key(member: Member) -> tuple[int, bytes]:
+    """Sort key of Kafka's ``AbstractPartitionAssignor.MemberInfo``.
+
+    Static members (with ``group.instance.id``) sort first, by instance id;
+    dynamic members follow, by member id; strings compare as Java does.
+
+    Examples
+    --------
+    >>> a = Member(id="z", topics=(), instance_id="i1")
+    >>> b = Member(id="a", topics=())
+    >>> sorted([b, a], key=member_info_key)[0].id
+    'z'
+    """
+    if member.instance_id is not None:
+        return (0, java_string_key(member.instance_id))
+    return (1, java_string_key(member.id))
+
+
+def member_info_order(instance: Instance) -> list[int]:
+    """Member indices of ``instance`` in ``MemberInfo`` order (stable for ties)."""
+    return sorted(range(len(instance.members)), key=lambda i: member_info_key(instance.members[i]))
+
+
+def _subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, list[int]]:
+    """Topic -> subscriber indices in ``MemberInfo`` order (only topics that exist)."""
+    subs: dict[str, list[int]] = {}
+    for i in order:
+        for t in dict.fromkeys(instance.members[i].topics):
+            if t in instance.topics:
+                subs.setdefault(t, []).append(i)
+    return subs
+
+
+class _TopicState:
+    """Per-topic bookkeeping of Kafka's ``RangeAssignor.TopicAssignmentState``."""
+
+    def __init__(self, name: str, n: int, consumers: list[int], racks: list[str | None],
+                 partition_racks: tuple[tuple[str, ...], ...] | None) -> None:
+        self.name = name
+        self.n = n
+        self.consumers = consumers  # member indices, MemberInfo order
+        self.rack = dict(zip(consumers, racks, strict=True))
+        self.assigned = np.full(n, -1, dtype=np.int64)
+        self.num_assigned = dict.fromkeys(consumers, 0)
+        self.quota = n // len(consumers)
+        self.extra = n % len(consumers)
+        consumer_racks = {r for r in racks if r is not None}
+        # partitionRacks exists only when some subscriber has a rack; its size groups topics.
+        self.prack: list[frozenset[str]] | None = None
+        if consumer_racks:
+            self.prack = [frozenset(partition_racks[p]) if partition_racks is not None else frozenset()
+                          for p in range(n)]
+        self.needs_rack = False
+        if self.prack is not None:
+            all_racks: set[str] = set().union(*self.prack) if self.prack else set()
+            if consumer_racks & all_racks:
+                self.needs_rack = not all(r == all_racks for r in self.prack)
+
+    @property
+    def rack_map_size(self) -> int:
+        return 0 if self.prack is None else self.n
+
+    def racks_match(self, c: int, p: int) -> bool:
+        r = self.rack[c]
+        return r is None or (self.prack is not None and r in self.prack[p])
+
+    def max_assignable(self, c: int) -> int:
+        return max(0, self.quota + (1 if self.extra > 0 else 0) - self.num_assigned[c])
+
+    def on_assigned(self, c: int, parts: Sequence[int]) -> None:
+        self.num_assigned[c] += len(parts)
+        # Kafka decrements on every call that leaves the consumer above the minimum quota.
+        if self.num_assigned[c] > self.quota:
+            self.extra -= 1
+        self.assigned[list(parts)] = c
+
+    def assign_rack_matched(self) -> None:
+        """``assignRanges`` with ``racksMatch`` as the filter (single-topic rack path)."""
+        for c in self.consumers:
+            free = np.flatnonzero(self.assigned < 0)
+            if free.size == 0:
+                break
+            limit = self.max_assignable(c)
+            picked = [p for p in free.tolist() if self.racks_match(c, p)][:limit]
+            if picked:
+                self.on_assigned(c, picked)
+
+    def assign_plain(self) -> None:
+        """``assignRanges`` without a filter: leftover partitions in ascending order."""
+        free = np.flatnonzero(self.assigned < 0)
+        pos = 0
+        for c in self.consumers:
+            if pos >= free.size:
+                break
+            k = self.max_assignable(c)
+            if k == 0:
+                continue
+            take = free[pos:pos + k]
+            pos += take.size
+            self.on_assigned(c, take.tolist())
+
+
+def _assign_copartitioned(states: list[_TopicState], n: int) -> None:
+    """Kafka's ``assignCoPartitionedWithRackMatching`` for topics with equal subscribers and size."""
+    remaining = list(states[0].consumers)
+    for p in range(n):
+        chosen = -1
+        for c in remaining:
+            if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states):
+                chosen = c
+                break
+        if chosen < 0:
+            continue
+        for s in states:
+            s.on_assigned(chosen, [p])
+        if not any(s.max_assignable(chosen) > 0 for s in states):
+            remaining.remove(chosen)
+            if not remaining:
+                break
+
+
+def _plain_owners(n: int, consumers: np.ndarray) -> np.ndarray:
+    """Contiguous range owners of one topic (the non-rack rule), vectorised."""
+    k = consumers.size
+    q, extra = divmod(n, k)
+    lengths = np.full(k, q, dtype=np.int64)
+    lengths[:extra] += 1
+    return np.repeat(consumers, lengths)
+
+
+def range_assign(instance: Instance) -> Assignment:
+    """Kafka's ``RangeAssignor.assignPartitions`` on ``instance``.
+
+    Parameters
+    ----------
+    instance
+        Consumer-protocol instance; ``owned`` is ignored, member ``rack`` and
+        topic ``racks`` enable the KIP-881 path.
+
+    Returns
+    -------
+    Assignment
+        Every member present (``{}`` when it gets nothing).
+
+    Examples
+    --------
+    >>> from solver.formats import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
+    ...     "members": [{"id": "C1", "topics": ["t0", "t1"]}, {"id": "C0", "topics": ["t0", "t1"]}]})
+    >>> range_assign(inst).to_lists()
+    {'C1': {'t0': [2], 't1': [2]}, 'C0': {'t0': [0, 1], 't1': [0, 1]}}
+    """
+    order = member_info_order(instance)
+    subs = _subscribers_by_topic(instance, order)
+    members = instance.members
+    racks = [m.rack if m.rack else None for m in members]  # Kafka drops empty rack ids
+    owners: dict[str, np.ndarray] = {}
+    any_rack = any(r is not None for r in racks)
+    states: list[_TopicState] = []
+    for name, consumers in subs.items():
+        topic = instance.topics[name]
+        if topic.partitions == 0:
+            continue
+        if not any_rack:
+            owners[name] = _plain_owners(topic.partitions, np.asarray(consumers, dtype=np.int64))
+            continue
+        states.append(_TopicState(name, topic.partitions, consumers, [racks[c] for c in consumers], topic.racks))
+
+    if any(s.needs_rack for s in states):
+        groups: dict[tuple[tuple[int, str | None], ...], dict[int, list[_TopicState]]] = {}
+        for s in states:
+            key = tuple((c, s.rack[c]) for c in s.consumers)
+            groups.setdefault(key, {}).setdefault(s.rack_map_size, []).append(s)
+        for by_size in groups.values():
+            for size, group in by_size.items():
+                if len(group) > 1:
+                    _assign_copartitioned(group, size)
+                elif group[0].needs_rack:
+                    group[0].assign_rack_matched()
+    for s in states:
+        s.assign_plain()
+        owners[s.name] = s.assigned
+    return Assignment.from_owners(instance.member_ids, owners)
+
+
+@register(
+    "range",
+    kind="heuristic",
+    protocol="consumer",
+    summary="Kafka RangeAssignor: per-topic contiguous ranges; KIP-881 rack-aware co-partitioned path",
+    source="org.apache.kafka.clients.consumer.RangeAssignor (KIP-881 for racks)",
+)
+def range_assignor(instance: Instance, params: Params) -> Result:
+    """Registry entry for :func:`range_assign` (``params`` are not used)."""
+    return Result(assignment=range_assign(instance))
