@@ -50,8 +50,16 @@ def member_info_order(instance: Instance) -> list[int]:
     return sorted(range(len(instance.members)), key=lambda i: member_info_key(instance.members[i]))
 
 
-def _subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, list[int]]:
-    """Topic -> subscriber indices in ``MemberInfo`` order (only topics that exist)."""
+def subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, list[int]]:
+    """Topic -> subscriber indices in the given member order (only topics that exist).
+
+    Parameters
+    ----------
+    instance
+        The group.
+    order
+        Member indices in the order the assignor lays members out.
+    """
     subs: dict[str, list[int]] = {}
     for i in order:
         for t in dict.fromkeys(instance.members[i].topics):
@@ -148,8 +156,27 @@ def _assign_copartitioned(states: list[_TopicState], n: int) -> None:
                 break
 
 
-def _plain_owners(n: int, consumers: np.ndarray) -> np.ndarray:
-    """Contiguous range owners of one topic (the non-rack rule), vectorised."""
+def range_owners(n: int, consumers: np.ndarray) -> np.ndarray:
+    """Owner of each of ``n`` partitions under the plain range rule, vectorised.
+
+    Parameters
+    ----------
+    n
+        Number of partitions of the topic.
+    consumers
+        The topic's subscribers (member indices) in assignor order.
+
+    Returns
+    -------
+    numpy.ndarray
+        Length ``n``: the first ``n % k`` subscribers get ``n // k + 1``
+        consecutive partitions, the others ``n // k``.
+
+    Examples
+    --------
+    >>> range_owners(7, np.array([5, 3, 9])).tolist()
+    [5, 5, 5, 3, 3, 9, 9]
+    """
     k = consumers.size
     q, extra = divmod(n, k)
     lengths = np.full(k, q, dtype=np.int64)
@@ -180,7 +207,7 @@ def range_assign(instance: Instance) -> Assignment:
     {'C1': {'t0': [2], 't1': [2]}, 'C0': {'t0': [0, 1], 't1': [0, 1]}}
     """
     order = member_info_order(instance)
-    subs = _subscribers_by_topic(instance, order)
+    subs = subscribers_by_topic(instance, order)
     members = instance.members
     racks = [m.rack if m.rack else None for m in members]  # Kafka drops empty rack ids
     owners: dict[str, np.ndarray] = {}
@@ -191,7 +218,7 @@ def range_assign(instance: Instance) -> Assignment:
         if topic.partitions == 0:
             continue
         if not any_rack:
-            owners[name] = _plain_owners(topic.partitions, np.asarray(consumers, dtype=np.int64))
+            owners[name] = range_owners(topic.partitions, np.asarray(consumers, dtype=np.int64))
             continue
         states.append(_TopicState(name, topic.partitions, consumers, [racks[c] for c in consumers], topic.racks))
 

@@ -51,8 +51,7 @@ def roundrobin_assign(instance: Instance) -> Assignment:
         eligible = np.asarray(subs[t], dtype=np.int64)
         k = eligible.size
         start = int(np.searchsorted(eligible, cursor))  # first subscriber at or after the cursor
-        idx = (start + np.arange(topic.partitions, dtype=np.int64)) % k
-        receivers = eligible[idx]
+        receivers = eligible[(start + np.arange(topic.partitions, dtype=np.int64)) % k]
         owners[t] = order_arr[receivers]
         cursor = (int(receivers[-1]) + 1) % n_members
     return Assignment.from_owners(instance.member_ids, owners)
