@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from solver.errors import InstanceError, Problem, json_path
-from solver.model import FORMAT, Assignment, Instance, Member, Topic, frozen_array
+from solver.model import FORMAT, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
 from solver.schema import META_KEYS, AssignmentSpec, ConsumerInstanceSpec
 
 BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
@@ -329,6 +328,13 @@ def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...],
             n = topics[t]
             if n is None or not isinstance(parts, list):
                 continue
+            try:
+                lo, hi = (min(parts), max(parts)) if parts else (0, 0)
+                fast = isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi < n
+            except TypeError:  # a non-number among the partitions: pydantic reports it
+                fast = False
+            if fast and (len(parts) < 2 or len(set(parts)) == len(parts)):
+                continue  # the common case: all in range, no repeats
             ints = [(k, p) for k, p in enumerate(parts) if isinstance(p, int) and not isinstance(p, bool)]
             oor = [(k, p) for k, p in ints if p < 0 or p >= n]
             for k, p in oor[:5]:
@@ -368,9 +374,9 @@ def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
         topics[name] = Topic(name, t.partitions, t.id, weights, costs, racks)
     members = []
     for m in spec.members:
-        owned = {t: frozen_array(np.sort(np.asarray(parts, dtype=np.int64)), np.int64) for t, parts in m.owned.items()}
         members.append(
-            Member(m.id, tuple(m.topics), MappingProxyType(owned), m.generation, m.instance_id, m.rack, m.capacity)
+            Member(m.id, tuple(m.topics), OwnedMap.from_lists(m.owned), m.generation, m.instance_id, m.rack,
+                   m.capacity)
         )
     meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
     groups = tuple(tuple(g) for g in spec.copartition)

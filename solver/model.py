@@ -108,6 +108,73 @@ def _arr_eq(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
+class OwnedMap(Mapping[str, IntArray]):
+    """A member's owned partitions, stored flat: one int array plus offsets per topic.
+
+    Behaves as a read-only ``Mapping[str, IntArray]`` whose values are sorted,
+    read-only views; a million single-partition claims cost two arrays, not a
+    million small ones.  :meth:`flat` gives the raw storage for bulk work.
+
+    Examples
+    --------
+    >>> m = OwnedMap.from_lists({"T": [3, 1], "U": [0]})
+    >>> {t: a.tolist() for t, a in m.items()}
+    {'T': [1, 3], 'U': [0]}
+    """
+
+    __slots__ = ("_flat", "_index", "_offsets", "_topics")
+
+    def __init__(self, topics: tuple[str, ...], flat: IntArray, offsets: IntArray) -> None:
+        self._topics = topics
+        self._flat = flat
+        self._offsets = offsets
+        self._index = {t: i for i, t in enumerate(topics)}
+
+    @classmethod
+    def from_lists(cls, owned: Mapping[str, Iterable[int]]) -> OwnedMap:
+        """Build from ``{topic: partitions}``; each topic's partitions are sorted."""
+        topics = tuple(owned)
+        lists = [list(v) for v in owned.values()]
+        sizes = np.fromiter((len(v) for v in lists), dtype=np.int64, count=len(lists))
+        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        flat = np.fromiter((p for v in lists for p in v), dtype=np.int64, count=int(offsets[-1]))
+        if flat.size > 1:
+            # Sort only the segments that are not sorted already (inputs usually are).
+            down = np.flatnonzero(np.diff(flat) < 0) + 1
+            if down.size:
+                seg = np.searchsorted(offsets, down, side="right") - 1
+                for k in np.unique(seg).tolist():
+                    a, b = int(offsets[k]), int(offsets[k + 1])
+                    flat[a:b] = np.sort(flat[a:b])
+        flat.setflags(write=False)
+        offsets.setflags(write=False)
+        return cls(topics, flat, offsets)
+
+    def flat(self) -> tuple[tuple[str, ...], IntArray, IntArray]:
+        """``(topics, partitions, offsets)``: topic ``i`` owns ``partitions[offsets[i]:offsets[i+1]]``."""
+        return self._topics, self._flat, self._offsets
+
+    def __getitem__(self, topic: str) -> IntArray:
+        i = self._index[topic]
+        return self._flat[self._offsets[i]: self._offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._index
+
+    def __repr__(self) -> str:
+        return f"OwnedMap({ {t: self[t].tolist() for t in self._topics} })"
+
+
+EMPTY_OWNED = OwnedMap.from_lists({})
+
+
 @dataclass(frozen=True, eq=False)
 class Member:
     """One group member (consumer).
@@ -133,7 +200,7 @@ class Member:
 
     id: str
     topics: tuple[str, ...]
-    owned: Mapping[str, IntArray] = field(default_factory=lambda: MappingProxyType({}))
+    owned: Mapping[str, IntArray] = field(default_factory=lambda: EMPTY_OWNED)
     generation: int = -1
     instance_id: str | None = None
     rack: str | None = None

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
 from solver.model import Assignment
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of one assignor or solver run.
 
     Heuristics report ``HEURISTIC``; exact solvers one of the other four.

@@ -11,12 +11,13 @@ Member references are indices into ``instance.members``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from solver.model import Instance
+from solver.model import Instance, OwnedMap
 
 
 def previous_owners(instance: Instance) -> dict[str, np.ndarray]:
@@ -50,34 +51,50 @@ def previous_owners(instance: Instance) -> dict[str, np.ndarray]:
     >>> previous_owners(inst)["T"].tolist()
     [0, -1, 1]
     """
-    owners: dict[str, np.ndarray] = {}
-    best: dict[str, np.ndarray] = {}
-    tie: dict[str, np.ndarray] = {}
-    for name, t in instance.topics.items():
-        owners[name] = np.full(t.partitions, -1, dtype=np.int64)
-        best[name] = np.full(t.partitions, np.iinfo(np.int64).min, dtype=np.int64)
-        tie[name] = np.zeros(t.partitions, dtype=bool)
+    names = list(instance.topics)
+    tix = {t: i for i, t in enumerate(names)}
+    counts = np.array([instance.topics[t].partitions for t in names], dtype=np.int64)
+    base = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(counts, out=base[1:])
+    gids: list[np.ndarray] = []
+    whos: list[np.ndarray] = []
+    gens: list[np.ndarray] = []
     for idx, m in enumerate(instance.members):
+        if not m.owned:
+            continue
+        topics, flat, offs = _flat_owned(m.owned)
         subs = set(m.topics)
-        for name, parts in m.owned.items():
-            if name not in subs or name not in owners:
-                continue
-            n = instance.topics[name].partitions
-            p = parts[(parts >= 0) & (parts < n)]
-            if p.size == 0:
-                continue
-            g = m.generation
-            cur = best[name][p]
-            higher = g > cur
-            same = g == cur
-            hp = p[higher]
-            owners[name][hp] = idx
-            best[name][hp] = g
-            tie[name][hp] = False
-            tie[name][p[same]] = True
-    for name in owners:
-        owners[name][tie[name]] = -1
-    return owners
+        tid = np.fromiter((tix.get(t, -1) if t in subs else -1 for t in topics), dtype=np.int64, count=len(topics))
+        per = np.repeat(tid, np.diff(offs))
+        keep = per >= 0
+        keep[keep] &= (flat[keep] >= 0) & (flat[keep] < counts[per[keep]])
+        if not keep.any():
+            continue
+        g = base[per[keep]] + flat[keep]
+        gids.append(g)
+        whos.append(np.full(g.size, idx, dtype=np.int64))
+        gens.append(np.full(g.size, m.generation, dtype=np.int64))
+    out = np.full(int(base[-1]), -1, dtype=np.int64)
+    if gids:
+        gid = np.concatenate(gids)
+        who = np.concatenate(whos)
+        gen = np.concatenate(gens)
+        order = np.lexsort((-gen, gid))  # by partition, then highest generation first
+        gid, who, gen = gid[order], who[order], gen[order]
+        first = np.ones(gid.size, dtype=bool)
+        first[1:] = gid[1:] != gid[:-1]
+        # A tie: the runner-up claim of the same partition has the same generation.
+        tied = np.zeros(gid.size, dtype=bool)
+        tied[:-1] = (gid[1:] == gid[:-1]) & (gen[1:] == gen[:-1])
+        win = first & ~tied
+        out[gid[win]] = who[win]
+    return {t: out[base[i]: base[i + 1]] for i, t in enumerate(names)}
+
+
+def _flat_owned(owned: Mapping[str, np.ndarray]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    if isinstance(owned, OwnedMap):
+        return owned.flat()
+    return OwnedMap.from_lists({t: np.asarray(v).tolist() for t, v in owned.items()}).flat()
 
 
 def subscribers(instance: Instance) -> dict[str, tuple[int, ...]]:

@@ -22,7 +22,7 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read(path: str) -> tuple[Record, ...]:
     return tuple(read_instances(path))
 

@@ -1,0 +1,34 @@
+# kassign: one command installs and runs the demo, one installs and runs every test.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install kassign with its test tools
+
+demo: $(STAMP)  ## the main job on a bundled example
+	$(BIN)/kassign validate examples/orders-group.json
+	$(BIN)/kassign assign examples/join-d-leaves.json --assignor range -o out/join-range.json
+	$(BIN)/kassign score examples/join-d-leaves.json out/join-range.json
+
+test: $(STAMP)  ## every test (unit, property, Spark, cluster), lint and types
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy solver heuristics spark_runner
+
+bench: $(STAMP)  ## benchmarks (not part of the tests); results go to docs/benchmarks.md by hand
+	@ls benchmarks/bench_*.py | sed 's#/#.#; s#\.py$$##' | xargs -n1 $(BIN)/python -m
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Benchmark commands (not tests): python -m benchmarks.bench_<name>."""

@@ -1,0 +1,52 @@
+"""Loading speed of large instances: ``python -m benchmarks.bench_formats [--partitions N]``.
+
+Writes a Kafka-scale instance (500 topics x 2000 partitions, 2000 members each
+owning its round-robin share) to a temporary file, then times
+``read_instance`` and ``previous_owners`` on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from solver.formats import read_instance
+from solver.semantics import previous_owners
+
+
+def build(topics: int, partitions: int, members: int) -> dict:
+    """An instance where every member owns its round-robin share of every topic."""
+    names = [f"topic-{i:03d}" for i in range(topics)]
+    mem = []
+    for m in range(members):
+        owned = {t: list(range(m, partitions, members)) for t in names}
+        mem.append({"id": f"consumer-{m:04d}", "topics": names, "owned": owned, "generation": 1})
+    return {"format": "kassign/v1", "name": "bench", "topics": dict.fromkeys(names, partitions), "members": mem}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--topics", type=int, default=500)
+    ap.add_argument("--partitions", type=int, default=2000)
+    ap.add_argument("--members", type=int, default=2000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "big.json"
+        f.write_text(json.dumps(build(args.topics, args.partitions, args.members)))
+        size = f.stat().st_size / 2**20
+        t0 = time.perf_counter()
+        inst = read_instance(f)
+        t1 = time.perf_counter()
+        owners = previous_owners(inst)
+        t2 = time.perf_counter()
+    n = sum(o.size for o in owners.values())
+    print(f"{args.topics} topics x {args.partitions} partitions = {n} topic-partitions, {args.members} members, "
+          f"{size:.0f} MiB JSON")
+    print(f"read_instance: {t1 - t0:.2f} s   previous_owners: {t2 - t1:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
