@@ -1,0 +1,68 @@
+"""Every ``console`` example in README.md and docs/*.md is run and its output checked.
+
+A block fenced as ```console holds commands (``$ ...``) each followed by the
+exact stdout it prints; a line ``[exit N]`` after the output states a non-zero
+exit code (stderr is then compared instead of stdout).  Commands run from the
+repository root with the installed ``kassign`` on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
+
+
+@dataclass
+class Example:
+    doc: str
+    command: str
+    expected: list[str]
+    exit_code: int
+
+
+def examples() -> list[Example]:
+    out: list[Example] = []
+    for doc in DOCS:
+        for block in BLOCK.findall(doc.read_text()):
+            current: Example | None = None
+            for line in block.splitlines():
+                if line.startswith("$ "):
+                    current = Example(doc.name, line[2:], [], 0)
+                    out.append(current)
+                elif current is not None:
+                    m = re.fullmatch(r"\[exit (\d+)\]", line.strip())
+                    if m:
+                        current.exit_code = int(m.group(1))
+                    else:
+                        current.expected.append(line.rstrip())
+    return out
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One output folder shared by the examples of a run, as in a user's shell session."""
+    return tmp_path_factory.mktemp("docs-out")
+
+
+@pytest.mark.parametrize("ex", examples(), ids=lambda e: f"{e.doc}:{e.command[:60]}")
+def test_console_example(ex: Example, out_dir: Path):
+    if "../shared" in ex.command and not (REPO.parent / "shared").exists():
+        pytest.skip("needs ../shared beside the repository")
+    bindir = Path(shutil.which("kassign") or sys.executable).parent
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "120",
+           "KASSIGN_OUT": str(out_dir)}
+    r = subprocess.run(ex.command, shell=True, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == ex.exit_code, f"{ex.command}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    got = (r.stdout if ex.exit_code == 0 else r.stderr).rstrip("\n").splitlines()
+    assert [g.rstrip() for g in got] == ex.expected
