@@ -1,0 +1,768 @@
+"""Rebalance scenarios: an initial group and a sequence of events, generated from (parameters, seed).
+
+A :class:`Scenario` is an initial :class:`~solver.model.Instance` (no owned
+partitions) plus a tuple of fully concrete :class:`Event` objects.  Every random
+choice is made once, by :func:`generate`, from ``numpy.random.Generator(PCG64(seed))``;
+events carry their data (new member ids, new topics with their weights, ...)
+so that :func:`apply_event` is a pure function without randomness:
+
+    next_instance = apply_event(instance, event, assignment)
+
+``assignment`` is the output of one assignor on ``instance``; it becomes the
+``owned`` claims of the surviving members at the next generation.  Each
+assignor therefore carries its own state through the same sequence of group
+changes.
+
+Event semantics (what the next rebalance sees)
+----------------------------------------------
+``join``
+    one new member (fresh member id, no claims) joins, appended to the member list.
+``leave``
+    one member leaves the group; it and its claims are gone.
+``crash``
+    one member's process dies and comes back under the same identity without
+    its state: it stays in the group (same id, same position) but its claims
+    disappear (generation -1), as after a crash of a static member.
+``rolling-restart``
+    a block of consecutive steps, one per member in list order: the member
+    shuts down and restarts under a new member id (same client prefix,
+    ``instance_id``, rack and subscription, no claims), appended at the end
+    of the member list as a rejoining consumer is.
+``subscription-change``
+    one member changes its subscription (``two-groups``: the next member of
+    the old version moves to the new version's subscription, and back once
+    all have moved).
+``topic-added``
+    a new topic; subscribers follow the subscription pattern.
+``partition-expansion``
+    a topic (and every topic co-partitioned with it) gains partitions.
+``scale-out`` / ``scale-in``
+    ``scale_k`` members join, or leave, in one rebalance.
+``weight-drift``
+    every partition weight is multiplied by a lognormal factor (only with
+    weighted scenarios).
+
+Claims of surviving members carry the next generation (previous highest
+generation + 1, at least 1); claims on topics a member no longer subscribes
+to are dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.random import PCG64, Generator
+
+from solver.model import EMPTY_OWNED, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
+
+SUBSCRIPTIONS = ("identical", "random", "two-groups", "skewed")
+WEIGHTS = ("uniform", "zipf", "lognormal", "hot")
+EVENT_KINDS = (
+    "join",
+    "leave",
+    "crash",
+    "rolling-restart",
+    "subscription-change",
+    "topic-added",
+    "partition-expansion",
+    "scale-out",
+    "scale-in",
+    "weight-drift",
+)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _int_at_least(lo: int) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            return f"expected an integer, got {v!r}"
+        return None if v >= lo else f"must be >= {lo}, got {v}"
+
+    return check
+
+
+def _float_range(lo: float, hi: float | None = None, lo_open: bool = False) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != v:
+            return f"expected a number, got {v!r}"
+        if (v <= lo) if lo_open else (v < lo):
+            return f"must be {'>' if lo_open else '>='} {lo}, got {v}"
+        if hi is not None and v > hi:
+            return f"must be <= {hi}, got {v}"
+        return None
+
+    return check
+
+
+def _choice(options: Sequence[str]) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in options else f"must be one of {', '.join(options)}; got {v!r}"
+
+    return check
+
+
+def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda v: None if v is None else check(v)
+
+
+def _events_check(v: Any) -> str | None:
+    if not isinstance(v, (tuple, list)) or not v:
+        return "expected a non-empty list of event kinds"
+    bad = [e for e in v if e not in EVENT_KINDS]
+    if bad:
+        return f"unknown event kind(s) {', '.join(map(repr, bad))}; known: {', '.join(EVENT_KINDS)}"
+    if len(set(v)) != len(v):
+        return "an event kind is listed twice"
+    return None
+
+
+#: Field name -> check of one value (None when fine).  The grid validator uses
+#: these to name the exact YAML path of a bad value.
+FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
+    "members": _int_at_least(1),
+    "topics": _int_at_least(1),
+    "partitions_min": _int_at_least(1),
+    "partitions_max": _int_at_least(1),
+    "subscription": _choice(SUBSCRIPTIONS),
+    "density": _float_range(0.0, 1.0, lo_open=True),
+    "weights": _choice(WEIGHTS),
+    "zipf_a": _float_range(1.0, lo_open=True),
+    "lognormal_sigma": _float_range(0.0, 5.0),
+    "hot_partitions": _int_at_least(0),
+    "hot_factor": _float_range(1.0),
+    "racks": _int_at_least(0),
+    "replication": _int_at_least(1),
+    "copartition": _int_at_least(0),
+    "static": _float_range(0.0, 1.0),
+    "steps": _int_at_least(0),
+    "events": _events_check,
+    "scale_k": _int_at_least(1),
+    "drift": _float_range(0.0, 5.0),
+    "max_members": _optional(_int_at_least(1)),
+    "min_members": _optional(_int_at_least(1)),
+})
+
+
+@dataclass(frozen=True)
+class ScenarioParams:
+    """Generator parameters of one scenario family (a point of a sweep grid).
+
+    Attributes
+    ----------
+    members
+        Initial group size.
+    topics
+        Initial number of topics.
+    partitions_min, partitions_max
+        Partition count of each topic, drawn uniformly in this range
+        (co-partitioned topics share one count).
+    subscription
+        ``identical`` (every member subscribes to every topic), ``random``
+        (each topic with probability ``density``, at least one),
+        ``two-groups`` (a rolling update: the old version subscribes to every
+        topic but the last, the new version to all; a random share starts on
+        the new version and new members join with it), ``skewed`` (nested
+        prefixes of the topic list; most members subscribe to few topics, a
+        few to all).
+    density
+        Subscription probability for ``random`` and for topics added later.
+    weights
+        Partition loads: ``uniform`` (no weights, every partition counts 1),
+        ``zipf`` (Zipf-distributed integers with exponent ``zipf_a``),
+        ``lognormal`` (median 1, ``lognormal_sigma``), ``hot`` (weight 1
+        except ``hot_partitions`` partitions of weight ``hot_factor``).
+    racks
+        Number of racks (0: no rack information).  Members get a random rack,
+        every partition ``min(replication, racks)`` distinct replica racks.
+    copartition
+        Number of co-partition groups; group ``g`` pairs topics ``2g`` and
+        ``2g + 1``, which are always subscribed together.
+    static
+        Share of members with a ``group.instance.id`` (static membership).
+    steps
+        Number of events after the initial assignment (fewer when at some step
+        no listed event can apply).
+    events
+        Event kinds to draw from, uniformly among those that apply.
+    scale_k
+        Members added or removed by ``scale-out`` / ``scale-in``.
+    drift
+        Sigma of the lognormal factor of ``weight-drift``.
+    max_members
+        Cap on the group size for joins (``None``: ``2 * members + scale_k``).
+    min_members
+        Floor on the group size for leaves (``None``: ``max(1, members // 2)``).
+    """
+
+    members: int = 6
+    topics: int = 3
+    partitions_min: int = 4
+    partitions_max: int = 12
+    subscription: str = "identical"
+    density: float = 0.6
+    weights: str = "uniform"
+    zipf_a: float = 2.0
+    lognormal_sigma: float = 1.0
+    hot_partitions: int = 2
+    hot_factor: float = 10.0
+    racks: int = 0
+    replication: int = 3
+    copartition: int = 0
+    static: float = 0.0
+    steps: int = 10
+    events: tuple[str, ...] = EVENT_KINDS
+    scale_k: int = 2
+    drift: float = 0.3
+    max_members: int | None = None
+    min_members: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.events, list):
+            object.__setattr__(self, "events", tuple(self.events))
+        problems = self.problems()
+        if problems:
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in problems))
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Every problem as ``(field, message)``; empty when the parameters are valid."""
+        out = []
+        for name, check in FIELD_CHECKS.items():
+            msg = check(getattr(self, name))
+            if msg:
+                out.append((name, msg))
+        if out:
+            return out
+        if self.partitions_min > self.partitions_max:
+            out.append(("partitions_max", f"must be >= partitions_min ({self.partitions_min})"))
+        spare = 1 if self.subscription == "two-groups" else 0
+        if 2 * self.copartition + spare > self.topics:
+            need = 2 * self.copartition + spare
+            out.append(("copartition", f"{self.copartition} group(s) need at least {need} topics"
+                                       f"{' with two-groups' if spare else ''}, there are {self.topics}"))
+        if self.subscription == "two-groups" and self.topics < 2:
+            out.append(("subscription", "two-groups needs at least 2 topics"))
+        if self.max_members is not None and self.max_members < self.members:
+            out.append(("max_members", f"must be >= members ({self.members})"))
+        if self.min_members is not None and self.min_members > self.members:
+            out.append(("min_members", f"must be <= members ({self.members})"))
+        if self.events == ("weight-drift",) and self.weights == "uniform":
+            out.append(("events", "weight-drift alone needs weighted partitions (weights is uniform)"))
+        return out
+
+    @property
+    def member_cap(self) -> int:
+        """The effective cap on the group size."""
+        return self.max_members if self.max_members is not None else 2 * self.members + self.scale_k
+
+    @property
+    def member_floor(self) -> int:
+        """The effective floor on the group size."""
+        return self.min_members if self.min_members is not None else max(1, self.members // 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (``events`` as a list)."""
+        d = asdict(self)
+        d["events"] = list(self.events)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScenarioParams:
+        """Build from a dict (unknown keys raise ``ValueError``)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown parameter(s): {', '.join(unknown)}")
+        d = dict(data)
+        if "events" in d and isinstance(d["events"], list):
+            d["events"] = tuple(d["events"])
+        return cls(**d)
+
+    def canonical_json(self) -> str:
+        """Stable JSON (sorted keys) used for scenario ids."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def scenario_id(params: ScenarioParams, seed: int) -> str:
+    """Stable id of the scenario generated from ``(params, seed)``.
+
+    Examples
+    --------
+    >>> scenario_id(ScenarioParams(), 1) == scenario_id(ScenarioParams(), 1)
+    True
+    >>> scenario_id(ScenarioParams(), 1) == scenario_id(ScenarioParams(), 2)
+    False
+    """
+    text = f"{params.canonical_json()}|{int(seed)}"
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """A member joining the group (no claims)."""
+
+    id: str
+    topics: tuple[str, ...]
+    instance_id: str | None = None
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One concrete group change; :func:`apply_event` turns it into the next instance.
+
+    Attributes
+    ----------
+    kind
+        One of :data:`EVENT_KINDS`.
+    remove
+        Members that leave (``leave``, ``scale-in``, the old id of ``rolling-restart``).
+    add
+        Members that join, appended in this order.
+    clear
+        Members whose claims disappear (``crash``).
+    subscriptions
+        ``(member id, new topics)`` pairs.
+    topics
+        Topics added or replaced (``topic-added``, ``partition-expansion``,
+        ``weight-drift``), in full.
+    detail
+        Human-readable description.
+    """
+
+    kind: str
+    remove: tuple[str, ...] = ()
+    add: tuple[NewMember, ...] = ()
+    clear: tuple[str, ...] = ()
+    subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    topics: tuple[Topic, ...] = field(default=(), compare=False)
+    detail: str = ""
+
+    def topic_facts(self) -> tuple[tuple[Any, ...], ...]:
+        """Comparable content of :attr:`topics` (numpy arrays as tuples)."""
+        return tuple(
+            (t.name, t.partitions,
+             None if t.weights is None else tuple(t.weights.tolist()),
+             t.racks)
+            for t in self.topics
+        )
+
+
+def _owned_from(assignment: Assignment | None, member: Member) -> dict[str, np.ndarray]:
+    if assignment is None:
+        return {}
+    held = assignment.members.get(member.id, {})
+    return {t: held[t] for t in member.topics if t in held and held[t].size}
+
+
+def _owned_map(owned: Mapping[str, np.ndarray]) -> OwnedMap:
+    """Flat claim storage (the model's :class:`~solver.model.OwnedMap`) from sorted arrays."""
+    if not owned:
+        return EMPTY_OWNED
+    topics = tuple(owned)
+    sizes = [owned[t].size for t in topics]
+    offsets = np.zeros(len(topics) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.concatenate([owned[t] for t in topics]).astype(np.int64)
+    flat.setflags(write=False)
+    offsets.setflags(write=False)
+    return OwnedMap(topics, flat, offsets)
+
+
+def apply_event(instance: Instance, event: Event, assignment: Assignment | None) -> Instance:
+    """The group state after ``event``, with claims from ``assignment``.
+
+    Parameters
+    ----------
+    instance
+        The group state the assignment was computed for.
+    event
+        The change to apply.
+    assignment
+        The (settled) output of the assignor on ``instance``; ``None`` for no
+        claims.  Surviving members claim what it gave them, at generation
+        (highest generation of ``instance``, at least 0) + 1.
+
+    Returns
+    -------
+    Instance
+        The next instance.  Claims on topics a member no longer subscribes to,
+        and on partitions that no longer exist, are dropped.
+    """
+    gen = max([m.generation for m in instance.members] + [0]) + 1
+    topics = dict(instance.topics)
+    for t in event.topics:
+        topics[t.name] = t
+    removed = set(event.remove)
+    cleared = set(event.clear)
+    subs = dict(event.subscriptions)
+    members: list[Member] = []
+    for m in instance.members:
+        if m.id in removed:
+            continue
+        new_topics = subs.get(m.id, m.topics)
+        if m.id in cleared:
+            owned: dict[str, np.ndarray] = {}
+        else:
+            kept = replace(m, topics=new_topics)
+            owned = _owned_from(assignment, kept)
+            owned = {t: a[a < topics[t].partitions] for t, a in owned.items()}
+            owned = {t: a for t, a in owned.items() if a.size}
+        members.append(Member(m.id, tuple(new_topics), _owned_map(owned),
+                              -1 if m.id in cleared else gen, m.instance_id, m.rack, m.capacity))
+    for nm in event.add:
+        members.append(Member(nm.id, nm.topics, EMPTY_OWNED, -1, nm.instance_id, nm.rack))
+    return Instance(instance.name, "consumer", topics, tuple(members), instance.copartition)
+
+
+def strip_claims(instance: Instance) -> Instance:
+    """``instance`` without any owned partitions (generation -1 everywhere)."""
+    members = tuple(Member(m.id, m.topics, EMPTY_OWNED, -1, m.instance_id, m.rack, m.capacity)
+                    for m in instance.members)
+    return Instance(instance.name, instance.protocol, instance.topics, members, instance.copartition)
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """An initial group state and the events that follow it.
+
+    Attributes
+    ----------
+    id
+        :func:`scenario_id` of ``(params, seed)``.
+    params, seed
+        What generated it.
+    initial
+        The group before the first assignment (no claims).
+    events
+        One event per later step.
+    """
+
+    id: str
+    params: ScenarioParams
+    seed: int
+    initial: Instance
+    events: tuple[Event, ...]
+
+    def states(self) -> list[Instance]:
+        """The group state at every step without claims (step 0 is ``initial``)."""
+        out = [self.initial]
+        for ev in self.events:
+            out.append(strip_claims(apply_event(out[-1], ev, None)))
+        return out
+
+
+class _Builder:
+    """Mutable generator state; every random draw goes through ``self.rng``."""
+
+    def __init__(self, params: ScenarioParams, seed: int) -> None:
+        self.p = params
+        self.rng = Generator(PCG64(seed))
+        self.client_counter = 0
+        self.topic_counter = 0
+        self.rack_names = tuple(f"r{i}" for i in range(params.racks))
+        self.two_groups_marker: str | None = None
+        self.groups: list[tuple[str, ...]] = []
+
+    # ---- topics
+
+    def _weights(self, n: int) -> np.ndarray | None:
+        p = self.p
+        if p.weights == "uniform":
+            return None
+        if p.weights == "zipf":
+            w = self.rng.zipf(p.zipf_a, size=n).astype(np.float64)
+            return np.minimum(w, 1000.0)
+        if p.weights == "lognormal":
+            return np.maximum(np.round(self.rng.lognormal(0.0, p.lognormal_sigma, size=n), 3), 0.001)
+        return np.ones(n, dtype=np.float64)  # "hot": hot partitions are placed over all topics afterwards
+
+    def _racks(self, n: int) -> tuple[tuple[str, ...], ...] | None:
+        if not self.rack_names:
+            return None
+        k = min(self.p.replication, len(self.rack_names))
+        picks = [self.rng.choice(len(self.rack_names), size=k, replace=False) for _ in range(n)]
+        return tuple(tuple(self.rack_names[i] for i in sorted(pick.tolist())) for pick in picks)
+
+    def new_topic(self, partitions: int | None = None) -> Topic:
+        name = f"t{self.topic_counter:02d}"
+        self.topic_counter += 1
+        n = partitions if partitions is not None else self.partition_count()
+        w = self._weights(n)
+        # Kafka topic ids are random UUIDs; KIP-848 assignors order topics by them
+        tid = str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
+        return Topic(name, n, tid, None if w is None else frozen_array(w, np.float64), None, self._racks(n))
+
+    def partition_count(self) -> int:
+        return int(self.rng.integers(self.p.partitions_min, self.p.partitions_max + 1))
+
+    def extend_topic(self, t: Topic, new_n: int) -> Topic:
+        extra = new_n - t.partitions
+        w = None
+        if t.weights is not None:
+            add = self._weights(extra)
+            w = frozen_array(np.concatenate([t.weights, add if add is not None else np.ones(extra)]), np.float64)
+        racks = None
+        if t.racks is not None:
+            more = self._racks(extra) or ()
+            racks = t.racks + more
+        return Topic(t.name, new_n, t.id, w, t.move_costs, racks)
+
+    def place_hot(self, topics: dict[str, Topic]) -> None:
+        total = sum(t.partitions for t in topics.values())
+        k = min(self.p.hot_partitions, total)
+        if k == 0:
+            return
+        flat = self.rng.choice(total, size=k, replace=False)
+        offsets = np.cumsum([0] + [t.partitions for t in topics.values()])
+        for name, lo, hi in zip(topics, offsets[:-1], offsets[1:], strict=True):
+            t = topics[name]
+            hits = flat[(flat >= lo) & (flat < hi)] - lo
+            if hits.size:
+                w = t.weight_array().copy()
+                w[hits] = self.p.hot_factor
+                topics[name] = Topic(t.name, t.partitions, t.id, frozen_array(w, np.float64), t.move_costs, t.racks)
+
+    # ---- members
+
+    def _hex(self) -> str:
+        return f"{int(self.rng.integers(0, 2**32)):08x}"
+
+    def new_member(self, topics: tuple[str, ...]) -> NewMember:
+        client = f"c{self.client_counter}"
+        self.client_counter += 1
+        static = self.p.static > 0 and bool(self.rng.random() < self.p.static)
+        rack = self.rack_names[int(self.rng.integers(len(self.rack_names)))] if self.rack_names else None
+        return NewMember(f"{client}-{self._hex()}", topics, f"i-{client}" if static else None, rack)
+
+    def restarted(self, m: Member) -> NewMember:
+        client = m.id.rsplit("-", 1)[0]
+        return NewMember(f"{client}-{self._hex()}", m.topics, m.instance_id, m.rack)
+
+    def _close_groups(self, chosen: set[str]) -> set[str]:
+        for g in self.groups:
+            if chosen & set(g):
+                chosen |= set(g)
+        return chosen
+
+    def subscription(self, topic_names: Sequence[str], new_version: bool | None = None) -> tuple[str, ...]:
+        """A subscription for a member (sorted topic names, never empty when topics exist)."""
+        p = self.p
+        names = list(topic_names)
+        if not names:
+            return ()
+        if p.subscription == "identical":
+            chosen = set(names)
+        elif p.subscription == "two-groups":
+            chosen = set(names)
+            if not new_version and self.two_groups_marker in chosen:
+                chosen.discard(self.two_groups_marker)
+        elif p.subscription == "random":
+            mask = self.rng.random(len(names)) < p.density
+            if not mask.any():
+                mask[int(self.rng.integers(len(names)))] = True
+            chosen = {n for n, keep in zip(names, mask.tolist(), strict=True) if keep}
+        else:  # skewed: nested prefixes, length ~ 1 + geometric, capped
+            k = min(len(names), int(self.rng.geometric(0.5)))
+            chosen = set(names[:k])
+        return tuple(sorted(self._close_groups(chosen)))
+
+    def draw_subscribers(self, members: Sequence[Member], topic: str) -> dict[str, tuple[str, ...]]:
+        """New subscriptions after ``topic`` is added (member id -> topics)."""
+        if self.p.subscription in ("identical", "two-groups"):
+            pick = np.ones(len(members), dtype=bool)
+        else:
+            pick = self.rng.random(len(members)) < self.p.density
+            if members and not pick.any():
+                pick[int(self.rng.integers(len(members)))] = True
+        return {m.id: tuple(sorted((*m.topics, topic))) for m, k in zip(members, pick.tolist(), strict=True) if k}
+
+
+def _initial(b: _Builder) -> Instance:
+    p = b.p
+    topics: dict[str, Topic] = {}
+    for _ in range(p.topics):
+        t = b.new_topic()
+        topics[t.name] = t
+    names = list(topics)
+    for g in range(p.copartition):
+        a, c = names[2 * g], names[2 * g + 1]
+        n = max(topics[a].partitions, topics[c].partitions)
+        # co-partitioned topics have one partition count (Kafka Streams requires it)
+        topics[a] = b.extend_topic(topics[a], n) if topics[a].partitions < n else topics[a]
+        topics[c] = b.extend_topic(topics[c], n) if topics[c].partitions < n else topics[c]
+        b.groups.append((a, c))
+    if p.weights == "hot":
+        b.place_hot(topics)
+    if p.subscription == "two-groups":
+        b.two_groups_marker = names[-1]
+    new_share = float(b.rng.random()) if p.subscription == "two-groups" else 0.0
+    members = []
+    for _ in range(p.members):
+        is_new = bool(b.rng.random() < new_share)
+        nm = b.new_member(b.subscription(names, new_version=is_new))
+        members.append(Member(nm.id, nm.topics, EMPTY_OWNED, -1, nm.instance_id, nm.rack))
+    return Instance("", "consumer", topics, tuple(members), tuple(b.groups))
+
+
+def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
+    n = len(inst.members)
+    cap = b.p.member_cap
+    if kind == "join":
+        return n + 1 <= cap
+    if kind == "scale-out":
+        return n + b.p.scale_k <= cap
+    if kind == "leave":
+        return n - 1 >= b.p.member_floor
+    if kind == "scale-in":
+        return n - b.p.scale_k >= b.p.member_floor
+    if kind in ("crash", "rolling-restart"):
+        return n >= 1
+    if kind == "subscription-change":
+        return n >= 1 and len(inst.topics) >= 2
+    if kind == "weight-drift":
+        return b.p.weights != "uniform"
+    return True  # topic-added, partition-expansion
+
+
+def _draw_event(b: _Builder, inst: Instance, kind: str) -> Event:
+    rng = b.rng
+    members = inst.members
+    names = list(inst.topics)
+    if kind == "join":
+        nm = b.new_member(b.subscription(names, new_version=True))
+        return Event(kind, add=(nm,), detail=f"join {nm.id}")
+    if kind == "scale-out":
+        add = tuple(b.new_member(b.subscription(names, new_version=True)) for _ in range(b.p.scale_k))
+        return Event(kind, add=add, detail=f"scale out by {len(add)}")
+    if kind in ("leave", "scale-in"):
+        k = 1 if kind == "leave" else b.p.scale_k
+        idx = sorted(rng.choice(len(members), size=k, replace=False).tolist())
+        gone = tuple(members[i].id for i in idx)
+        return Event(kind, remove=gone, detail=f"{kind} {', '.join(gone)}")
+    if kind == "crash":
+        m = members[int(rng.integers(len(members)))]
+        return Event(kind, clear=(m.id,), detail=f"crash {m.id} (claims lost)")
+    if kind == "subscription-change":
+        return _subscription_change(b, inst)
+    if kind == "topic-added":
+        t = b.new_topic()
+        subs = b.draw_subscribers(members, t.name)
+        return Event(kind, topics=(t,), subscriptions=tuple(subs.items()),
+                     detail=f"topic {t.name} ({t.partitions} partitions) added, {len(subs)} subscriber(s)")
+    if kind == "partition-expansion":
+        name = names[int(rng.integers(len(names)))]
+        group = next((g for g in b.groups if name in g), (name,))
+        old = inst.topics[name].partitions
+        new_n = old + int(rng.integers(1, old + 1))
+        topics = tuple(b.extend_topic(inst.topics[t], new_n) for t in group)
+        return Event(kind, topics=topics, detail=f"{'+'.join(group)}: {old} -> {new_n} partitions")
+    if kind == "weight-drift":
+        out = []
+        for t in inst.topics.values():
+            w = t.weight_array() * rng.lognormal(0.0, b.p.drift, size=t.partitions)
+            w = np.maximum(np.round(w, 3), 0.001)
+            out.append(Topic(t.name, t.partitions, t.id, frozen_array(w, np.float64), t.move_costs, t.racks))
+        return Event(kind, topics=tuple(out), detail=f"weights drift (sigma {b.p.drift})")
+    raise ValueError(f"unknown event kind {kind!r}")
+
+
+def _subscription_change(b: _Builder, inst: Instance) -> Event:
+    rng = b.rng
+    members = inst.members
+    names = list(inst.topics)
+    if b.p.subscription == "two-groups":
+        marker = b.two_groups_marker
+        old = [m for m in members if marker not in m.topics]
+        m = old[0] if old else members[int(rng.integers(len(members)))]
+        topics = set(m.topics)
+        if old:
+            topics.add(marker)  # type: ignore[arg-type]
+            what = "moves to the new version"
+        else:
+            topics.discard(marker)  # type: ignore[arg-type]
+            what = "rolls back to the old version"
+        new = tuple(sorted(topics))
+        return Event("subscription-change", subscriptions=((m.id, new),), detail=f"{m.id} {what}")
+    m = members[int(rng.integers(len(members)))]
+    if b.p.subscription == "identical":
+        # toggle one topic (with its co-partition group) in this member's subscription
+        t = names[int(rng.integers(len(names)))]
+        unit = b._close_groups({t})
+        topics = set(m.topics)
+        topics = topics - unit if unit <= topics and len(topics - unit) > 0 else topics | unit
+        new = tuple(sorted(topics))
+    else:
+        new = b.subscription(names)
+        if new == m.topics:  # redraw once; an unchanged subscription is allowed but uninformative
+            new = b.subscription(names)
+    return Event("subscription-change", subscriptions=((m.id, new),),
+                 detail=f"{m.id}: {','.join(m.topics)} -> {','.join(new)}")
+
+
+def generate(params: ScenarioParams, seed: int) -> Scenario:
+    """Generate the scenario of ``(params, seed)``; the same inputs give the same scenario.
+
+    Parameters
+    ----------
+    params
+        Generator parameters.
+    seed
+        Seed of ``numpy.random.Generator(PCG64(seed))``; no global state is used.
+
+    Returns
+    -------
+    Scenario
+
+    Examples
+    --------
+    >>> s = generate(ScenarioParams(members=3, topics=2, steps=4), seed=7)
+    >>> len(s.initial.members), len(s.events)
+    (3, 4)
+    >>> generate(ScenarioParams(members=3, topics=2, steps=4), seed=7).events == s.events
+    True
+    """
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    b = _Builder(params, int(seed))
+    initial = _initial(b)
+    sid = scenario_id(params, int(seed))
+    initial = Instance(f"scenario-{sid}", "consumer", initial.topics, initial.members, initial.copartition)
+    events: list[Event] = []
+    state = initial
+    pending_restarts: list[str] = []
+    while len(events) < params.steps:
+        if pending_restarts:
+            mid = pending_restarts.pop(0)
+            old = state.member(mid)
+            nm = b.restarted(old)
+            total = len(state.members)
+            done = total - len(pending_restarts)
+            ev = Event("rolling-restart", remove=(mid,), add=(nm,),
+                       detail=f"restart {done}/{total}: {mid} -> {nm.id}")
+        else:
+            kinds = [k for k in params.events if _applicable(b, state, k)]
+            if not kinds:
+                break
+            kind = kinds[int(b.rng.integers(len(kinds)))]
+            if kind == "rolling-restart":
+                pending_restarts = [m.id for m in state.members]
+                continue
+            ev = _draw_event(b, state, kind)
+        events.append(ev)
+        state = strip_claims(apply_event(state, ev, None))
+    return Scenario(sid, params, int(seed), initial, tuple(events))
