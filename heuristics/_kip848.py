@@ -1,0 +1,184 @@
+"""Shared Java semantics of the KIP-848 group-coordinator assignors.
+
+The coordinator hands its assignors a ``GroupSpec`` whose members live in a
+``HashMap<String, ...>`` keyed by member id, and topics identified by Kafka
+``Uuid`` s.  The uniform assignor's answer depends on the iteration order of
+those hash maps and on ``Uuid`` hashing and ordering; this module reproduces
+them:
+
+- ``Uuid.hashCode()`` folds the two longs: ``x = msb ^ lsb``, then
+  ``(int)(x >> 32) ^ (int) x``;
+- ``Uuid.compareTo`` compares ``msb`` then ``lsb`` as *signed* longs at that
+  commit (Kafka later switched to unsigned comparison);
+- a member's current assignment (``Map<Uuid, Set<Integer>>``) iterates as a
+  ``HashMap`` of topic ids and ``HashSet`` s of partition numbers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from heuristics._java import hashmap_capacity, hashmap_order
+from solver.model import Instance
+
+_MASK64 = (1 << 64) - 1
+# Namespace for topic ids derived from names when an instance gives none.
+_TOPIC_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "kassign:topic-id")
+
+
+def topic_uuid(name: str, topic_id: str | None) -> int:
+    """128-bit value of a topic's Kafka id.
+
+    Parameters
+    ----------
+    name
+        Topic name, used only when ``topic_id`` is missing.
+    topic_id
+        UUID string (``8-4-4-4-12`` hex, or Kafka's 22-character base64 form).
+
+    Returns
+    -------
+    int
+        The UUID as an unsigned 128-bit integer (``msb << 64 | lsb``).  Topics
+        without an id get a deterministic name-based UUID (version 5), so
+        results stay reproducible; Kafka itself always has real ids.
+
+    Examples
+    --------
+    >>> hex(topic_uuid("t", "00000000-0000-0001-0000-000000000002"))
+    '0x10000000000000002'
+    """
+    if topic_id is None:
+        return uuid.uuid5(_TOPIC_NAMESPACE, name).int
+    if len(topic_id) == 22 and "-" not in topic_id[:8]:
+        import base64
+
+        return int.from_bytes(base64.urlsafe_b64decode(topic_id + "=="), "big")
+    return uuid.UUID(topic_id).int
+
+
+def uuid_hash(value: int) -> int:
+    """Java ``Uuid.hashCode()`` of a 128-bit UUID value (signed 32-bit).
+
+    Examples
+    --------
+    >>> uuid_hash((1 << 64) | 2)  # msb = 1, lsb = 2 -> 1 ^ 2
+    3
+    """
+    x = ((value >> 64) ^ value) & _MASK64
+    h = ((x >> 32) ^ x) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def uuid_compare_key(value: int) -> tuple[int, int]:
+    """Sort key giving Java ``Uuid.compareTo`` order: ``(msb, lsb)`` as signed longs.
+
+    Examples
+    --------
+    >>> a = int("fa5ab70b-b6be-44ea-a545-fefdea9f03b9".replace("-", ""), 16)
+    >>> b = int("6c187b88-f037-4169-842f-fc6b49281a39".replace("-", ""), 16)
+    >>> uuid_compare_key(a) < uuid_compare_key(b)  # a's msb is negative
+    True
+    """
+    msb, lsb = value >> 64, value & _MASK64
+    return (msb - (1 << 64) if msb >= 1 << 63 else msb, lsb - (1 << 64) if lsb >= 1 << 63 else lsb)
+
+
+def uuid_hashset_order(values: Sequence[int], *, copied: bool = True) -> list[int]:
+    """Iteration order of a ``HashSet<Uuid>`` holding ``values`` (inserted in this order).
+
+    Parameters
+    ----------
+    values
+        UUID values.
+    copied
+        ``True`` for ``new HashSet<>(collection)`` (table sized for the
+        collection up front), ``False`` for a default set grown by ``add``.
+    """
+    cap = None
+    if copied:
+        cap = hashmap_capacity(len(values), max(int(len(values) / 0.75) + 1, 16))
+    return hashmap_order(values, uuid_hash, capacity=cap)
+
+
+def member_map_order(instance: Instance) -> list[int]:
+    """Member indices in the order of the coordinator's ``HashMap`` of members.
+
+    The ``GroupSpec`` keeps members in a ``HashMap<String, ...>`` filled in the
+    instance's member order; every iteration over ``groupSpec.memberIds()``
+    follows its bucket order (``String.hashCode``).
+    """
+    ids = instance.member_ids
+    pos = {m: i for i, m in enumerate(ids)}
+    return [pos[m] for m in hashmap_order(ids)]
+
+
+def int_hashset_order(parts: np.ndarray) -> list[int]:
+    """Iteration order of a ``HashSet<Integer>`` built from ``parts``.
+
+    The set is built with ``new HashSet<>(collection)``: its table holds
+    ``max(n / 0.75 + 1, 16)`` rounded up to a power of two, and ``Integer``
+    hashes are the values, so iteration runs by ``(p ^ p >>> 16) & (cap - 1)``,
+    ties in insertion (ascending) order.
+
+    Examples
+    --------
+    >>> int_hashset_order(np.array([1, 5, 17, 30]))
+    [1, 17, 5, 30]
+    """
+    n = int(parts.size)
+    cap = hashmap_capacity(n, max(int(n / 0.75) + 1, 16))
+    p = parts.astype(np.int64)
+    bucket = (p ^ (p >> 16)) & (cap - 1)
+    order = np.lexsort((np.arange(n), bucket))
+    return [int(x) for x in p[order]]
+
+
+def owned_by_topic(instance: Instance, member_index: int, topic_ids: dict[str, int]) -> list[tuple[str, np.ndarray]]:
+    """A member's current assignment in Java iteration order.
+
+    Returns ``(topic, partitions)`` pairs: topics in ``HashMap<Uuid, ...>``
+    order (default table, grown by ``put``, filled in ``HashMap<String, ...>``
+    order of the names), partitions as stored (sorted); only topics that
+    exist and are non-empty.
+    """
+    owned = instance.members[member_index].owned
+    names = [t for t, parts in owned.items() if t in topic_ids and parts.size]
+    # the assignment is keyed by topic name first (a HashMap<String, ...>) and
+    # re-keyed by id in that order, which decides the order of colliding ids
+    by_uuid = {topic_ids[t]: t for t in hashmap_order(names)}
+    ordered = hashmap_order(list(by_uuid), uuid_hash)
+    return [(by_uuid[u], owned[by_uuid[u]]) for u in ordered]
+
+
+def topic_id_map(instance: Instance) -> dict[str, int]:
+    """Topic name -> 128-bit topic id for every topic of ``instance``."""
+    return {name: topic_uuid(name, t.id) for name, t in instance.topics.items()}
+
+
+def subscribed(instance: Instance, member_index: int) -> list[str]:
+    """The member's subscribed topics that exist, in subscription order, without repeats."""
+    return [t for t in dict.fromkeys(instance.members[member_index].topics) if t in instance.topics]
+
+
+def subscribed_id_order(instance: Instance, member_index: int, topic_ids: dict[str, int]) -> list[str]:
+    """A member's subscribed topics in the order of ``new HashSet<>(subscribedTopicIds())``.
+
+    The coordinator keeps subscriptions as a ``HashSet<String>`` of names and
+    exposes the ids as a view over it, so the id set is filled in name-set
+    order; the copy then iterates in ``Uuid`` bucket order, colliding ids in
+    that name order.
+    """
+    names = subscribed(instance, member_index)
+    name_cap = hashmap_capacity(len(names), max(int(len(names) / 0.75) + 1, 16))
+    by_uuid = {topic_ids[t]: t for t in hashmap_order(names, capacity=name_cap)}
+    return [by_uuid[u] for u in uuid_hashset_order(list(by_uuid))]
+
+
+def is_homogeneous(instance: Instance, members: Iterable[int]) -> bool:
+    """True when every member subscribes to the same set of topics (Kafka's ``HOMOGENEOUS``)."""
+    sets = {frozenset(subscribed(instance, i)) for i in members}
+    return len(sets) <= 1
