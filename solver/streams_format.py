@@ -252,13 +252,13 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
                     bad(where, f"task {tid!r} is stateless and cannot have a standby")
                 held.setdefault(tid, kind)
         for tid in c.lags:
-            where = ("clients", i, "lags", tid)
+            lag_at: tuple[str | int, ...] = ("clients", i, "lags", tid)
             if tid not in tasks:
-                bad(where, "task not in tasks")
+                bad(lag_at, "task not in tasks")
             elif not tasks[tid].stateful:
-                bad(where, "a stateless task has no lag")
+                bad(lag_at, "a stateless task has no lag")
             elif held.get(tid) == "active":
-                bad(where, "task is in active (an active task is caught up: give no lag)")
+                bad(lag_at, "task is in active (an active task is caught up: give no lag)")
         clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
                               {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}))
     return clients
