@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -59,7 +58,7 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_console_example(ex: Example, out_dir: Path):
     if "../shared" in ex.command and not (REPO.parent / "shared").exists():
         pytest.skip("needs ../shared beside the repository")
-    bindir = Path(shutil.which("kassign") or sys.executable).parent
+    bindir = Path(sys.executable).parent  # the venv's kassign and python come first
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "120",
            "KASSIGN_OUT": str(out_dir)}
     r = subprocess.run(ex.command, shell=True, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)

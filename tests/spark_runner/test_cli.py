@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,9 @@ EXAMPLES = REPO / "examples"
 
 
 def kassign(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("kassign")
-    cmd = [exe] if exe else [sys.executable, "-m", "spark_runner"]
+    # The console script installed beside the running interpreter (the venv's), not another one on PATH.
+    exe = Path(sys.executable).parent / "kassign"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "spark_runner"]
     env = {**os.environ, "COLUMNS": "200"}
     return subprocess.run([*cmd, *args], capture_output=True, text=True, input=stdin, env=env, timeout=300,
                           cwd=REPO)
