@@ -179,7 +179,7 @@ class GroupView:
 
     def units(self) -> list[Unit]:
         """Every co-partition unit (group, partition) below the group's limit."""
-        out = []
+        out: list[Unit] = []
         for g, group in enumerate(self.instance.copartition):
             lo = self.limits[group[0]]
             out.extend(Unit(g, p, tuple(group)) for p in range(lo))
