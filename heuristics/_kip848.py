@@ -21,12 +21,18 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from heuristics._java import hashmap_capacity, hashmap_order
+from heuristics._java import hashmap_capacity, hashmap_order, java_string_hash
 from solver.model import Instance
 
 _MASK64 = (1 << 64) - 1
 # Namespace for topic ids derived from names when an instance gives none.
 _TOPIC_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "kassign:topic-id")
+
+
+def _spread(h: int) -> int:
+    # HashMap.hash(): h ^ (h >>> 16) on the unsigned 32-bit pattern
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def topic_uuid(name: str, topic_id: str | None) -> int:
@@ -137,21 +143,45 @@ def int_hashset_order(parts: np.ndarray) -> list[int]:
     return [int(x) for x in p[order]]
 
 
-def owned_by_topic(instance: Instance, member_index: int, topic_ids: dict[str, int]) -> list[tuple[str, np.ndarray]]:
-    """A member's current assignment in Java iteration order.
+class OwnedOrder:
+    """A member's current assignment in Java iteration order, with hashes cached per topic.
 
-    Returns ``(topic, partitions)`` pairs: topics in ``HashMap<Uuid, ...>``
-    order (default table, grown by ``put``, filled in ``HashMap<String, ...>``
-    order of the names), partitions as stored (sorted); only topics that
-    exist and are non-empty.
+    The coordinator's ``Map<Uuid, Set<Integer>>`` is filled from a
+    ``HashMap<String, ...>`` keyed by topic name, so topics iterate in
+    ``Uuid`` bucket order of a default ``HashMap`` (grown by ``put``), and ids
+    sharing a bucket in the name map's order (``String.hashCode`` buckets).
+
+    Parameters
+    ----------
+    instance
+        The group.
+    topic_ids
+        Topic name -> 128-bit id (see :func:`topic_id_map`).
     """
-    owned = instance.members[member_index].owned
-    names = [t for t, parts in owned.items() if t in topic_ids and parts.size]
-    # the assignment is keyed by topic name first (a HashMap<String, ...>) and
-    # re-keyed by id in that order, which decides the order of colliding ids
-    by_uuid = {topic_ids[t]: t for t in hashmap_order(names)}
-    ordered = hashmap_order(list(by_uuid), uuid_hash)
-    return [(by_uuid[u], owned[by_uuid[u]]) for u in ordered]
+
+    def __init__(self, instance: Instance, topic_ids: dict[str, int]) -> None:
+        self._instance = instance
+        names = list(topic_ids)
+        self._index = {t: k for k, t in enumerate(names)}
+        self._name_spread = np.array([_spread(java_string_hash(t)) for t in names], dtype=np.int64)
+        self._id_spread = np.array([_spread(uuid_hash(topic_ids[t])) for t in names], dtype=np.int64)
+
+    def __call__(self, member_index: int) -> list[tuple[str, np.ndarray]]:
+        """``(topic, partitions)`` pairs of the member's existing, non-empty owned topics.
+
+        Partitions are returned as stored (ascending).
+        """
+        owned = self._instance.members[member_index].owned
+        names = [t for t, parts in owned.items() if t in self._index and parts.size]
+        if len(names) <= 1:
+            return [(t, owned[t]) for t in names]
+        idx = np.array([self._index[t] for t in names], dtype=np.int64)
+        mask = hashmap_capacity(len(names)) - 1
+        insertion = np.arange(len(names))
+        name_rank = np.empty(len(names), dtype=np.int64)
+        name_rank[np.lexsort((insertion, self._name_spread[idx] & mask))] = insertion
+        final = np.lexsort((name_rank, self._id_spread[idx] & mask))
+        return [(names[k], owned[names[k]]) for k in final.tolist()]
 
 
 def topic_id_map(instance: Instance) -> dict[str, int]:

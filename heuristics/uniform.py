@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from heuristics._kip848 import (
+    OwnedOrder,
     int_hashset_order,
     is_homogeneous,
     member_map_order,
-    owned_by_topic,
     subscribed,
     subscribed_id_order,
     topic_id_map,
@@ -39,8 +39,38 @@ from solver.registry import register
 from solver.result import Params, Result
 
 
-def homogeneous_owners(instance: Instance, order: list[int]) -> dict[str, list[np.ndarray]]:
-    """``UniformHomogeneousAssignmentBuilder.build`` as per-member partition lists.
+class _Owners:
+    """Per-topic owner arrays, plus the rare extra holders when two members keep one partition.
+
+    Kafka keeps whatever each member's current assignment holds; if two
+    members claim the same partition both may keep it.  The arrays hold the
+    first holder, ``extra`` any further ones, so the output stays exact.
+    """
+
+    def __init__(self, instance: Instance, topics: list[str]) -> None:
+        self.arrays = {t: np.full(instance.topics[t].partitions, -1, dtype=np.int64) for t in topics}
+        self.extra: list[tuple[int, str, int]] = []
+
+    def put(self, topic: str, parts: np.ndarray, member: int) -> None:
+        own = self.arrays[topic]
+        taken = own[parts] >= 0
+        if taken.any():
+            self.extra.extend((member, topic, int(p)) for p in parts[taken].tolist())
+            parts = parts[~taken]
+        own[parts] = member
+
+    def assignment(self, member_ids: list[str]) -> Assignment:
+        base = Assignment.from_owners(member_ids, self.arrays)
+        if not self.extra:
+            return base
+        data = {m: {t: list(a) for t, a in tp.items()} for m, tp in base.to_lists().items()}
+        for k, t, p in self.extra:
+            data[member_ids[k]].setdefault(t, []).append(p)
+        return Assignment.from_lists(data)
+
+
+def homogeneous_owners(instance: Instance, order: list[int]) -> _Owners:
+    """``UniformHomogeneousAssignmentBuilder.build``.
 
     Parameters
     ----------
@@ -51,85 +81,64 @@ def homogeneous_owners(instance: Instance, order: list[int]) -> dict[str, list[n
 
     Returns
     -------
-    dict
-        Topic -> list (one entry per member index) of assigned partition arrays.
+    _Owners
+        Owner values are instance member indices.
     """
     ids = topic_id_map(instance)
     topic_order = subscribed_id_order(instance, order[0], ids)
-    sizes = {t: instance.topics[t].partitions for t in topic_order}
-    nm = len(instance.members)
-    kept: dict[str, list[list[int]]] = {t: [[] for _ in range(nm)] for t in topic_order}
+    owners = _Owners(instance, topic_order)
     if not topic_order:
-        return {}
+        return owners
+    sizes = {t: instance.topics[t].partitions for t in topic_order}
 
-    # isPartitionAssigned: any member's current assignment holds the partition
+    # isPartitionAssigned: some member's current assignment holds the partition
     claimed = {t: np.zeros(sizes[t], dtype=bool) for t in topic_order}
     for i in order:
         for t, parts in instance.members[i].owned.items():
             if t in claimed:
-                claimed[t][parts[parts < sizes[t]]] = True
-    free: list[np.ndarray] = [np.flatnonzero(~claimed[t]) for t in topic_order]
-    free_topic: list[str] = list(topic_order)
+                claimed[t][parts] = True
+    queue_t = [np.full(int((~claimed[t]).sum()), k, dtype=np.int64) for k, t in enumerate(topic_order)]
+    queue_p = [np.flatnonzero(~claimed[t]) for t in topic_order]
 
-    total = sum(sizes.values())
-    min_quota, extra = divmod(total, nm)
+    min_quota, extra = divmod(sum(sizes.values()), len(order))
     unfilled: list[tuple[int, int]] = []
-    revoked_seq: list[tuple[str, int]] = []
+    revoked_t: list[int] = []
+    revoked_p: list[int] = []
+    t_index = {t: k for k, t in enumerate(topic_order)}
+    owned_order = OwnedOrder(instance, ids)
     for i in order:
         quota = min_quota
         if extra > 0:
             quota += 1
             extra -= 1
-        for t, parts in owned_by_topic(instance, i, ids):
-            if t not in kept:
+        for t, parts in owned_order(i):
+            if t not in t_index:
                 continue  # no longer subscribed: the whole topic is dropped
             if parts.size <= quota:
                 quota -= int(parts.size)
-                kept[t][i].extend(parts.tolist())
+                owners.put(t, parts, i)
                 continue
-            for p in int_hashset_order(parts):
-                if quota > 0:
-                    quota -= 1
-                    kept[t][i].append(p)
-                else:
-                    revoked_seq.append((t, p))
+            seq = int_hashset_order(parts)  # keep the first `quota` in HashSet order
+            owners.put(t, np.asarray(seq[:quota], dtype=np.int64), i)
+            revoked_t.extend([t_index[t]] * (len(seq) - quota))
+            revoked_p.extend(seq[quota:])
+            quota = 0
         if quota > 0:
             unfilled.append((i, quota))
 
-    # the free list: never-owned partitions by topic, then revoked ones in revocation order
-    queue_t: list[str] = []
-    queue_p: list[np.ndarray] = []
-    for t, arr in zip(free_topic, free, strict=True):
-        if arr.size:
-            queue_t.append(t)
-            queue_p.append(arr)
-    pos_topic = np.repeat(np.arange(len(queue_t), dtype=np.int64), [a.size for a in queue_p]) if queue_p else \
-        np.zeros(0, dtype=np.int64)
-    flat_p = np.concatenate(queue_p) if queue_p else np.zeros(0, dtype=np.int64)
-    if revoked_seq:
-        t_index = {t: k for k, t in enumerate(queue_t)}
-        for t, _ in revoked_seq:
-            if t not in t_index:
-                t_index[t] = len(queue_t)
-                queue_t.append(t)
-        pos_topic = np.concatenate((pos_topic, np.array([t_index[t] for t, _ in revoked_seq], dtype=np.int64)))
-        flat_p = np.concatenate((flat_p, np.array([p for _, p in revoked_seq], dtype=np.int64)))
-
-    result: dict[str, list[np.ndarray]] = {
-        t: [np.asarray(kept[t][i], dtype=np.int64) for i in range(nm)] for t in topic_order
-    }
+    # free partitions: never-owned ones topic by topic, then the revoked ones in revocation order
+    flat_t = np.concatenate([*queue_t, np.asarray(revoked_t, dtype=np.int64)])
+    flat_p = np.concatenate([*queue_p, np.asarray(revoked_p, dtype=np.int64)])
     cursor = 0
     for i, remaining in unfilled:
         take = min(remaining, flat_p.size - cursor)
         if take <= 0:
             break
-        seg_t = pos_topic[cursor:cursor + take]
-        seg_p = flat_p[cursor:cursor + take]
+        seg_t, seg_p = flat_t[cursor:cursor + take], flat_p[cursor:cursor + take]
         cursor += take
         for k in np.unique(seg_t).tolist():
-            t = queue_t[k]
-            result[t][i] = np.concatenate((result[t][i], seg_p[seg_t == k]))
-    return result
+            owners.put(topic_order[k], seg_p[seg_t == k], i)
+    return owners
 
 
 MAX_ITERATION_COUNT = 16  # Kafka's cap on balancing passes over the topics
@@ -156,7 +165,8 @@ class _Balancer:
     def initialize(self, members: list[int]) -> int:
         """Sort ``members`` by (size, index); return max size - min size."""
         s = self.sizes
-        self.members = sorted(members, key=lambda m: (int(s[m]), m))
+        arr = np.asarray(members, dtype=np.int64)
+        self.members = arr[np.lexsort((arr, s[arr]))].tolist()
         n = len(self.members)
         first, last = int(s[self.members[0]]), int(s[self.members[-1]])
         self.least_end, self.least_count, self.next_least = 0, first - 1, 0
@@ -204,6 +214,47 @@ class _Balancer:
         return self.most_count - self.least_count <= 1
 
 
+def least_loaded_sequence(sizes: np.ndarray, members: list[int], count: int) -> np.ndarray:
+    """Receivers of ``count`` partitions handed out by ``nextLeastLoadedMember`` from a fresh balancer.
+
+    Kafka's balancer sorts the members by (size, index) and cycles over the
+    prefix of members whose size is at most the current level, raising the
+    level by one after each cycle: water filling.  Computed level by level,
+    and in whole cycles once every member is in the range.
+
+    Parameters
+    ----------
+    sizes
+        Current assignment size per member index (not modified).
+    members
+        The topic's subscribers (member indices).
+    count
+        Number of partitions to hand out.
+
+    Examples
+    --------
+    >>> least_loaded_sequence(np.array([2, 0, 1]), [0, 1, 2], 6).tolist()
+    [1, 1, 2, 1, 2, 0]
+    """
+    arr = np.asarray(members, dtype=np.int64)
+    order = np.lexsort((arr, sizes[arr]))
+    sm, ss = arr[order], sizes[arr][order]
+    out: list[np.ndarray] = []
+    got, level, k = 0, int(ss[0]), sm.size
+    while got < count:
+        end = int(np.searchsorted(ss, level, side="right"))
+        if end == k:  # everyone is in the range: whole cycles, then a partial one
+            reps, rest = divmod(count - got, k)
+            out.append(np.tile(sm, reps))
+            out.append(sm[:rest])
+            break
+        take = min(end, count - got)
+        out.append(sm[:take])
+        got += take
+        level += 1
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 def heterogeneous_owners(instance: Instance, order: list[int]) -> dict[str, np.ndarray]:
     """``UniformHeterogeneousAssignmentBuilder.build`` as owner arrays.
 
@@ -241,17 +292,14 @@ def heterogeneous_owners(instance: Instance, order: list[int]) -> dict[str, np.n
         n, c = instance.topics[t].partitions, len(subscribers[t])
         return (-(n / c), c, uuid_compare_key(ids[t]))
 
-    balancer = _Balancer(sizes)
     for t in sorted(subscribers, key=topic_key):
         free = np.flatnonzero(owners[t] < 0)
-        if free.size == 0:
-            continue
-        balancer.initialize(subscribers[t])
-        own = owners[t]
-        for p in free.tolist():
-            k = balancer.next_least_loaded()
-            own[p] = k
-            sizes[k] += 1
+        if free.size:
+            receivers = least_loaded_sequence(sizes, subscribers[t], free.size)
+            owners[t][free] = receivers
+            np.add.at(sizes, receivers, 1)
+
+    balancer = _Balancer(sizes)
 
     shared = sorted((t for t in subscribers if len(subscribers[t]) >= 2), key=topic_key)
     if shared:
@@ -328,9 +376,7 @@ def uniform_assign(instance: Instance) -> Assignment:
         return Assignment.from_lists({})
     order = member_map_order(instance)
     if is_homogeneous(instance, order):
-        per_member = homogeneous_owners(instance, order)
-        data = {m.id: {t: per_member[t][i] for t in per_member} for i, m in enumerate(instance.members)}
-        return Assignment.from_lists(data)
+        return homogeneous_owners(instance, order).assignment(list(instance.member_ids))
     owners = heterogeneous_owners(instance, order)
     return Assignment.from_owners([instance.member_ids[i] for i in order], owners)
 
