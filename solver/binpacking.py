@@ -1,0 +1,632 @@
+"""Bin packing for capacity planning: integer scaling, lower bounds, greedy packings, CP-SAT models.
+
+Items have a size (a partition's or co-partition unit's load) and optionally an
+*anti-affinity group*: items of one group must go to distinct bins (a Streams
+task's active and its standbys).  Bins have integer capacities.
+
+Everything here works on integers so that a CP-SAT proof is a proof about the
+real input: :func:`integerize` finds an exact decimal scaling when the input has
+one, and otherwise rounds conservatively in both directions (sizes up and
+capacities down for packings, the other way for infeasibility proofs).
+
+Lower bounds (all valid for identical bins of capacity ``C``):
+
+- ``L1`` = ceil(total / C) (the continuous bound);
+- ``L2``: Martello and Toth (1990), "Lower bounds and reduction procedures for
+  the bin packing problem": for every threshold ``K <= C/2`` items larger than
+  ``C - K`` and items in ``(C/2, C - K]`` each need a bin of their own, and the
+  items in ``[K, C/2]`` can only use what the middle ones leave free;
+- ``groups``: the largest anti-affinity group needs that many distinct bins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+#: Largest integer magnitude we let into a CP-SAT linear expression (sizes x counts).
+_INT_LIMIT = 2**52
+
+#: Resolution of the conservative rounding when no exact decimal scaling exists.
+_TARGET_CAPACITY = 10**7
+
+
+@dataclass(frozen=True)
+class IntData:
+    """Sizes and capacities scaled to integers.
+
+    Attributes
+    ----------
+    factor
+        Real value x is represented by about ``x * factor``.
+    exact
+        True when every value scaled to an integer exactly (then the ``up`` and
+        ``down`` arrays coincide).
+    sizes_up, caps_down
+        Rounded so that any integer packing is a real packing (use to find and
+        certify assignments).
+    sizes_down, caps_up
+        Rounded so that integer infeasibility implies real infeasibility (use
+        for lower bounds and infeasibility proofs).
+    """
+
+    factor: float
+    exact: bool
+    sizes_up: IntArray
+    caps_down: IntArray
+    sizes_down: IntArray
+    caps_up: IntArray
+
+
+def _decimal_scale(values: FloatArray, max_digits: int = 6) -> int | None:
+    """Smallest ``10**d`` (d <= max_digits) turning every value into an integer, or ``None``."""
+    if values.size == 0:
+        return 1
+    for d in range(max_digits + 1):
+        f = 10**d
+        v = values * f
+        if float(np.abs(v).max()) * max(values.size, 1) > _INT_LIMIT:
+            return None
+        if np.all(np.abs(v - np.round(v)) <= 1e-9 * np.maximum(1.0, np.abs(v))):
+            return f
+    return None
+
+
+def integerize(sizes: npt.ArrayLike, capacities: npt.ArrayLike) -> IntData:
+    """Scale ``sizes`` and bin ``capacities`` to integers (see :class:`IntData`).
+
+    Examples
+    --------
+    >>> d = integerize([1.5, 2.25], [4.0])
+    >>> d.exact, d.sizes_up.tolist(), d.caps_down.tolist()
+    (True, [6, 9], [16])
+    >>> d = integerize([1 / 3], [1.0])
+    >>> d.exact, bool(d.sizes_up[0] * 3 > d.caps_down[0]), bool(d.sizes_down[0] * 3 <= d.caps_up[0])
+    (False, True, True)
+    """
+    s = np.asarray(sizes, dtype=np.float64)
+    c = np.asarray(capacities, dtype=np.float64)
+    both = np.concatenate([s, c])
+    f = _decimal_scale(both)
+    if f is not None:
+        si = np.round(s * f).astype(np.int64)
+        ci = np.round(c * f).astype(np.int64)
+        g = int(np.gcd.reduce(np.concatenate([si, ci]))) if si.size + ci.size else 1
+        if g > 1:  # smaller integers make CP-SAT's job easier
+            si, ci = si // g, ci // g
+        return IntData(float(f) / max(g, 1), True, si, ci, si, ci)
+    top = float(c.max()) if c.size else 1.0
+    top = top if top > 0 else 1.0
+    fac = _TARGET_CAPACITY / top
+    return IntData(
+        fac,
+        False,
+        np.ceil(s * fac).astype(np.int64),
+        np.floor(c * fac).astype(np.int64),
+        np.floor(s * fac).astype(np.int64),
+        np.ceil(c * fac).astype(np.int64),
+    )
+
+
+# --------------------------------------------------------------------------- lower bounds
+
+
+def l1_bound(sizes: IntArray, capacity: int) -> int:
+    """Continuous lower bound ceil(sum / C) on the number of bins of capacity ``C``.
+
+    Examples
+    --------
+    >>> l1_bound(np.array([4, 4, 4]), 10)
+    2
+    """
+    total = int(np.asarray(sizes, dtype=np.int64).sum())
+    return -(-total // capacity) if total > 0 else 0
+
+
+def l2_bound(sizes: IntArray, capacity: int) -> int:
+    """Martello-Toth ``L2`` lower bound on the number of bins of capacity ``capacity``.
+
+    Every item must be at most ``capacity`` (check that first).
+
+    Examples
+    --------
+    Three items of 6 in bins of 10 need three bins although ``L1`` says two:
+
+    >>> l1_bound(np.array([6, 6, 6]), 10), l2_bound(np.array([6, 6, 6]), 10)
+    (2, 3)
+    """
+    s = np.sort(np.asarray(sizes, dtype=np.int64))  # ascending
+    if s.size == 0:
+        return 0
+    cap = int(capacity)
+    prefix = np.concatenate(([0], np.cumsum(s)))
+    # Candidate thresholds K: 0 and every distinct size <= C/2 (L(K) only changes there).
+    half_idx = int(np.searchsorted(s, cap // 2, side="right"))  # items with 2s <= C: s <= C//2
+    ks = np.unique(np.concatenate(([0], s[:half_idx])))
+    # J3: K <= s <= C/2 ; J2: C/2 < s <= C-K ; J1: s > C-K
+    lo3 = np.searchsorted(s, ks, side="left")
+    hi3 = np.full(ks.shape, half_idx)
+    hi2 = np.searchsorted(s, cap - ks, side="right")
+    n1 = s.size - hi2
+    n2 = hi2 - half_idx
+    sum2 = prefix[hi2] - prefix[half_idx]
+    sum3 = prefix[hi3] - prefix[lo3]
+    free = n2 * cap - sum2
+    extra = np.maximum(0, -(-(sum3 - free) // cap))
+    return int((n1 + n2 + extra).max())
+
+
+def group_bound(groups: IntArray | None) -> int:
+    """Bins needed by the largest anti-affinity group (0 when there are none)."""
+    if groups is None:
+        return 0
+    g = np.asarray(groups)
+    g = g[g >= 0]
+    if g.size == 0:
+        return 0
+    return int(np.bincount(g).max())
+
+
+def identical_bound(sizes: IntArray, capacity: int, groups: IntArray | None = None) -> tuple[int, str]:
+    """Best of ``L1``, ``L2`` and the group bound; returns ``(bound, name of the bound that gives it)``."""
+    cands = [
+        (l1_bound(sizes, capacity), "L1 = ceil(total load / capacity)"),
+        (l2_bound(sizes, capacity), "L2 (Martello-Toth)"),
+        (group_bound(groups), "largest anti-affinity group (task + standbys on distinct instances)"),
+    ]
+    best = max(c[0] for c in cands)
+    name = next(n for b, n in cands if b == best)
+    return best, name
+
+
+def pool_bound(sizes: IntArray, pool_caps: IntArray, groups: IntArray | None = None) -> tuple[int, str]:
+    """Lower bound on how many bins of a heterogeneous pool are needed.
+
+    ``pool_caps`` lists the available bins, largest first (using the largest
+    ones is never worse).  The bound is the smallest ``n`` whose ``n`` largest
+    bins hold the total load, hold the largest item, and number at least the
+    largest anti-affinity group.
+    """
+    caps = np.sort(np.asarray(pool_caps, dtype=np.int64))[::-1]
+    s = np.asarray(sizes, dtype=np.int64)
+    total = int(s.sum())
+    cum = np.cumsum(caps)
+    n_total = int(np.searchsorted(cum, total, side="left")) + 1 if total > 0 else 0
+    n_group = group_bound(groups)
+    best = max(n_total, n_group, 1 if s.size and s.max() > 0 else 0)
+    if best == n_group and n_group > n_total:
+        return best, "largest anti-affinity group (task + standbys on distinct instances)"
+    return best, "total load <= sum of the n largest capacities"
+
+
+# --------------------------------------------------------------------------- greedy packings
+
+
+def _greedy(
+    sizes: IntArray,
+    caps: IntArray,
+    groups: IntArray | None,
+    best_fit: bool,
+    residual: IntArray | None = None,
+    order: IntArray | None = None,
+) -> IntArray | None:
+    """Place items (largest first) into ``caps``' bins; first fit or best fit. ``None`` if one does not fit."""
+    s = np.asarray(sizes, dtype=np.int64)
+    res = np.array(caps if residual is None else residual, dtype=np.int64, copy=True)
+    out = np.full(s.size, -1, dtype=np.int64)
+    if order is None:
+        order = np.argsort(-s, kind="stable")
+    used: dict[int, set[int]] = {}
+    for i in order.tolist():
+        ok = res >= s[i]
+        g = -1 if groups is None else int(groups[i])
+        if g >= 0 and g in used:
+            ok = ok.copy()
+            ok[list(used[g])] = False
+        if not ok.any():
+            return None
+        if best_fit:
+            cand = np.flatnonzero(ok)
+            j = int(cand[np.argmin(res[cand])])
+        else:
+            j = int(np.argmax(ok))
+        out[i] = j
+        res[j] -= s[i]
+        if g >= 0:
+            used.setdefault(g, set()).add(j)
+    return out
+
+
+def first_fit_decreasing(sizes: IntArray, caps: IntArray, groups: IntArray | None = None) -> IntArray | None:
+    """First-fit decreasing into bins ``caps`` (opened in the order given).
+
+    Returns the bin of every item, or ``None`` when some item finds no bin.
+    The number of bins used is ``len(set(result))``.
+
+    Examples
+    --------
+    >>> first_fit_decreasing(np.array([5, 4, 3, 3]), np.array([8, 8, 8])).tolist()
+    [0, 1, 0, 1]
+    """
+    return _greedy(sizes, caps, groups, best_fit=False)
+
+
+def best_fit_decreasing(sizes: IntArray, caps: IntArray, groups: IntArray | None = None) -> IntArray | None:
+    """Best-fit decreasing: each item (largest first) goes to the fullest bin that still holds it."""
+    return _greedy(sizes, caps, groups, best_fit=True)
+
+
+def pack_into(
+    sizes: IntArray,
+    residual: IntArray,
+    groups: IntArray | None = None,
+    forbidden: dict[int, set[int]] | None = None,
+) -> IntArray | None:
+    """Best-fit decreasing of ``sizes`` into bins with the given ``residual`` capacities.
+
+    ``forbidden`` maps an anti-affinity group to bins that already hold one of
+    its items.  Returns the bin of each item or ``None``.
+    """
+    s = np.asarray(sizes, dtype=np.int64)
+    res = np.array(residual, dtype=np.int64, copy=True)
+    out = np.full(s.size, -1, dtype=np.int64)
+    used = {g: set(b) for g, b in (forbidden or {}).items()}
+    for i in np.argsort(-s, kind="stable").tolist():
+        ok = res >= s[i]
+        g = -1 if groups is None else int(groups[i])
+        if g >= 0 and used.get(g):
+            ok = ok.copy()
+            ok[list(used[g])] = False
+        if not ok.any():
+            return None
+        cand = np.flatnonzero(ok)
+        j = int(cand[np.argmin(res[cand])])
+        out[i] = j
+        res[j] -= s[i]
+        if g >= 0:
+            used.setdefault(g, set()).add(j)
+    return out
+
+
+def lpt(sizes: IntArray, caps: IntArray, groups: IntArray | None = None) -> IntArray | None:
+    """Longest processing time first: each item to the bin with the lowest utilisation after adding it.
+
+    Ignores capacity (used to balance); respects anti-affinity groups.
+    Returns ``None`` only when a group has more items than there are bins.
+    """
+    s = np.asarray(sizes, dtype=np.int64)
+    c = np.asarray(caps, dtype=np.float64)
+    load = np.zeros(c.size, dtype=np.float64)
+    out = np.full(s.size, -1, dtype=np.int64)
+    used: dict[int, set[int]] = {}
+    for i in np.argsort(-s, kind="stable").tolist():
+        util = (load + s[i]) / c
+        g = -1 if groups is None else int(groups[i])
+        if g >= 0 and used.get(g):
+            util = util.copy()
+            util[list(used[g])] = np.inf
+        j = int(np.argmin(util))
+        if not np.isfinite(util[j]):
+            return None
+        out[i] = j
+        load[j] += s[i]
+        if g >= 0:
+            used.setdefault(g, set()).add(j)
+    return out
+
+
+def bin_loads(sizes: IntArray, bins: IntArray, n_bins: int) -> IntArray:
+    """Load of each of ``n_bins`` bins under the item -> bin map ``bins``."""
+    return np.bincount(np.asarray(bins), weights=np.asarray(sizes, dtype=np.float64), minlength=n_bins).astype(
+        np.int64
+    )
+
+
+def improve_max_load(sizes: IntArray, caps: IntArray, bins: IntArray, groups: IntArray | None = None,
+                     rounds: int = 2000) -> IntArray:
+    """Local search lowering the maximum utilisation: move or swap items off the most utilised bin.
+
+    A simple, fast polish for instances too large for CP-SAT; never makes the
+    maximum utilisation worse.
+    """
+    s = np.asarray(sizes, dtype=np.int64)
+    c = np.asarray(caps, dtype=np.float64)
+    b = np.array(bins, dtype=np.int64, copy=True)
+    load = np.bincount(b, weights=s.astype(np.float64), minlength=c.size)
+    members: list[list[int]] = [[] for _ in range(c.size)]
+    for i, j in enumerate(b.tolist()):
+        members[j].append(i)
+    gbins: dict[int, set[int]] = {}
+    if groups is not None:
+        for i, g in enumerate(np.asarray(groups).tolist()):
+            if g >= 0:
+                gbins.setdefault(g, set()).add(int(b[i]))
+
+    def grp(i: int) -> int:
+        return -1 if groups is None else int(groups[i])
+
+    for _ in range(rounds):
+        util = load / c
+        h = int(np.argmax(util))
+        top = util[h]
+        done = False
+        # Try moving one item from h to the bin where it lands lowest (below top).
+        for i in sorted(members[h], key=lambda k: -s[k]):
+            new = (load + s[i]) / c
+            new[h] = np.inf
+            g = grp(i)
+            if g >= 0:
+                for x in gbins.get(g, ()):
+                    new[x] = np.inf
+            j = int(np.argmin(new))
+            if new[j] < top and (load[h] - s[i]) / c[h] < top:
+                members[h].remove(i)
+                members[j].append(i)
+                load[h] -= s[i]
+                load[j] += s[i]
+                b[i] = j
+                if g >= 0:
+                    gbins[g].discard(h)
+                    gbins[g].add(j)
+                done = True
+                break
+        if done:
+            continue
+        # Try a swap of a bigger item on h with a smaller one elsewhere.
+        order = np.argsort(util)
+        for j in order.tolist():
+            if j == h or done:
+                continue
+            for i in members[h]:
+                if done:
+                    break
+                for k in members[j]:
+                    d = s[i] - s[k]
+                    if d <= 0:
+                        continue
+                    if (load[h] - d) / c[h] < top and (load[j] + d) / c[j] < top:
+                        gi, gk = grp(i), grp(k)
+                        if gi >= 0 and gi != gk and j in gbins.get(gi, ()):
+                            continue
+                        if gk >= 0 and gk != gi and h in gbins.get(gk, ()):
+                            continue
+                        members[h].remove(i)
+                        members[j].remove(k)
+                        members[h].append(k)
+                        members[j].append(i)
+                        load[h] -= d
+                        load[j] += d
+                        b[i], b[k] = j, h
+                        if gi >= 0 and gi != gk:
+                            gbins[gi].discard(h)
+                            gbins[gi].add(j)
+                        if gk >= 0 and gk != gi:
+                            gbins[gk].discard(j)
+                            gbins[gk].add(h)
+                        done = True
+                        break
+            if j != h and len(members[h]) * len(members[j]) > 20000:
+                break  # keep each round cheap on huge bins
+        if not done:
+            break
+    return b
+
+
+# --------------------------------------------------------------------------- CP-SAT models
+
+
+@dataclass(frozen=True)
+class SatOutcome:
+    """Result of one CP-SAT model.
+
+    Attributes
+    ----------
+    status
+        ``optimal`` (proven), ``feasible`` (found, not proven), ``infeasible``
+        (proven) or ``unknown`` (nothing found or proven in the limit).
+    bins
+        Item -> bin map of the best solution, or ``None``.
+    objective, bound
+        Best objective and best proven bound (integers of the model), when an
+        objective was set.
+    seconds
+        Wall time of the solve.
+    """
+
+    status: str
+    bins: IntArray | None
+    objective: int | None = None
+    bound: int | None = None
+    seconds: float = 0.0
+
+
+#: CP-SAT workers.  More workers than cores still pays on small models: the portfolio of
+#: search strategies proves bin-packing optima several times faster than 2 workers.
+SAT_WORKERS = 8
+
+
+def sat_parameters(solver: Any, time_limit: float | None, seed: int, workers: int = SAT_WORKERS) -> None:
+    """Common CP-SAT parameters: time limit, seed, :data:`SAT_WORKERS` workers."""
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.random_seed = int(seed)
+    solver.parameters.num_workers = int(workers)
+
+
+def _status_name(code: int) -> str:
+    from ortools.sat.python import cp_model
+
+    return {
+        cp_model.OPTIMAL: "optimal",
+        cp_model.FEASIBLE: "feasible",
+        cp_model.INFEASIBLE: "infeasible",
+    }.get(code, "unknown")
+
+
+def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArray | None,
+                     identical: bool) -> tuple[list[list[Any]], list[Any]]:
+    """x[i][j] booleans, one bin per item, capacity, anti-affinity; symmetry breaking for identical bins."""
+    n_items, n_bins = int(sizes.size), int(caps.size)
+    order = np.argsort(-sizes, kind="stable")
+    rank = np.empty(n_items, dtype=np.int64)
+    rank[order] = np.arange(n_items)
+    x: list[list[Any]] = []
+    for i in range(n_items):
+        row = []
+        for j in range(n_bins):
+            # Identical bins: the k-th largest item never needs a bin index above k.
+            if identical and j > rank[i]:
+                row.append(None)
+            else:
+                row.append(model.new_bool_var(f"x{i}_{j}"))
+        x.append(row)
+        model.add_exactly_one(v for v in row if v is not None)
+    loads = []
+    for j in range(n_bins):
+        terms = [(x[i][j], int(sizes[i])) for i in range(n_items) if x[i][j] is not None]
+        # Explicit load variables plus their redundant sum help CP-SAT reason about slack.
+        load = model.new_int_var(0, int(caps[j]), f"load{j}")
+        if terms:
+            model.add(load == sum(v * w for v, w in terms))
+        else:
+            model.add(load == 0)
+        loads.append(load)
+    model.add(sum(loads) == int(sizes.sum()))
+    if groups is not None:
+        by_group: dict[int, list[int]] = {}
+        for i, g in enumerate(np.asarray(groups).tolist()):
+            if g >= 0:
+                by_group.setdefault(g, []).append(i)
+        for items in by_group.values():
+            if len(items) > 1:
+                for j in range(n_bins):
+                    vs = [x[i][j] for i in items if x[i][j] is not None]
+                    if len(vs) > 1:
+                        model.add_at_most_one(vs)
+    return x, loads
+
+
+def _read_bins(solver: Any, x: list[list[Any]]) -> IntArray:
+    out = np.full(len(x), -1, dtype=np.int64)
+    for i, row in enumerate(x):
+        for j, v in enumerate(row):
+            if v is not None and solver.boolean_value(v):
+                out[i] = j
+                break
+    return out
+
+
+def sat_pack(
+    sizes: IntArray,
+    caps: IntArray,
+    groups: IntArray | None = None,
+    *,
+    time_limit: float | None = 10.0,
+    seed: int = 0,
+    hint: IntArray | None = None,
+) -> SatOutcome:
+    """Decide with CP-SAT whether the items fit into bins ``caps``.
+
+    ``infeasible`` is a proof that no packing exists (for the integer data
+    given; pass the ``down``/``up`` rounding of :class:`IntData` for a proof
+    about real data).
+
+    Examples
+    --------
+    >>> sat_pack(np.array([6, 6, 6]), np.array([10, 10])).status
+    'infeasible'
+    >>> sat_pack(np.array([6, 4, 6, 4]), np.array([10, 10])).status
+    'optimal'
+    """
+    import time
+
+    from ortools.sat.python import cp_model
+
+    s = np.asarray(sizes, dtype=np.int64)
+    c = np.asarray(caps, dtype=np.int64)
+    t0 = time.perf_counter()
+    if s.size and (c.size == 0 or s.max() > c.max()):
+        return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
+    if int(s.sum()) > int(c.sum()):
+        return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
+    model = cp_model.CpModel()
+    identical = bool(c.size == 0 or (c == c[0]).all())
+    x, _ = _assignment_vars(model, s, c, groups, identical)
+    if hint is not None and not identical:
+        for i, j in enumerate(np.asarray(hint).tolist()):
+            for jj, v in enumerate(x[i]):
+                if v is not None:
+                    model.add_hint(v, jj == j)
+    solver = cp_model.CpSolver()
+    sat_parameters(solver, time_limit, seed)
+    code = solver.solve(model)
+    st = _status_name(code)
+    bins = _read_bins(solver, x) if st in ("optimal", "feasible") else None
+    if st == "feasible":
+        st = "optimal"  # a feasibility model has nothing left to prove once a solution exists
+    return SatOutcome(st, bins, seconds=time.perf_counter() - t0)
+
+
+def sat_min_max(
+    sizes: IntArray,
+    caps: IntArray,
+    groups: IntArray | None = None,
+    *,
+    time_limit: float | None = 10.0,
+    seed: int = 0,
+    hint: IntArray | None = None,
+    resolution: int = 10**6,
+) -> SatOutcome:
+    """Minimise the maximum utilisation (load / capacity) with CP-SAT, within capacity.
+
+    For identical bins the objective is the maximum load itself (exact).  For
+    different capacities it is ``U`` with ``load_j * resolution <= U * cap_j``
+    (utilisation in steps of ``1 / resolution``, rounded up).
+
+    Returns ``infeasible`` when no packing within capacity exists.
+    """
+    import time
+
+    from ortools.sat.python import cp_model
+
+    s = np.asarray(sizes, dtype=np.int64)
+    c = np.asarray(caps, dtype=np.int64)
+    t0 = time.perf_counter()
+    if s.size and (c.size == 0 or s.max() > c.max() or int(s.sum()) > int(c.sum())):
+        return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
+    model = cp_model.CpModel()
+    identical = bool(c.size == 0 or (c == c[0]).all())
+    x, loads = _assignment_vars(model, s, c, groups, identical)
+    total = int(s.sum())
+    big = int(s.max()) if s.size else 0
+    if identical:
+        lo = max(-(-total // max(c.size, 1)), big)
+        obj = model.new_int_var(lo, int(c.max()), "maxload")
+        for e in loads:
+            model.add(e <= obj)
+    else:
+        lo = -(-total * resolution // int(c.sum()))
+        obj = model.new_int_var(max(0, lo), resolution, "maxutil")
+        for e, cj in zip(loads, c.tolist(), strict=True):
+            model.add(e * resolution <= obj * int(cj))
+    model.minimize(obj)
+    if hint is not None and not identical:
+        for i, j in enumerate(np.asarray(hint).tolist()):
+            for jj, v in enumerate(x[i]):
+                if v is not None:
+                    model.add_hint(v, jj == j)
+    solver = cp_model.CpSolver()
+    sat_parameters(solver, time_limit, seed)
+    code = solver.solve(model)
+    st = _status_name(code)
+    if st in ("optimal", "feasible"):
+        return SatOutcome(st, _read_bins(solver, x), round(solver.objective_value),
+                          math.ceil(solver.best_objective_bound - 1e-9), time.perf_counter() - t0)
+    return SatOutcome(st, None, seconds=time.perf_counter() - t0)
