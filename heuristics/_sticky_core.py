@@ -1,0 +1,114 @@
+"""Kafka's ``AbstractStickyAssignor`` (commit 1eb7644349cb): one entry point for both sticky assignors.
+
+``run_sticky`` prepares the instance in Kafka's order, walks the previous
+claims, picks the constrained path when every member has the same
+subscription and the general path otherwise, and returns the owner of every
+topic-partition together with the partitions that change owner this round
+(what the cooperative assignor withholds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from heuristics._sticky_claims import resolve_claims
+from heuristics._sticky_constrained import constrained_assign
+from heuristics._sticky_general import GeneralBuilder
+from heuristics._sticky_input import StickyInput, prepare
+from heuristics._sticky_racks import rack_info
+from solver.model import Assignment, Instance
+
+
+@dataclass(frozen=True, eq=False)
+class StickyOutcome:
+    """What one sticky assignment produced.
+
+    Attributes
+    ----------
+    si
+        The prepared input (topic and member order).
+    owner
+        Member index owning each global partition id (``-1``: unassigned).
+    transferring
+        Partitions that change owner this round: Kafka's
+        ``partitionsTransferringOwnership`` on the constrained path, the
+        cooperative assignor's own computation on the general path.
+    constrained
+        Whether the constrained (equal subscriptions) path ran.
+    """
+
+    si: StickyInput
+    owner: np.ndarray
+    transferring: np.ndarray
+    constrained: bool
+
+    def assignment(self, withhold: bool = False) -> Assignment:
+        """The assignment, with transferring partitions left out when ``withhold``."""
+        owner = self.owner
+        if withhold and self.transferring.any():
+            owner = owner.copy()
+            owner[self.transferring] = -1
+        si = self.si
+        owners = {t: owner[si.offsets[i] : si.offsets[i + 1]] for i, t in enumerate(si.topics)}
+        return Assignment.from_owners(si.member_ids, owners)
+
+
+def _changing_owner(si: StickyInput, owner: np.ndarray) -> np.ndarray:
+    """``CooperativeStickyAssignor.computePartitionsTransferringOwnership``.
+
+    A partition transfers when its new owner did not claim it and some member
+    that claimed it (any generation) does not get it.
+    """
+    n = si.n_partitions
+    revoked = np.zeros(n, dtype=bool)
+    owner_claimed = np.zeros(n, dtype=bool)
+    for i, c in enumerate(si.claims):
+        if not c.size:
+            continue
+        mine = owner[c] == i
+        owner_claimed[c[mine]] = True
+        revoked[c[~mine]] = True
+    return (owner >= 0) & ~owner_claimed & revoked
+
+
+def run_sticky(instance: Instance, *, map_order: str = "hashmap") -> StickyOutcome:
+    """Run Kafka's sticky assignment on ``instance``.
+
+    Parameters
+    ----------
+    instance
+        Consumer-protocol instance; ``owned`` + ``generation`` are the
+        previous assignment.  The eager ``StickyAssignor`` reads them from its
+        user data, the ``CooperativeStickyAssignor`` from the subscription;
+        a real client puts the same generation in both, so one rule serves
+        both assignors (the earlier claimant of a contested partition is
+        compared by that same generation).
+    map_order
+        Member iteration order, see :func:`heuristics._sticky_input.prepare`.
+
+    Examples
+    --------
+    >>> from solver.formats import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t1": 10}, "members": [
+    ...     {"id": "C0", "topics": ["t1"], "owned": {"t1": [0, 1, 2, 3, 4]}, "generation": 1},
+    ...     {"id": "C1", "topics": ["t1"], "owned": {"t1": [5, 6, 7, 8, 9]}, "generation": 1},
+    ...     {"id": "C2", "topics": ["t1"]}]})
+    >>> out = run_sticky(inst)
+    >>> out.assignment().to_lists()
+    {'C0': {'t1': [0, 1, 2, 3]}, 'C1': {'t1': [5, 6, 7]}, 'C2': {'t1': [4, 8, 9]}}
+    >>> int(out.transferring.sum())
+    3
+    """
+    si = prepare(instance, map_order=map_order)
+    if si.n_members == 0:
+        empty = np.full(si.n_partitions, -1, dtype=np.int64)
+        return StickyOutcome(si, empty, np.zeros(si.n_partitions, dtype=bool), True)
+    claims = resolve_claims(si, si.generation)
+    racks = rack_info(instance, si)
+    if claims.all_equal:
+        owner, transferring = constrained_assign(si, claims, racks)
+        return StickyOutcome(si, owner, transferring, True)
+    owner = GeneralBuilder(si, claims, racks).build()
+    return StickyOutcome(si, owner, _changing_owner(si, owner), False)
