@@ -17,6 +17,7 @@ them:
 from __future__ import annotations
 
 import uuid
+from itertools import chain
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -143,45 +144,38 @@ def int_hashset_order(parts: np.ndarray) -> list[int]:
     return [int(x) for x in p[order]]
 
 
-class OwnedOrder:
-    """A member's current assignment in Java iteration order, with hashes cached per topic.
+class TopicHashes:
+    """Per-topic ``HashMap`` bucket hashes, cached once per instance.
 
-    The coordinator's ``Map<Uuid, Set<Integer>>`` is filled from a
-    ``HashMap<String, ...>`` keyed by topic name, so topics iterate in
-    ``Uuid`` bucket order of a default ``HashMap`` (grown by ``put``), and ids
-    sharing a bucket in the name map's order (``String.hashCode`` buckets).
+    A member's current assignment (``Map<Uuid, Set<Integer>>``) is filled from a
+    ``HashMap<String, ...>`` keyed by topic name, so topics iterate in ``Uuid``
+    bucket order of a default ``HashMap`` (grown by ``put``), ids sharing a
+    bucket in the name map's order (``String.hashCode`` buckets).
 
     Parameters
     ----------
     instance
-        The group.
+        The group; topics are numbered in ``instance.topics`` order.
     topic_ids
         Topic name -> 128-bit id (see :func:`topic_id_map`).
     """
 
     def __init__(self, instance: Instance, topic_ids: dict[str, int]) -> None:
-        self._instance = instance
-        names = list(topic_ids)
-        self._index = {t: k for k, t in enumerate(names)}
-        self._name_spread = np.array([_spread(java_string_hash(t)) for t in names], dtype=np.int64)
-        self._id_spread = np.array([_spread(uuid_hash(topic_ids[t])) for t in names], dtype=np.int64)
+        names = list(instance.topics)
+        self.index = {t: k for k, t in enumerate(names)}
+        self.name_spread = np.array([_spread(java_string_hash(t)) for t in names], dtype=np.int64)
+        self.id_spread = np.array([_spread(uuid_hash(topic_ids[t])) for t in names], dtype=np.int64)
 
-    def __call__(self, member_index: int) -> list[tuple[str, np.ndarray]]:
-        """``(topic, partitions)`` pairs of the member's existing, non-empty owned topics.
-
-        Partitions are returned as stored (ascending).
-        """
-        owned = self._instance.members[member_index].owned
-        names = [t for t, parts in owned.items() if t in self._index and parts.size]
-        if len(names) <= 1:
-            return [(t, owned[t]) for t in names]
-        idx = np.array([self._index[t] for t in names], dtype=np.int64)
-        mask = hashmap_capacity(len(names)) - 1
-        insertion = np.arange(len(names))
-        name_rank = np.empty(len(names), dtype=np.int64)
-        name_rank[np.lexsort((insertion, self._name_spread[idx] & mask))] = insertion
-        final = np.lexsort((name_rank, self._id_spread[idx] & mask))
-        return [(names[k], owned[names[k]]) for k in final.tolist()]
+    def iteration_order(self, topics: np.ndarray) -> np.ndarray:
+        """Permutation putting topic numbers ``topics`` (insertion order) into iteration order."""
+        n = topics.size
+        if n <= 1:
+            return np.arange(n)
+        mask = hashmap_capacity(n) - 1
+        insertion = np.arange(n)
+        name_rank = np.empty(n, dtype=np.int64)
+        name_rank[np.lexsort((insertion, self.name_spread[topics] & mask))] = insertion
+        return np.lexsort((name_rank, self.id_spread[topics] & mask))
 
 
 def topic_id_map(instance: Instance) -> dict[str, int]:
@@ -212,3 +206,98 @@ def is_homogeneous(instance: Instance, members: Iterable[int]) -> bool:
     """True when every member subscribes to the same set of topics (Kafka's ``HOMOGENEOUS``)."""
     sets = {frozenset(subscribed(instance, i)) for i in members}
     return len(sets) <= 1
+
+
+def owned_entries(
+    instance: Instance,
+    order: Sequence[int],
+    topic_pos: dict[str, int],
+    hashes: TopicHashes | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every claim of the members' current assignments that Kafka keeps looking at, as flat arrays.
+
+    Parameters
+    ----------
+    instance
+        The group.
+    order
+        Member indices in the coordinator's member order.
+    topic_pos
+        Topic -> position; claims on topics not in it are skipped, and so are
+        topics the member no longer subscribes to (Kafka revokes those).
+    hashes
+        If given, each member's topics follow Java's iteration order of its
+        assignment map (see :class:`TopicHashes`); otherwise the stored order.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(member number, topic position, partition)`` per claim: member
+        numbers are positions in ``order``; claims run member by member, then
+        topic by topic, partitions ascending.
+    """
+    index = {t: k for k, t in enumerate(instance.topics)}
+    pos_of = np.array([topic_pos.get(t, -1) for t in instance.topics], dtype=np.int64)
+    sub_masks: dict[tuple[str, ...], np.ndarray] = {}
+    pieces: list[np.ndarray] = []
+    tops: list[np.ndarray] = []
+    counts = np.zeros(len(order), dtype=np.int64)
+    for k, i in enumerate(order):
+        member = instance.members[i]
+        if not member.owned:
+            continue
+        mask = sub_masks.get(member.topics)
+        if mask is None:
+            mask = np.zeros(len(index), dtype=bool)
+            mask[[index[t] for t in member.topics if t in index]] = True
+            sub_masks[member.topics] = mask
+        names = list(member.owned)
+        arrays = list(member.owned.values())
+        g = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+        lens = np.fromiter(map(len, arrays), dtype=np.int64, count=len(names))
+        sel = np.flatnonzero(lens > 0)  # Kafka's maps hold no empty partition sets
+        if hashes is not None:
+            sel = sel[hashes.iteration_order(g[sel])]
+        sel = sel[(pos_of[g[sel]] >= 0) & mask[g[sel]]]
+        if sel.size == 0:
+            continue
+        pieces.extend(arrays[j] for j in sel.tolist())
+        tops.append(np.repeat(pos_of[g[sel]], lens[sel]))
+        counts[k] = int(lens[sel].sum())
+    if not pieces:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    if counts.sum() < 16 * len(pieces):
+        # many tiny arrays: going through Python ints beats np.concatenate's per-array overhead
+        parts = np.fromiter(chain.from_iterable(map(np.ndarray.tolist, pieces)), dtype=np.int64)
+    else:
+        parts = np.concatenate(pieces).astype(np.int64, copy=False)
+    members = np.repeat(np.arange(len(order), dtype=np.int64), counts)
+    return members, np.concatenate(tops), parts
+
+
+def hashset_rank(segment: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Positions that sort each run of ``segment`` into ``HashSet<Integer>`` order.
+
+    ``segment`` labels consecutive runs (one run per member and topic, parts
+    ascending inside); each run is a ``new HashSet<>(collection)``, whose table
+    size follows from the run length.  Returns a permutation of
+    ``arange(len(parts))``.
+
+    Examples
+    --------
+    >>> hashset_rank(np.array([0, 0, 0, 0]), np.array([1, 5, 17, 30])).tolist()
+    [0, 2, 1, 3]
+    """
+    if parts.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.unique(segment, return_counts=True)[1]
+    # table size: tableSizeFor(max((int)(n / .75f) + 1, 16))
+    want = np.maximum((lengths.astype(np.float32) / np.float32(0.75)).astype(np.int64) + 1, 16)
+    cap = np.left_shift(1, np.ceil(np.log2(want)).astype(np.int64))
+    cap = np.where(cap < want, cap * 2, cap)
+    run_cap = np.repeat(cap, lengths)
+    bucket = (parts ^ (parts >> 16)) & (run_cap - 1)
+    if np.array_equal(bucket, parts):
+        return np.arange(parts.size, dtype=np.int64)
+    return np.lexsort((np.arange(parts.size), bucket, segment))

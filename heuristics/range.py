@@ -50,8 +50,42 @@ def member_info_order(instance: Instance) -> list[int]:
     return sorted(range(len(instance.members)), key=lambda i: member_info_key(instance.members[i]))
 
 
-def subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, list[int]]:
-    """Topic -> subscriber indices in the given member order (only topics that exist).
+def subscriber_positions(instance: Instance, order: Sequence[int]) -> dict[str, np.ndarray]:
+    """Topic -> positions in ``order`` of its subscribers, ascending (only topics that exist).
+
+    Members with the same subscription are handled as one block, so a group of
+    thousands of members with a few distinct subscriptions costs
+    O(topics x distinct subscriptions) Python steps, not O(topics x members).
+
+    Parameters
+    ----------
+    instance
+        The group.
+    order
+        Member indices in the order the assignor lays members out.
+
+    Examples
+    --------
+    >>> from solver.formats import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"a": 1, "b": 1}, "members": [
+    ...     {"id": "x", "topics": ["a", "b"]}, {"id": "y", "topics": ["b"]}, {"id": "z", "topics": ["a", "b"]}]})
+    >>> {t: v.tolist() for t, v in subscriber_positions(inst, [2, 1, 0]).items()}
+    {'a': [0, 2], 'b': [0, 1, 2]}
+    """
+    blocks: dict[tuple[str, ...], list[int]] = {}
+    for pos, i in enumerate(order):
+        topics = tuple(t for t in dict.fromkeys(instance.members[i].topics) if t in instance.topics)
+        blocks.setdefault(topics, []).append(pos)
+    parts: dict[str, list[np.ndarray]] = {}
+    for topics, positions in blocks.items():
+        arr = np.asarray(positions, dtype=np.int64)
+        for t in topics:
+            parts.setdefault(t, []).append(arr)
+    return {t: a[0] if len(a) == 1 else np.sort(np.concatenate(a)) for t, a in parts.items()}
+
+
+def subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, np.ndarray]:
+    """Topic -> subscriber member indices in the given member order (only topics that exist).
 
     Parameters
     ----------
@@ -60,12 +94,8 @@ def subscribers_by_topic(instance: Instance, order: Sequence[int]) -> dict[str, 
     order
         Member indices in the order the assignor lays members out.
     """
-    subs: dict[str, list[int]] = {}
-    for i in order:
-        for t in dict.fromkeys(instance.members[i].topics):
-            if t in instance.topics:
-                subs.setdefault(t, []).append(i)
-    return subs
+    order_arr = np.asarray(order, dtype=np.int64)
+    return {t: order_arr[pos] for t, pos in subscriber_positions(instance, order).items()}
 
 
 class _TopicState:
@@ -218,9 +248,10 @@ def range_assign(instance: Instance) -> Assignment:
         if topic.partitions == 0:
             continue
         if not any_rack:
-            owners[name] = range_owners(topic.partitions, np.asarray(consumers, dtype=np.int64))
+            owners[name] = range_owners(topic.partitions, consumers)
             continue
-        states.append(_TopicState(name, topic.partitions, consumers, [racks[c] for c in consumers], topic.racks))
+        cons = consumers.tolist()
+        states.append(_TopicState(name, topic.partitions, cons, [racks[c] for c in cons], topic.racks))
 
     if any(s.needs_rack for s in states):
         groups: dict[tuple[tuple[int, str | None], ...], dict[int, list[_TopicState]]] = {}

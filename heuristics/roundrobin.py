@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from heuristics._java import java_string_key
-from heuristics.range import member_info_order
+from heuristics.range import member_info_order, subscriber_positions
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -36,11 +36,7 @@ def roundrobin_assign(instance: Instance) -> Assignment:
     """
     order = member_info_order(instance)
     n_members = len(order)
-    # circle position of every member; subscribers per topic as sorted circle positions
-    subs: dict[str, list[int]] = {}
-    for pos, idx in enumerate(order):
-        for t in dict.fromkeys(instance.members[idx].topics):
-            subs.setdefault(t, []).append(pos)
+    subs = subscriber_positions(instance, order)  # circle positions of each topic's subscribers
     order_arr = np.asarray(order, dtype=np.int64)
     owners: dict[str, np.ndarray] = {}
     cursor = 0  # circle position the iterator points at
@@ -48,7 +44,7 @@ def roundrobin_assign(instance: Instance) -> Assignment:
         topic = instance.topics.get(t)
         if topic is None or topic.partitions == 0:
             continue
-        eligible = np.asarray(subs[t], dtype=np.int64)
+        eligible = subs[t]
         k = eligible.size
         start = int(np.searchsorted(eligible, cursor))  # first subscriber at or after the cursor
         receivers = eligible[(start + np.arange(topic.partitions, dtype=np.int64)) % k]

@@ -12,8 +12,6 @@ client ``range`` without racks.
 
 from __future__ import annotations
 
-import numpy as np
-
 from heuristics.range import member_info_order, range_owners, subscribers_by_topic
 from solver.model import Assignment, Instance
 from solver.registry import register
@@ -33,10 +31,7 @@ def server_range_assign(instance: Instance) -> Assignment:
     {'a': {'t': [3, 4]}, 'b': {'t': [0, 1, 2]}}
     """
     subs = subscribers_by_topic(instance, member_info_order(instance))
-    owners = {
-        t: range_owners(instance.topics[t].partitions, np.asarray(members, dtype=np.int64))
-        for t, members in subs.items()
-    }
+    owners = {t: range_owners(instance.topics[t].partitions, members) for t, members in subs.items()}
     return Assignment.from_owners(instance.member_ids, owners)
 
 

@@ -13,11 +13,13 @@ Two builders, chosen by whether every member subscribes to the same topics:
   current partition of a topic they still subscribe to; free partitions go,
   topic by topic (most partitions per subscriber first, then fewest
   subscribers, then topic id), to the least-loaded subscribers (ties by member
-  index); then up to 16 passes over the shared topics move partitions from
+  number); then up to 16 passes over the shared topics move partitions from
   the most- to the least-loaded subscribers of each topic until each topic's
   subscribers differ by at most one.
 
-Racks are ignored at that commit (rack awareness was removed in 2024).
+Racks are ignored at that commit (rack awareness was removed in 2024).  The
+work is done on one flat array over all topic-partitions, so a million
+partitions take seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 from heuristics._kip848 import (
-    OwnedOrder,
-    int_hashset_order,
+    TopicHashes,
+    hashset_rank,
     is_homogeneous,
     member_map_order,
+    owned_entries,
     subscribed,
     subscribed_id_order,
     topic_id_map,
@@ -39,38 +42,49 @@ from solver.registry import register
 from solver.result import Params, Result
 
 
-class _Owners:
-    """Per-topic owner arrays, plus the rare extra holders when two members keep one partition.
+class _Flat:
+    """All topic-partitions of some topics laid out in one array, topic by topic.
 
-    Kafka keeps whatever each member's current assignment holds; if two
-    members claim the same partition both may keep it.  The arrays hold the
-    first holder, ``extra`` any further ones, so the output stays exact.
+    ``owner`` holds the first holder of each partition (``-1``: none) as a
+    member number; ``extra`` keeps further holders, which only arise when two
+    members' current assignments claim the same partition (Kafka then keeps it
+    in both).
     """
 
     def __init__(self, instance: Instance, topics: list[str]) -> None:
-        self.arrays = {t: np.full(instance.topics[t].partitions, -1, dtype=np.int64) for t in topics}
-        self.extra: list[tuple[int, str, int]] = []
+        self.topics = topics
+        sizes = np.asarray([instance.topics[t].partitions for t in topics], dtype=np.int64)
+        self.offset = np.concatenate(([0], np.cumsum(sizes)))
+        self.owner = np.full(int(self.offset[-1]), -1, dtype=np.int64)
+        self.extra: list[tuple[int, int]] = []  # (flat index, member number)
 
-    def put(self, topic: str, parts: np.ndarray, member: int) -> None:
-        own = self.arrays[topic]
-        taken = own[parts] >= 0
-        if taken.any():
-            self.extra.extend((member, topic, int(p)) for p in parts[taken].tolist())
-            parts = parts[~taken]
-        own[parts] = member
+    def give(self, flat: np.ndarray, members: np.ndarray) -> None:
+        """Add ``flat[j]`` to member ``members[j]``'s assignment, in this order."""
+        if flat.size == 0:
+            return
+        _, first = np.unique(flat, return_index=True)
+        once = np.zeros(flat.size, dtype=bool)
+        once[first] = True
+        free = once & (self.owner[flat] < 0)
+        self.owner[flat[free]] = members[free]
+        if not free.all():
+            self.extra.extend(zip(flat[~free].tolist(), members[~free].tolist(), strict=True))
 
     def assignment(self, member_ids: list[str]) -> Assignment:
-        base = Assignment.from_owners(member_ids, self.arrays)
+        """The result; ``member_ids[k]`` is member number ``k``."""
+        owners = {t: self.owner[self.offset[k]:self.offset[k + 1]] for k, t in enumerate(self.topics)}
+        base = Assignment.from_owners(member_ids, owners)
         if not self.extra:
             return base
-        data = {m: {t: list(a) for t, a in tp.items()} for m, tp in base.to_lists().items()}
-        for k, t, p in self.extra:
-            data[member_ids[k]].setdefault(t, []).append(p)
+        data = base.to_lists()
+        for f, m in self.extra:
+            k = int(np.searchsorted(self.offset, f, side="right")) - 1
+            data[member_ids[m]].setdefault(self.topics[k], []).append(f - int(self.offset[k]))
         return Assignment.from_lists(data)
 
 
-def homogeneous_owners(instance: Instance, order: list[int]) -> _Owners:
-    """``UniformHomogeneousAssignmentBuilder.build``.
+def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
+    """``UniformHomogeneousAssignmentBuilder.build``; member numbers are positions in ``order``.
 
     Parameters
     ----------
@@ -78,67 +92,40 @@ def homogeneous_owners(instance: Instance, order: list[int]) -> _Owners:
         The group; all members subscribe to the same topics.
     order
         Member indices in the coordinator's member map order.
-
-    Returns
-    -------
-    _Owners
-        Owner values are instance member indices.
     """
     ids = topic_id_map(instance)
     topic_order = subscribed_id_order(instance, order[0], ids)
-    owners = _Owners(instance, topic_order)
+    flat = _Flat(instance, topic_order)
     if not topic_order:
-        return owners
-    sizes = {t: instance.topics[t].partitions for t in topic_order}
+        return flat
+    pos = {t: k for k, t in enumerate(topic_order)}
+    mem, top, part = owned_entries(instance, order, pos, TopicHashes(instance, ids))
+    # each (member, topic) run iterates as a HashSet<Integer>
+    run = np.concatenate(([0], np.cumsum((np.diff(mem) != 0) | (np.diff(top) != 0))))
+    perm = hashset_rank(run, part)
+    mem, top, part = mem[perm], top[perm], part[perm]
+    idx = flat.offset[top] + part
 
     # isPartitionAssigned: some member's current assignment holds the partition
-    claimed = {t: np.zeros(sizes[t], dtype=bool) for t in topic_order}
-    for i in order:
-        for t, parts in instance.members[i].owned.items():
-            if t in claimed:
-                claimed[t][parts] = True
-    queue_t = [np.full(int((~claimed[t]).sum()), k, dtype=np.int64) for k, t in enumerate(topic_order)]
-    queue_p = [np.flatnonzero(~claimed[t]) for t in topic_order]
+    claimed = np.zeros(flat.owner.size, dtype=bool)
+    claimed[idx] = True
 
-    min_quota, extra = divmod(sum(sizes.values()), len(order))
-    unfilled: list[tuple[int, int]] = []
-    revoked_t: list[int] = []
-    revoked_p: list[int] = []
-    t_index = {t: k for k, t in enumerate(topic_order)}
-    owned_order = OwnedOrder(instance, ids)
-    for i in order:
-        quota = min_quota
-        if extra > 0:
-            quota += 1
-            extra -= 1
-        for t, parts in owned_order(i):
-            if t not in t_index:
-                continue  # no longer subscribed: the whole topic is dropped
-            if parts.size <= quota:
-                quota -= int(parts.size)
-                owners.put(t, parts, i)
-                continue
-            seq = int_hashset_order(parts)  # keep the first `quota` in HashSet order
-            owners.put(t, np.asarray(seq[:quota], dtype=np.int64), i)
-            revoked_t.extend([t_index[t]] * (len(seq) - quota))
-            revoked_p.extend(seq[quota:])
-            quota = 0
-        if quota > 0:
-            unfilled.append((i, quota))
+    n_members = len(order)
+    min_quota, extra = divmod(flat.owner.size, n_members)
+    quota = np.full(n_members, min_quota, dtype=np.int64)
+    quota[:extra] += 1  # the first members in map order take the extra partitions
+    # a member keeps claims in iteration order until its quota is reached, then revokes the rest
+    start = np.searchsorted(mem, np.arange(n_members))
+    rank = np.arange(mem.size) - start[mem]
+    keep = rank < quota[mem]
+    flat.give(idx[keep], mem[keep])
+    remaining = quota - np.bincount(mem[keep], minlength=n_members)
 
-    # free partitions: never-owned ones topic by topic, then the revoked ones in revocation order
-    flat_t = np.concatenate([*queue_t, np.asarray(revoked_t, dtype=np.int64)])
-    flat_p = np.concatenate([*queue_p, np.asarray(revoked_p, dtype=np.int64)])
-    cursor = 0
-    for i, remaining in unfilled:
-        take = min(remaining, flat_p.size - cursor)
-        if take <= 0:
-            break
-        seg_t, seg_p = flat_t[cursor:cursor + take], flat_p[cursor:cursor + take]
-        cursor += take
-        for k in np.unique(seg_t).tolist():
-            owners.put(topic_order[k], seg_p[seg_t == k], i)
-    return owners
+    queue = np.concatenate((np.flatnonzero(~claimed), idx[~keep]))  # never owned, then revoked
+    needy = np.flatnonzero(remaining > 0)
+    receivers = np.repeat(needy, remaining[needy])[:queue.size]
+    flat.give(queue[:receivers.size], receivers)
+    return flat
 
 
 MAX_ITERATION_COUNT = 16  # Kafka's cap on balancing passes over the topics
@@ -162,11 +149,10 @@ class _Balancer:
         self.most_count = 1
         self.next_most = -1
 
-    def initialize(self, members: list[int]) -> int:
+    def initialize(self, members: np.ndarray) -> int:
         """Sort ``members`` by (size, index); return max size - min size."""
         s = self.sizes
-        arr = np.asarray(members, dtype=np.int64)
-        self.members = arr[np.lexsort((arr, s[arr]))].tolist()
+        self.members = members[np.lexsort((members, s[members]))].tolist()
         n = len(self.members)
         first, last = int(s[self.members[0]]), int(s[self.members[-1]])
         self.least_end, self.least_count, self.next_least = 0, first - 1, 0
@@ -214,7 +200,7 @@ class _Balancer:
         return self.most_count - self.least_count <= 1
 
 
-def least_loaded_sequence(sizes: np.ndarray, members: list[int], count: int) -> np.ndarray:
+def least_loaded_sequence(sizes: np.ndarray, members: np.ndarray, count: int) -> np.ndarray:
     """Receivers of ``count`` partitions handed out by ``nextLeastLoadedMember`` from a fresh balancer.
 
     Kafka's balancer sorts the members by (size, index) and cycles over the
@@ -233,7 +219,7 @@ def least_loaded_sequence(sizes: np.ndarray, members: list[int], count: int) -> 
 
     Examples
     --------
-    >>> least_loaded_sequence(np.array([2, 0, 1]), [0, 1, 2], 6).tolist()
+    >>> least_loaded_sequence(np.array([2, 0, 1]), np.array([0, 1, 2]), 6).tolist()
     [1, 1, 2, 1, 2, 0]
     """
     arr = np.asarray(members, dtype=np.int64)
@@ -255,8 +241,8 @@ def least_loaded_sequence(sizes: np.ndarray, members: list[int], count: int) -> 
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def heterogeneous_owners(instance: Instance, order: list[int]) -> dict[str, np.ndarray]:
-    """``UniformHeterogeneousAssignmentBuilder.build`` as owner arrays.
+def heterogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
+    """``UniformHeterogeneousAssignmentBuilder.build``; member numbers are positions in ``order``.
 
     Parameters
     ----------
@@ -265,70 +251,61 @@ def heterogeneous_owners(instance: Instance, order: list[int]) -> dict[str, np.n
     order
         Member indices in the coordinator's member map order; Kafka numbers
         members by this order and breaks ties by that number.
-
-    Returns
-    -------
-    dict
-        Topic -> owner array whose values index ``order`` (``-1``: unassigned).
     """
     ids = topic_id_map(instance)
-    nm = len(order)
-    subscribers: dict[str, list[int]] = {}
+    subs: dict[str, list[int]] = {}
     for k, i in enumerate(order):
         for t in subscribed(instance, i):
-            subscribers.setdefault(t, []).append(k)
-    sizes = np.zeros(nm, dtype=np.int64)
-    owners = {t: np.full(instance.topics[t].partitions, -1, dtype=np.int64) for t in subscribers}
-    for k, i in enumerate(order):
-        member = instance.members[i]
-        subs = set(subscribed(instance, i))
-        for t, parts in member.owned.items():
-            if t in subs:  # partitions of unsubscribed topics are revoked
-                sizes[k] += parts.size
-                owners[t][parts] = k
+            subs.setdefault(t, []).append(k)
+    subscribers = {t: np.asarray(v, dtype=np.int64) for t, v in subs.items()}
+    topics = list(subscribers)
+    flat = _Flat(instance, topics)
+    pos = {t: k for k, t in enumerate(topics)}
+    mem, top, part = owned_entries(instance, order, pos)
+    sizes = np.bincount(mem, minlength=len(order)).astype(np.int64)
+    # the owner array records the last claimer; earlier claimers of the same partition keep it too
+    idx = flat.offset[top] + part
+    rev = np.arange(idx.size)[::-1]
+    _, last = np.unique(idx[rev], return_index=True)
+    is_last = np.zeros(idx.size, dtype=bool)
+    is_last[rev[last]] = True
+    flat.owner[idx[is_last]] = mem[is_last]
+    flat.extra.extend(zip(idx[~is_last].tolist(), mem[~is_last].tolist(), strict=True))
 
     def topic_key(t: str) -> tuple[float, int, tuple[int, int]]:
         # partitions per subscriber descending, then subscribers ascending, then topic id
-        n, c = instance.topics[t].partitions, len(subscribers[t])
+        n, c = instance.topics[t].partitions, subscribers[t].size
         return (-(n / c), c, uuid_compare_key(ids[t]))
 
-    for t in sorted(subscribers, key=topic_key):
-        free = np.flatnonzero(owners[t] < 0)
+    for t in sorted(topics, key=topic_key):
+        own = flat.owner[flat.offset[pos[t]]:flat.offset[pos[t] + 1]]
+        free = np.flatnonzero(own < 0)
         if free.size:
             receivers = least_loaded_sequence(sizes, subscribers[t], free.size)
-            owners[t][free] = receivers
+            own[free] = receivers
             np.add.at(sizes, receivers, 1)
 
+    shared = sorted((t for t in topics if subscribers[t].size >= 2), key=topic_key)
     balancer = _Balancer(sizes)
-
-    shared = sorted((t for t in subscribers if len(subscribers[t]) >= 2), key=topic_key)
-    if shared:
-        _balance_topics(instance, shared, subscribers, owners, balancer)
-    return owners
-
-
-def _balance_topics(instance: Instance, topics: list[str], subscribers: dict[str, list[int]],
-                    owners: dict[str, np.ndarray], balancer: _Balancer) -> None:
-    """Kafka's ``balanceTopics``: passes over the topics until one full pass moves nothing."""
-    last = -1
+    last_moved = -1
     for _ in range(MAX_ITERATION_COUNT):
-        for idx, t in enumerate(topics):
-            if idx == last:
-                return
-            moved = _balance_topic(subscribers[t], owners[t], balancer)
-            if moved > 0 or last == -1:
-                last = idx
+        for k, t in enumerate(shared):
+            if k == last_moved:
+                return flat  # a whole pass without moves
+            own = flat.owner[flat.offset[pos[t]]:flat.offset[pos[t] + 1]]
+            if _balance_topic(subscribers[t], own, balancer) > 0 or last_moved == -1:
+                last_moved = k
+    return flat
 
 
-def _balance_topic(members: list[int], own: np.ndarray, balancer: _Balancer) -> int:
+def _balance_topic(members: np.ndarray, own: np.ndarray, balancer: _Balancer) -> int:
     """Kafka's ``balanceTopic``: move a topic's partitions from most- to least-loaded subscribers."""
     if balancer.initialize(members) <= 1:
         return 0
     sizes = balancer.sizes
     # partitions grouped by owner (ascending), each owner's run ascending; take from the run's end
     parts = np.lexsort((np.arange(own.size), own))
-    owners_sorted = own[parts]
-    uniq, starts, counts = np.unique(owners_sorted, return_index=True, return_counts=True)
+    uniq, starts, counts = np.unique(own[parts], return_index=True, return_counts=True)
     start = dict(zip(uniq.tolist(), starts.tolist(), strict=True))
     end = {o: s + c for o, s, c in zip(uniq.tolist(), starts.tolist(), counts.tolist(), strict=True)}
     moved = 0
@@ -375,10 +352,10 @@ def uniform_assign(instance: Instance) -> Assignment:
     if not instance.members:
         return Assignment.from_lists({})
     order = member_map_order(instance)
-    if is_homogeneous(instance, order):
-        return homogeneous_owners(instance, order).assignment(list(instance.member_ids))
-    owners = heterogeneous_owners(instance, order)
-    return Assignment.from_owners([instance.member_ids[i] for i in order], owners)
+    ids = instance.member_ids
+    build = homogeneous_assign if is_homogeneous(instance, order) else heterogeneous_assign
+    flat = build(instance, order)
+    return flat.assignment([ids[i] for i in order])
 
 
 @register(
@@ -391,4 +368,3 @@ def uniform_assign(instance: Instance) -> Assignment:
 def uniform_assignor(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`uniform_assign` (``params`` are not used)."""
     return Result(assignment=uniform_assign(instance))
-
