@@ -7,6 +7,8 @@ as Kafka's ``assign``) and its canonical assignment must equal Kafka's.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from solver.registry import get
@@ -38,7 +40,7 @@ def test_cooperative_follow_up_rounds_assign_what_was_withheld(registry_loaded: 
     records = [r for r in kafka_records("small.jsonl.gz") if r.raw["assignor"] == "cooperative-sticky"]
     spec = get("cooperative-sticky")
     pairs = 0
-    for first, second in zip(records, records[1:], strict=False):
+    for first, second in itertools.pairwise(records):
         if second.raw["tags"]["round"] != first.raw["tags"]["round"] + 1:
             continue
         res = spec.run(first.instance, Params())
