@@ -17,8 +17,8 @@ them:
 from __future__ import annotations
 
 import uuid
-from itertools import chain
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 
