@@ -1392,7 +1392,7 @@ def _row(pl: Planner, instance: Instance, mn: Minimum, n: int, cfg: PlanConfig, 
     if fits is None and bal.status in ("optimal", "feasible"):
         fits = row["fits"] = True
     row["max_utilisation"] = _r(bal.max_utilisation)
-    row["max_utilisation_bound"] = _r(bal.bound)
+    row["max_utilisation_bound"] = _r_down(bal.bound)
     row["balance_status"] = bal.status
     row["headroom"] = _r(1 - bal.max_utilisation) if bal.max_utilisation is not None else None
     caps = _real_caps(pl, n)
@@ -1401,7 +1401,7 @@ def _row(pl: Planner, instance: Instance, mn: Minimum, n: int, cfg: PlanConfig, 
     row["moved_partitions"] = mv.moved_partitions
     row["moved_state"] = _r(mv.moved_state)
     row["moved_partitions_bound"] = mv.bound_partitions if mv.moved_partitions is not None else None
-    row["moved_state_bound"] = _r(mv.bound_state) if mv.moved_state is not None else None
+    row["moved_state_bound"] = _r_down(mv.bound_state) if mv.moved_state is not None else None
     row["moves_status"] = mv.status
     row["plan_max_utilisation"] = _r(mv.max_utilisation)
     row["kept"] = [pl.member_name(j) for j in mv.kept] if mv.kept else None
@@ -1437,3 +1437,11 @@ def _row(pl: Planner, instance: Instance, mn: Minimum, n: int, cfg: PlanConfig, 
 
 def _r(x: float | None, nd: int = 6) -> float | None:
     return None if x is None else round(float(x), nd)
+
+
+def _r_down(x: float | None, nd: int = 6) -> float | None:
+    """Round a lower bound *down*, so that the printed bound stays a bound."""
+    if x is None:
+        return None
+    f = 10.0**nd
+    return math.floor(float(x) * f + 1e-9) / f
