@@ -354,3 +354,35 @@ class StreamsAssignment:
                 and self.probing_rebalance == other.probing_rebalance)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def full_restore_lag(spec: StreamsSpec, task: Task) -> int:
+    """What restoring ``task`` from scratch costs: the largest lag any client reports
+    for it, but at least ``acceptable_recovery_lag + 1`` (a client without state is
+    never caught up)."""
+    known = [lag for c in spec.clients if (lag := c.lag_for(task)) != NO_STATE and lag >= 0]
+    return max([*known, spec.config.acceptable_recovery_lag + 1])
+
+
+def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> list[int]:
+    """Restoration cost of placing ``task`` (active or standby) on each client, input order.
+
+    0 on the previous active, the reported lag where the client has state (a
+    previous standby without a reported lag: 0), the full restore
+    (:func:`full_restore_lag`, or ``full`` if given) where it has none; 0 for
+    stateless tasks.
+    """
+    if not task.stateful:
+        return [0] * len(spec.clients)
+    f = full if full is not None else full_restore_lag(spec, task)
+    out = []
+    for c in spec.clients:
+        lag = c.lag_for(task)
+        out.append(0 if lag == LATEST_OFFSET else (f if lag == NO_STATE else lag))
+    return out
+
+
+def is_caught_up(spec: StreamsSpec, client: Client, task: Task) -> bool:
+    """Kafka's caught-up test: ran it as an active, or lag <= ``acceptable_recovery_lag``."""
+    lag = client.lag_for(task)
+    return lag == LATEST_OFFSET or 0 <= lag <= spec.config.acceptable_recovery_lag
