@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from types import MappingProxyType
-
-from solver.model import Assignment, Instance
+from solver.model import Assignment, Instance, OwnedMap
 
 RoundFn = Callable[[Instance], tuple[Assignment, int]]
 """One round: ``instance -> (assignment, number of withheld partitions)``."""
@@ -39,13 +37,9 @@ def next_round(instance: Instance, assignment: Assignment) -> Instance:
     members = []
     for m in instance.members:
         owned = assignment.members.get(m.id, {})
-        members.append(
-            dataclasses.replace(
-                m,
-                owned=MappingProxyType({t: a for t, a in owned.items() if a.size}),
-                generation=generation,
-            )
-        )
+        if not isinstance(owned, OwnedMap):
+            owned = OwnedMap.from_lists({t: a.tolist() for t, a in owned.items() if a.size})
+        members.append(dataclasses.replace(m, owned=owned, generation=generation))
     return dataclasses.replace(instance, members=tuple(members))
 
 

@@ -10,6 +10,7 @@ topic-partition together with the partitions that change owner this round
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from heuristics._sticky_constrained import constrained_assign
 from heuristics._sticky_general import GeneralBuilder
 from heuristics._sticky_input import StickyInput, prepare
 from heuristics._sticky_racks import rack_info
-from solver.model import Assignment, Instance
+from solver.model import Assignment, Instance, OwnedMap
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,9 +51,40 @@ class StickyOutcome:
         if withhold and self.transferring.any():
             owner = owner.copy()
             owner[self.transferring] = -1
-        si = self.si
-        owners = {t: owner[si.offsets[i] : si.offsets[i + 1]] for i, t in enumerate(si.topics)}
-        return Assignment.from_owners(si.member_ids, owners)
+        return owners_to_assignment(self.si, owner)
+
+
+def owners_to_assignment(si: StickyInput, owner: np.ndarray) -> Assignment:
+    """Build the :class:`Assignment` from per-partition owners, one flat array per member.
+
+    Every member maps to an :class:`~solver.model.OwnedMap` (sorted read-only
+    views of one array), so a million partitions cost a few thousand arrays.
+    """
+    gids = np.flatnonzero(owner >= 0)
+    by_member = gids[np.argsort(owner[gids], kind="stable")]  # member, then topic, then partition
+    parts = si.part_of[by_member]
+    topics = si.topic_of[by_member]
+    parts.setflags(write=False)
+    names_of = np.array(si.topics, dtype=object)
+    counts = np.bincount(owner[gids], minlength=si.n_members)
+    ends = np.cumsum(counts)
+    members = {}
+    for m, mid in enumerate(si.member_ids):
+        a, b = int(ends[m] - counts[m]), int(ends[m])
+        if a == b:
+            members[mid] = _EMPTY
+            continue
+        seg_topics = topics[a:b]
+        cuts = np.flatnonzero(seg_topics[1:] != seg_topics[:-1]) + 1
+        starts = np.concatenate(([0], cuts))
+        bounds = np.concatenate((starts, [b - a])).astype(np.int64)
+        bounds.setflags(write=False)
+        names = tuple(names_of[seg_topics[starts]].tolist())
+        members[mid] = OwnedMap(names, parts[a:b], bounds)
+    return Assignment(MappingProxyType(members))
+
+
+_EMPTY = OwnedMap.from_lists({})
 
 
 def _changing_owner(si: StickyInput, owner: np.ndarray) -> np.ndarray:

@@ -28,6 +28,8 @@ more partitions than it.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from heuristics._sticky_claims import Claims
@@ -62,8 +64,12 @@ class GeneralBuilder:
         for s in si.subs:
             for t in s:
                 self.subscribers[t] += 1
-        sizes = np.diff(si.offsets)
-        self.max_size = [int(sum(int(sizes[t]) for t in s)) for s in si.subs]
+        sizes = np.diff(si.offsets).tolist()
+        size_of: dict[frozenset[int], int] = {}
+        for s in si.subs:
+            if s not in size_of:
+                size_of[s] = sum(sizes[t] for t in s)
+        self.max_size = [size_of[s] for s in si.subs]
         self.owner = np.full(si.n_partitions, -1, dtype=np.int64)
         self.load = [0] * n_members
         self.ladder = Ladder(self.load, si.rank)
@@ -130,34 +136,28 @@ class GeneralBuilder:
         ladder, subs, topic_of, load, owner = self.ladder, self.subs, self.topic_of, self.load, self.owner
         racks = self.racks
         keys, n, by_rank, rank = ladder.keys, ladder.n, ladder.by_rank, ladder.rank
+        insort = bisect.insort
         left: list[int] = []
         for g in partitions:
             t = topic_of[g]
-            chosen = -1
-            pos = 0
-            for pos, k in enumerate(keys):  # noqa: B007
-                m = by_rank[k % n]
-                if t in subs[m] and not (rack_pass and racks.mismatch(m, g)):
-                    chosen = m
-                    break
-            if chosen < 0:
-                if rack_pass:
-                    left.append(g)
-                continue
+            m = by_rank[keys[0] % n]
+            if t in subs[m] and not (rack_pass and racks.mismatch(m, g)):
+                pos = 0  # the usual case: the least loaded member takes it
+            else:
+                pos = -1
+                for i, k in enumerate(keys):
+                    m = by_rank[k % n]
+                    if t in subs[m] and not (rack_pass and racks.mismatch(m, g)):
+                        pos = i
+                        break
+                if pos < 0:
+                    if rack_pass:
+                        left.append(g)
+                    continue
             del keys[pos]
-            load[chosen] += 1
-            owner[g] = chosen
-            # re-insert with the new load; bisect keeps the ladder sorted
-            new_key = load[chosen] * n + rank[chosen]
-            lo = pos
-            hi = len(keys)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if keys[mid] < new_key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            keys.insert(lo, new_key)
+            load[m] += 1
+            owner[g] = m
+            insort(keys, load[m] * n + rank[m], lo=pos)  # its key grew: it sits at or after pos
         return left
 
     # -- balance test -------------------------------------------------------------------------

@@ -16,12 +16,13 @@ generation; in a ``kassign/v1`` instance both are the member's ``owned`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from heuristics._java import hashmap_order, java_string_hash, java_string_key
-from solver.model import Instance
+from solver.model import Instance, OwnedMap
 
 DEFAULT_GENERATION = -1
 
@@ -135,17 +136,15 @@ def prepare(instance: Instance, *, map_order: str = "hashmap") -> StickyInput:
     for r, i in enumerate(by_java):
         rank[i] = r
 
-    claims = []
+    index_cache: dict[tuple[str, ...], np.ndarray] = {}
+    claims = [_claims_of(m.owned, tindex, offsets, counts, index_cache) for m in members]
+    # members usually share a handful of distinct subscriptions: convert each once
+    subs_cache: dict[tuple[str, ...], frozenset[int]] = {}
+    raw_cache: dict[tuple[str, ...], frozenset[str]] = {}
     for m in members:
-        parts = []
-        for t in sorted(m.owned, key=java_string_key):
-            ti = tindex.get(t)
-            if ti is None:
-                continue  # Kafka drops claims on topics outside the assignment
-            arr = m.owned[t]
-            arr = arr[(arr >= 0) & (arr < counts[ti])]
-            parts.append(arr + offsets[ti])
-        claims.append(np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64))
+        if m.topics not in subs_cache:
+            subs_cache[m.topics] = frozenset(tindex[t] for t in m.topics if t in tindex)
+            raw_cache[m.topics] = frozenset(m.topics)
 
     return StickyInput(
         member_ids=ids,
@@ -155,12 +154,41 @@ def prepare(instance: Instance, *, map_order: str = "hashmap") -> StickyInput:
         offsets=offsets,
         topic_of=topic_of,
         part_of=part_of,
-        subs=tuple(frozenset(tindex[t] for t in m.topics if t in tindex) for m in members),
-        raw_topics=tuple(frozenset(m.topics) for m in members),
+        subs=tuple(subs_cache[m.topics] for m in members),
+        raw_topics=tuple(raw_cache[m.topics] for m in members),
         claims=tuple(claims),
         generation=tuple(int(m.generation) for m in members),
         racks=tuple(m.rack if m.rack else None for m in members),
     )
+
+
+def _claims_of(
+    owned: Mapping[str, np.ndarray],
+    tindex: dict[str, int],
+    offsets: np.ndarray,
+    counts: np.ndarray,
+    index_cache: dict[tuple[str, ...], np.ndarray],
+) -> np.ndarray:
+    """Global ids of a member's claims on assignable topics, in range, ascending."""
+    if not owned:
+        return np.zeros(0, dtype=np.int64)
+    if isinstance(owned, OwnedMap):
+        names, flat, bounds = owned.flat()
+        sizes = np.diff(bounds)
+    else:
+        names = tuple(owned)
+        arrays = [np.asarray(owned[t], dtype=np.int64) for t in names]
+        sizes = np.array([a.size for a in arrays], dtype=np.int64)
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    ti = index_cache.get(names)
+    if ti is None:  # members often own the same topics: look the names up once
+        ti = index_cache[names] = np.array([tindex.get(t, -1) for t in names], dtype=np.int64)
+    per_claim = np.repeat(ti, sizes)
+    known = per_claim >= 0
+    # claims on topics outside the assignment, or beyond a topic's partitions, are dropped (Kafka filters
+    # the former; the latter cannot be expressed in an assignment)
+    ok = known & (flat >= 0) & (flat < np.where(known, counts[np.maximum(per_claim, 0)], 0))
+    return np.sort(flat[ok] + offsets[per_claim[ok]])
 
 
 def topic_partition_hash(topic_hash: int, partition: int) -> int:
