@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+
 from solver.model import Assignment, Instance, OwnedMap
 
 RoundFn = Callable[[Instance], tuple[Assignment, int]]
