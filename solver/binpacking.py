@@ -330,7 +330,7 @@ def bin_loads(sizes: IntArray, bins: IntArray, n_bins: int) -> IntArray:
 
 
 def improve_max_load(sizes: IntArray, caps: IntArray, bins: IntArray, groups: IntArray | None = None,
-                     rounds: int = 2000) -> IntArray:
+                     rounds: int = 2000, seconds: float = 3.0) -> IntArray:
     """Local search lowering the maximum utilisation: move or swap items off the most utilised bin.
 
     A simple, fast polish for instances too large for CP-SAT; never makes the
@@ -352,7 +352,12 @@ def improve_max_load(sizes: IntArray, caps: IntArray, bins: IntArray, groups: In
     def grp(i: int) -> int:
         return -1 if groups is None else int(groups[i])
 
+    import time
+
+    stop = time.perf_counter() + seconds
     for _ in range(rounds):
+        if time.perf_counter() > stop:
+            break
         util = load / c
         h = int(np.argmax(util))
         top = util[h]

@@ -768,11 +768,118 @@ def greedy_moves(pl: Planner, fleet: Fleet) -> tuple[tuple[int, ...], IntArray] 
         choices = [sorted(order[: fleet.choose]), sorted(pl.pool_order[: fleet.choose])]
     else:
         choices = [list(fleet.members)]
+    found: list[tuple[tuple[int, ...], IntArray]] = []
     for kept in choices:
         res = _greedy_on(pl, kept, caps_all, col)
         if res is not None:
-            return tuple(kept), res
-    return None
+            found.append((tuple(kept), res))
+            break
+    for kept in choices:
+        res = _sticky_decreasing(pl, kept, caps_all, col)
+        if res is not None:
+            found.append((tuple(kept), res))
+            break
+    # Also: pack from scratch (greedy, then the balanced packing) and give each packed instance to the
+    # member that keeps the most of it (an assignment problem) -- robust when the fleet is tight.
+    for packing in _fresh_packings(pl, fleet.choose):
+        r = _relabel(pl, fleet, packing, caps_all)
+        if r is not None:
+            found.append(r)
+    if not found:
+        return None
+    return min(found, key=lambda kr: _cost_of(pl, fleet, kr[1]))
+
+
+def _cost_of(pl: Planner, fleet: Fleet, cols: IntArray) -> tuple[float, int]:
+    owner = np.asarray(fleet.members, dtype=np.int64)[cols]
+    tot_s, tot_p = 0.0, 0
+    for i in range(pl.items.n_items):
+        p, s = pl.items.cost(i, int(owner[i]))
+        tot_s += s
+        tot_p += p
+    return round(tot_s, 9), tot_p
+
+
+def _fresh_packings(pl: Planner, n: int) -> list[IntArray]:
+    """Packings of every item into ``n`` identical-or-best instances (bins 0..n-1), ignoring today's owners."""
+    caps = pl.prefix_caps(n)
+    out = []
+    for fn in (bp.first_fit_decreasing, bp.best_fit_decreasing):
+        b = fn(pl.sizes_up, caps, pl.items.groups)
+        if b is not None:
+            out.append(b)
+    return out
+
+
+def _relabel(pl: Planner, fleet: Fleet, packing: IntArray, caps_all: IntArray
+             ) -> tuple[tuple[int, ...], IntArray] | None:
+    """Give packed bin ``b`` to fleet instance ``c`` maximising the (state, partitions) that stay put."""
+    from ortools.graph.python import linear_sum_assignment
+
+    items = pl.items
+    k = len(fleet.members)
+    nb = int(packing.max()) + 1 if packing.size else 0
+    if nb > k:
+        return None
+    col = {j: c for c, j in enumerate(fleet.members)}
+    sc = pl.state_scale
+    vs = np.zeros((k, k), dtype=np.float64)
+    vp = np.zeros((k, k), dtype=np.int64)
+    for i, h in enumerate(items.held):
+        b = int(packing[i])
+        for j, (p, sv) in h.items():
+            c = col.get(j)
+            if c is not None:
+                vs[b, c] += sv
+                vp[b, c] += p
+    loads = np.bincount(packing, weights=pl.sizes_up.astype(np.float64), minlength=k)
+    big = int(vp.sum()) + 1
+    cost = -(np.round(vs * sc).astype(np.int64) * big + vp)
+    lsa = linear_sum_assignment.SimpleLinearSumAssignment()
+    for b in range(k):
+        for c in range(k):
+            if b >= nb or loads[b] <= caps_all[c]:  # dummy bins (b >= nb) fit anywhere
+                lsa.add_arc_with_cost(b, c, int(cost[b, c]) if b < nb else 0)
+    if lsa.solve() != lsa.OPTIMAL:
+        return None
+    mate = np.array([lsa.right_mate(b) for b in range(k)], dtype=np.int64)
+    cols = mate[packing]
+    kept = tuple(sorted(fleet.members[int(c)] for c in mate[:nb]))
+    if len(kept) < fleet.choose:  # pad with unused members (they stay, empty)
+        rest = [j for j in fleet.members if j not in set(kept)]
+        kept = tuple(sorted(kept + tuple(rest[: fleet.choose - len(kept)])))
+    return kept, cols
+
+
+def _sticky_decreasing(pl: Planner, kept: Sequence[int], caps_all: IntArray, col: dict[int, int]) -> IntArray | None:
+    """Largest item first: stay with today's owner when it is kept and has room, else best fit elsewhere."""
+    items = pl.items
+    s = pl.sizes_up
+    kept_cols = np.asarray([col[j] for j in kept], dtype=np.int64)
+    res = np.full(caps_all.size, -1, dtype=np.int64)
+    res[kept_cols] = caps_all[kept_cols]
+    owner = np.full(items.n_items, -1, dtype=np.int64)
+    g = items.groups
+    used: dict[int, set[int]] = {}
+    for i in np.argsort(-s, kind="stable").tolist():
+        gi = -1 if g is None else int(g[i])
+        bad = used.get(gi, set()) if gi >= 0 else set()
+        home = [col[j] for j, _ in sorted(items.held[i].items(), key=lambda kv: (-kv[1][1], -kv[1][0]))
+                if j in col]
+        c = next((h for h in home if res[h] >= s[i] and h not in bad), -1)
+        if c < 0:
+            ok = res >= s[i]
+            if bad:
+                ok[list(bad)] = False
+            if not ok.any():
+                return None
+            cand = np.flatnonzero(ok)
+            c = int(cand[np.argmin(res[cand])])
+        owner[i] = c
+        res[c] -= int(s[i])
+        if gi >= 0:
+            used.setdefault(gi, set()).add(c)
+    return owner
 
 
 def _greedy_on(pl: Planner, kept: Sequence[int], caps_all: IntArray, col: dict[int, int]) -> IntArray | None:
@@ -1038,10 +1145,12 @@ def resilience(pl: Planner, mv: Moves, k: int, min_n: int | None) -> Resilience:
         key = (state, parts, lost)
         if best is None or (key[0], key[1]) > (best[0], best[1]):
             best = key
-    if best is None:
-        return Resilience(k, fits, None, None, forced_bound, (), False, "not computed")
-    return Resilience(k, fits, best[1], best[0], forced_bound, tuple(pl.member_name(j) for j in best[2]),
-                      exact, "" if exact else "worst case over a subset of loss sets (a lower bound)")
+    if best is None or not exact:
+        # Not every loss set was settled: only the forced moves are a proven lower bound on the worst case.
+        lower = max(forced_bound, best[0]) if best is not None else forced_bound
+        return Resilience(k, fits, None, None, lower, tuple(pl.member_name(j) for j in worst_forced), False,
+                          "worst case not settled for every loss set: at least the forced moves")
+    return Resilience(k, fits, best[1], best[0], forced_bound, tuple(pl.member_name(j) for j in best[2]), True)
 
 
 def _fit_caps(pl: Planner, caps_real: FloatArray) -> tuple[str, IntArray | None]:

@@ -72,7 +72,8 @@ def render(doc: dict[str, Any], out: Console) -> None:
                   _fmt(r["kafka_max_utilisation"], pct=True), _fmt(r["kafka_fits"])]
                  if kstat == "ok" else [kstat, "-", "-", "-"])
         res_state = _fmt(r["resilience_moved_state"])
-        if r["resilience_moved_state"] is not None and not r["resilience_exact"]:
+        if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
+                and r["resilience_fits"]:
             res_state = ">= " + _fmt(r["resilience_forced_moved_state"])
         t.add_row(str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True),
                   _fmt(r["headroom"], pct=True), _fmt(r["moved_partitions"]), _fmt(r["moved_state"]),
