@@ -184,3 +184,9 @@ def test_rack_path_keeps_validity_and_per_topic_quotas(i: Any) -> None:
             counts = sorted(len(got[m.id].get(t, [])) for m in subs)
             q, extra = divmod(topic.partitions, len(subs))
             assert counts == [q] * (len(subs) - extra) + [q + 1] * extra
+
+
+def test_documented_weakness_extra_partitions_pile_up() -> None:
+    both = ["x", "y", "z"]
+    i = inst({"x": 3, "y": 3, "z": 3}, [{"id": "C0", "topics": both}, {"id": "C1", "topics": both}])
+    assert canon(i) == {"C0": {"x": [0, 1], "y": [0, 1], "z": [0, 1]}, "C1": {"x": [2], "y": [2], "z": [2]}}

@@ -197,3 +197,16 @@ def test_valid_and_balanced(i: Any) -> None:
 def test_doctests() -> None:
     assert doctest.testmod(uniform_mod).failed == 0
     assert doctest.testmod(kip848).failed == 0
+
+
+def test_documented_weakness_moves_in_an_already_balanced_group() -> None:
+    # docs/algorithms: a comes first in HashMap order, takes the quota of 2, and b hands over partition 1
+    i = inst({"t": {"partitions": 3, "id": uid(1)}},
+             [{"id": "a", "topics": ["t"], "owned": {"t": [2]}}, {"id": "b", "topics": ["t"], "owned": {"t": [0, 1]}}])
+    assert canon(i) == {"a": {"t": [1, 2]}, "b": {"t": [0]}}
+
+
+def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
+    i = inst({"A": {"partitions": 4, "id": uid(1)}, "B": {"partitions": 5, "id": uid(2)}},
+             [{"id": "m1", "topics": ["A"]}, {"id": "m2", "topics": ["A", "B"]}, {"id": "m3", "topics": ["B"]}])
+    assert canon(i) == {"m1": {"A": [0, 1, 2, 3]}, "m2": {"B": [0, 2, 4]}, "m3": {"B": [1, 3]}}
