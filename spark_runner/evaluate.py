@@ -16,6 +16,8 @@ rebalances that took (1 for assignors without follow-up rounds).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -264,10 +266,25 @@ def _param_values(params: ScenarioParams) -> dict[str, Any]:
 Lookup = Callable[[str], AssignorSpec]
 
 
-def _default_lookup(name: str) -> AssignorSpec:
-    from spark_runner.assignors import get
+def load_registry() -> list[AssignorSpec]:
+    """Every registered spec, the optimum included.
 
-    return get(name)
+    ``spark_runner.assignors.load_all`` imports the heuristics; the optimum
+    registers itself in ``solver.optimal``, imported here in case the
+    registry's list of registrant modules does not name it.
+    """
+    from spark_runner.assignors import load_all
+
+    with contextlib.suppress(ImportError):
+        importlib.import_module("solver.optimal")
+    return load_all()
+
+
+def _default_lookup(name: str) -> AssignorSpec:
+    from solver import registry
+
+    load_registry()
+    return registry.get(name)
 
 
 def evaluate_scenario(
@@ -327,7 +344,7 @@ def evaluate_scenario(
             if event is not None:
                 prev = runs_prev[n]
                 assignment = prev.result.assignment if prev.result is not None else None
-                current[n] = apply_event(prev.instance, event, assignment)
+                current[n] = apply_event(prev.instance, event, assignment, step)
             runs[n] = _run(specs[n], current[n], solver_time_limit)
         opt = runs[OPTIMAL]
         opt_status = opt.result.status.value if opt.result is not None else "error"

@@ -42,9 +42,11 @@ Event semantics (what the next rebalance sees)
     every partition weight is multiplied by a lognormal factor (only with
     weighted scenarios).
 
-Claims of surviving members carry the next generation (previous highest
-generation + 1, at least 1); claims on topics a member no longer subscribes
-to are dropped.
+Claims of surviving members carry the generation of the step that produced
+them (step ``n``'s claims were assigned at step ``n - 1`` and carry generation
+``n``); members that just joined, restarted or crashed claim nothing
+(generation -1).  Claims on topics a member no longer subscribes to, or on
+partitions that no longer exist, are dropped.
 """
 
 from __future__ import annotations
@@ -380,7 +382,9 @@ def _owned_map(owned: Mapping[str, np.ndarray]) -> OwnedMap:
     return OwnedMap(topics, flat, offsets)
 
 
-def apply_event(instance: Instance, event: Event, assignment: Assignment | None) -> Instance:
+def apply_event(
+    instance: Instance, event: Event, assignment: Assignment | None, generation: int | None = None
+) -> Instance:
     """The group state after ``event``, with claims from ``assignment``.
 
     Parameters
@@ -391,8 +395,10 @@ def apply_event(instance: Instance, event: Event, assignment: Assignment | None)
         The change to apply.
     assignment
         The (settled) output of the assignor on ``instance``; ``None`` for no
-        claims.  Surviving members claim what it gave them, at generation
-        (highest generation of ``instance``, at least 0) + 1.
+        claims.  Surviving members claim what it gave them.
+    generation
+        Generation of those claims (the step number in a scenario); by
+        default the highest generation in ``instance`` (at least 0) plus one.
 
     Returns
     -------
@@ -400,7 +406,7 @@ def apply_event(instance: Instance, event: Event, assignment: Assignment | None)
         The next instance.  Claims on topics a member no longer subscribes to,
         and on partitions that no longer exist, are dropped.
     """
-    gen = max([m.generation for m in instance.members] + [0]) + 1
+    gen = generation if generation is not None else max([m.generation for m in instance.members] + [0]) + 1
     topics = dict(instance.topics)
     for t in event.topics:
         topics[t.name] = t
@@ -461,8 +467,8 @@ class Scenario:
     def states(self) -> list[Instance]:
         """The group state at every step without claims (step 0 is ``initial``)."""
         out = [self.initial]
-        for ev in self.events:
-            out.append(strip_claims(apply_event(out[-1], ev, None)))
+        for step, ev in enumerate(self.events, 1):
+            out.append(strip_claims(apply_event(out[-1], ev, None, step)))
         return out
 
 

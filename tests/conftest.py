@@ -58,3 +58,18 @@ def registry_loaded() -> None:
     from spark_runner.assignors import load_all
 
     load_all()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession for the whole test session (sweeps' helper; Spark tests only).
+
+    ``local[2]`` with task retries (``local[2,4]``: local mode otherwise gives each task one
+    attempt), bound to 127.0.0.1, UI off, few shuffle partitions.
+    """
+    from spark_runner.sweep import start_spark
+
+    session = start_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+                          app_name="kassign-tests")
+    yield session
+    session.stop()

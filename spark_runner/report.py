@@ -1,0 +1,322 @@
+"""The sweep report: summary tables and plots from the Parquet rows of a sweep.
+
+``build_report(DIR)`` reads ``DIR/rows`` and writes ``DIR/report/``:
+
+- ``index.html``: summary tables and the plots;
+- ``summary.md``: the same tables in Markdown (for a KIP or a pull request);
+- ``summary.csv``: the per-assignor table as CSV;
+- ``gaps.png`` (gap distributions per assignor), ``moves.png`` (mean
+  cumulative moved partitions over the steps), ``solve_time.png`` (seconds
+  against instance size).
+
+"Optimal on balance" means ``max_load_gap`` and ``sum_sq_gap`` are both zero:
+the assignor's load vector is as balanced as the optimum's.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from solver.errors import InstanceError, Problem
+from spark_runner.evaluate import OPTIMAL
+
+GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
+STATS = ("mean", "p50", "p95", "max")
+
+
+def load_rows(out: str | Path) -> pd.DataFrame:
+    """Every row under ``out/rows`` (``assignor`` as a plain string column)."""
+    rows = Path(out) / "rows"
+    if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
+        raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])
+    import pyarrow.dataset as ds
+
+    df = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table().to_pandas()
+    df["assignor"] = df["assignor"].astype(str)
+    return df
+
+
+def _order(names: Sequence[str]) -> list[str]:
+    return sorted(set(names), key=lambda n: (n == OPTIMAL, n))
+
+
+def _stat(s: pd.Series, how: str) -> float:
+    s = pd.to_numeric(s, errors="coerce").dropna()
+    if s.empty:
+        return math.nan
+    if how == "mean":
+        return float(s.mean())
+    if how == "max":
+        return float(s.max())
+    return float(np.percentile(s.to_numpy(dtype=float), 50 if how == "p50" else 95))
+
+
+def _share(s: pd.Series) -> float:
+    s = s.dropna()
+    return float(s.astype(bool).mean()) if len(s) else math.nan
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per assignor: steps, errors, validity, gap statistics, balance-optimal share, moves, rounds, time."""
+    out = []
+    for name in _order(df["assignor"].unique()):
+        g = df[df["assignor"] == name]
+        row: dict[str, Any] = {
+            "assignor": name,
+            "steps": len(g),
+            "scenarios": g["scenario_id"].nunique(),
+            "errors": int(g["error"].notna().sum()),
+            "invalid": int((g["valid"] == False).sum()),  # noqa: E712 (nullable column)
+            "copartition_violations": int(pd.to_numeric(g["copartition_violations"]).fillna(0).gt(0).sum()),
+        }
+        for gap in GAPS:
+            for how in STATS:
+                row[f"{gap}_{how}"] = _stat(g[gap], how)
+        row["balance_optimal_share"] = _share(g["balance_optimal"])
+        row["moved_mean"] = _stat(g["moved"], "mean")
+        row["moved_total"] = float(pd.to_numeric(g["moved"]).sum())
+        row["rounds_mean"] = _stat(g["rounds"], "mean")
+        row["rounds_max"] = _stat(g["rounds"], "max")
+        row["seconds_mean"] = _stat(g["seconds"], "mean")
+        row["seconds_p95"] = _stat(g["seconds"], "p95")
+        row["seconds_max"] = _stat(g["seconds"], "max")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFrame:
+    """Event kind x assignor table of ``column`` (``mean``, or ``share`` of true values)."""
+    names = _order(df["assignor"].unique())
+    events = sorted(df["event"].unique(), key=lambda e: (e != "initial", e))
+    data = {}
+    for name in names:
+        g = df[df["assignor"] == name]
+        col = {}
+        for ev in events:
+            s = g.loc[g["event"] == ev, column]
+            col[ev] = _share(s) if how == "share" else _stat(s, "mean")
+        data[name] = col
+    t = pd.DataFrame(data, index=events)
+    t.index.name = "event"
+    return t.reset_index()
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    heur = [n for n in _order(df["assignor"].unique()) if n != OPTIMAL]
+    colors = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(_order(df["assignor"].unique()))}
+
+    # 1. gap distributions
+    fig, axes = plt.subplots(1, len(GAPS), figsize=(5 * len(GAPS), 0.45 * max(4, len(heur)) + 1.5))
+    for ax, gap in zip(np.atleast_1d(axes), GAPS, strict=True):
+        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
+        if any(d.size for d in data):
+            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], vert=False, widths=0.6,
+                       flierprops={"markersize": 2, "alpha": 0.4})
+            ax.set_yticks(range(1, len(heur) + 1), heur)
+        else:
+            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
+            ax.set_yticks([])
+        ax.set_title(gap)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("Gap to the optimum per step (0 = as good as the optimum)")
+    fig.tight_layout()
+    fig.savefig(folder / "gaps.png", dpi=110)
+    plt.close(fig)
+    made.append(("gaps.png", "Gap distributions per assignor"))
+
+    # 2. cumulative moves over steps
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for n in _order(df["assignor"].unique()):
+        g = df[df["assignor"] == n][["scenario_id", "step", "moved"]].copy()
+        g["moved"] = pd.to_numeric(g["moved"], errors="coerce").fillna(0)
+        g = g.sort_values(["scenario_id", "step"])
+        g["cum"] = g.groupby("scenario_id")["moved"].cumsum()
+        curve = g.groupby("step")["cum"].mean()
+        ax.plot(curve.index, curve.to_numpy(), marker="o", markersize=3, label=n, color=colors[n],
+                linewidth=2.5 if n == OPTIMAL else 1.5, linestyle="--" if n == OPTIMAL else "-")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cumulative moved partitions (mean over scenarios)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(folder / "moves.png", dpi=110)
+    plt.close(fig)
+    made.append(("moves.png", "Cumulative moves over the steps"))
+
+    # 3. solve time against size
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for n in _order(df["assignor"].unique()):
+        g = df[df["assignor"] == n]
+        x = pd.to_numeric(g["partitions"], errors="coerce")
+        y = pd.to_numeric(g["seconds"], errors="coerce").clip(lower=1e-6)
+        ax.scatter(x, y, s=6 if n != OPTIMAL else 10, alpha=0.5, label=n, color=colors[n],
+                   marker="x" if n == OPTIMAL else "o")
+    ax.set_yscale("log")
+    ax.set_xlabel("topic-partitions in the instance")
+    ax.set_ylabel("seconds per assignment (settled)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, ncol=2, markerscale=2)
+    fig.tight_layout()
+    fig.savefig(folder / "solve_time.png", dpi=110)
+    plt.close(fig)
+    made.append(("solve_time.png", "Solve time against instance size"))
+    return made
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if v.is_integer() and abs(v) < 1e12:
+            return str(int(v))
+        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def _share_fmt(v: Any) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * float(v):.1f}%"
+
+
+def markdown_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
+    """A GitHub Markdown table."""
+    cols = list(df.columns)
+    rule = "|".join("---" if i == 0 else "---:" for i in range(len(cols)))
+    lines = ["| " + " | ".join(cols) + " |", f"|{rule}|"]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(_share_fmt(r[c]) if c in share_cols else _fmt(r[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
+    """An HTML table (numbers right-aligned)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = []
+    for _, r in df.iterrows():
+        cells = []
+        for i, c in enumerate(df.columns):
+            text = _share_fmt(r[c]) if c in share_cols else _fmt(r[c])
+            cells.append(f"<td{' class=l' if i == 0 else ''}>{html.escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str, ...]]]:
+    s = summary_table(df)
+    sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
+    cols = ["assignor", "steps", "scenarios", "errors", "invalid", "copartition_violations", "balance_optimal_share"]
+    sections.append(("Overview", "Steps evaluated per assignor; *balance optimal* = as balanced as the optimum "
+                     "(max_load_gap = sum_sq_gap = 0).", s[cols], ("balance_optimal_share",)))
+    for gap, what in (("max_load_gap", "max load minus the optimum's (topic-partitions, or weights when weighted)"),
+                      ("sum_sq_gap", "sum of squared loads minus the optimum's"),
+                      ("excess_moves", "moves beyond the fewest needed by any valid assignment at least as "
+                                       "balanced")):
+        t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
+        sections.append((gap, what, t, ()))
+    t = s[["assignor", "moved_mean", "moved_total", "rounds_mean", "rounds_max", "seconds_mean", "seconds_p95",
+           "seconds_max"]]
+    sections.append(("Moves, rounds and time", "Moved partitions per step (from the claims before the first round "
+                     "to the settled assignment), rebalance rounds per step, seconds per assignment.", t, ()))
+    share = event_table(df, "balance_optimal", "share")
+    sections.append(("Balance optimal by event", "Share of steps as balanced as the optimum, per event kind.",
+                     share, tuple(c for c in share.columns if c != "event")))
+    sections.append(("Excess moves by event", "Mean excess_moves per event kind.",
+                     event_table(df, "excess_moves"), ()))
+    sections.append(("Moved partitions by event", "Mean moved partitions per event kind.",
+                     event_table(df, "moved"), ()))
+    return sections
+
+
+def _notes(df: pd.DataFrame) -> list[str]:
+    notes = []
+    opt = df[df["assignor"] == OPTIMAL]
+    unproven = int((opt["status"] != "optimal").sum())
+    if unproven:
+        notes.append(f"{unproven} of {len(opt)} optimum steps are not proven optimal (time limit); gaps at those "
+                     "steps are measured against the best solution found and can be negative.")
+    dup = int(df.duplicated(["scenario_id", "step", "assignor"]).sum())
+    if dup:
+        notes.append(f"WARNING: {dup} duplicate (scenario, step, assignor) rows.")
+    if "gap_source" in df and (df["gap_source"] == "fallback").any():
+        notes.append("Gaps were computed by the evaluation's temporary fallback (solver.gaps absent): "
+                     "excess_moves is not available.")
+    neg = df[(pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0)
+             & (pd.to_numeric(df["max_load_gap"], errors="coerce") < 0)]
+    if len(neg):
+        notes.append(f"{len(neg)} step(s) have negative balance gaps: those assignments break co-partitioning, "
+                     "which the optimum respects.")
+    errs = df[df["error"].notna()]
+    for name, g in errs.groupby("assignor"):
+        notes.append(f"{name}: {len(g)} step(s) raised, e.g. {g['error'].iloc[0]}")
+    return notes
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+td.l{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+.note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}"""
+
+
+def build_report(out: str | Path, title: str | None = None) -> Path:
+    """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
+    out = Path(out)
+    df = load_rows(out)
+    manifest = out / "manifest.json"
+    meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
+    title = title or meta.get("grid") or out.name
+    folder = out / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    plots = _plots(df, folder)
+    sections = _sections(df)
+    notes = _notes(df)
+    summary_table(df).to_csv(folder / "summary.csv", index=False)
+    n_scen = df["scenario_id"].nunique()
+    facts = (f"{n_scen} scenario(s), {df[df['assignor'] == OPTIMAL].shape[0] or len(df)} scenario-step(s), "
+             f"{len(df)} row(s); assignors: {', '.join(_order(df['assignor'].unique()))}; "
+             f"instance sizes {int(df['partitions'].min())}-{int(df['partitions'].max())} topic-partitions, "
+             f"{int(df['members'].min())}-{int(df['members'].max())} members.")
+
+    md = [f"# Sweep report: {title}", "", facts, ""]
+    md += [f"> {n}" for n in notes] + ([""] if notes else [])
+    for name, what, table, share_cols in sections:
+        md += [f"## {name}", "", what, "", markdown_table(table, share_cols), ""]
+    md += ["## Plots", ""] + [f"![{alt}]({png})" for png, alt in plots] + [""]
+    (folder / "summary.md").write_text("\n".join(md), encoding="utf-8")
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>Sweep report: {html.escape(title)}</h1><p>{html.escape(facts)}</p>"]
+    parts += [f"<p class=note>{html.escape(n)}</p>" for n in notes]
+    for name, what, table, share_cols in sections:
+        parts.append(f"<h2>{html.escape(name)}</h2><p>{html.escape(what)}</p>{html_table(table, share_cols)}")
+    parts.append("<h2>Plots</h2>")
+    parts += [f"<h3>{html.escape(alt)}</h3><img src='{png}' alt='{html.escape(alt)}'>" for png, alt in plots]
+    parts.append("<p>Rows: <code>rows/</code> (Parquet, partitioned by assignor); tables also in "
+                 "<a href='summary.md'>summary.md</a> and <a href='summary.csv'>summary.csv</a>.</p></body></html>")
+    index = folder / "index.html"
+    index.write_text("\n".join(parts), encoding="utf-8")
+    return index
