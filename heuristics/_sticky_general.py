@@ -229,6 +229,8 @@ class GeneralBuilder:
                         self._move(g, p)
                         performed = modified = True
                         continue
+                if load[cur] <= load[self.ladder.first()] + 1:
+                    continue  # nobody at all has two fewer partitions
                 best = self._least_loaded_subscriber(topic_of[g])
                 if load[cur] > load[best] + 1:
                     self._move(g, best)
