@@ -465,14 +465,15 @@ def sat_parameters(solver: Any, time_limit: float | None, seed: int, workers: in
     solver.parameters.num_workers = int(workers)
 
 
-def _status_name(code: int) -> str:
+def _status_name(code: Any) -> str:
     from ortools.sat.python import cp_model
 
-    return {
+    names: dict[Any, str] = {
         cp_model.OPTIMAL: "optimal",
         cp_model.FEASIBLE: "feasible",
         cp_model.INFEASIBLE: "infeasible",
-    }.get(code, "unknown")
+    }
+    return names.get(code, "unknown")
 
 
 def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArray | None,
@@ -484,7 +485,7 @@ def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArr
     rank[order] = np.arange(n_items)
     x: list[list[Any]] = []
     for i in range(n_items):
-        row = []
+        row: list[Any] = []
         for j in range(n_bins):
             # Identical bins: the k-th largest item never needs a bin index above k.
             if identical and j > rank[i]:

@@ -1295,13 +1295,14 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
     loads = np.zeros(len(kept), dtype=np.float64)
     viol = 0
     kept_idx = list(kept)
-    for _i, item in enumerate(items.parts):
-        holders = set()
+    for item in items.parts:
+        holders: set[int] = set()
         for t, p in item:
-            c = where.get((t, p))
+            owner_c = where.get((t, p))
             w = instance.topics[t].weight_array()[p]
-            if c is None:
+            if owner_c is None:
                 continue
+            c = owner_c
             holders.add(c)
             loads[c] += w
             o = int(prev[t][p])
@@ -1313,7 +1314,7 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
     caps = np.asarray([planner.member_caps[j] if j < planner.m else planner.new_cap for j in kept])
     util = float((loads / caps).max()) if len(kept) else 0.0
     rounds = res.extra.get("rounds") if hasattr(res, "extra") else None
-    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS and viol == 0, rounds, viol)
+    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS, rounds, viol)
 
 
 def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: Sequence[int], n: int,
@@ -1382,7 +1383,8 @@ def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[
     keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), items.partitions) if total_lag > 0 else 0
     out.append({"name": "keda", "instances": int(keda),
                 "rule": f"ceil(total lag {total_lag:g} / lagThreshold {cfg.lag_threshold:g}), "
-                        f"capped at {items.partitions} partitions",
+                        f"capped at {items.partitions} partitions"
+                        + ("" if cfg.catch_up_seconds is not None else " (weights read as lag)"),
                 "weights_as_lag": cfg.catch_up_seconds is not None})
     for name, bf in (("first-fit-decreasing", False), ("best-fit-decreasing", True)):
         cnt, _ = greedy_count(pl, best_fit=bf)

@@ -64,6 +64,9 @@ def render(doc: dict[str, Any], out: Console) -> None:
             ("moved parts", "right"), ("moved state", "right"), ("kafka moved", "right"),
             ("kafka state", "right"), ("kafka util", "right"), ("kafka fits", "center"),
             (f"N-{k} fits", "center"), (f"N-{k} moved state", "right"), ("worst loss", "left")]
+    split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
+    if split:
+        cols.insert(10, ("kafka split units", "right"))
     for c, j in cols:
         t.add_column(c, justify=j)  # type: ignore[arg-type]
     for r in doc["rows"]:
@@ -71,6 +74,8 @@ def render(doc: dict[str, Any], out: Console) -> None:
         kcols = ([_fmt(r["kafka_moved_partitions"]), _fmt(r["kafka_moved_state"]),
                   _fmt(r["kafka_max_utilisation"], pct=True), _fmt(r["kafka_fits"])]
                  if kstat == "ok" else [kstat, "-", "-", "-"])
+        if split:
+            kcols.append(_fmt(r["kafka_copartition_violations"]))
         res_state = _fmt(r["resilience_moved_state"])
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
