@@ -215,7 +215,21 @@ def range_owners(n: int, consumers: np.ndarray) -> np.ndarray:
 
 
 def range_assign(instance: Instance) -> Assignment:
-    """Kafka's ``RangeAssignor.assignPartitions`` on ``instance``.
+    """Kafka's ``RangeAssignor.assignPartitions`` on ``instance`` (see :func:`range_owner_arrays`).
+
+    Examples
+    --------
+    >>> from solver.formats import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
+    ...     "members": [{"id": "C1", "topics": ["t0", "t1"]}, {"id": "C0", "topics": ["t0", "t1"]}]})
+    >>> range_assign(inst).to_lists()
+    {'C1': {'t0': [2], 't1': [2]}, 'C0': {'t0': [0, 1], 't1': [0, 1]}}
+    """
+    return Assignment.from_owners(instance.member_ids, range_owner_arrays(instance))
+
+
+def range_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
+    """Owner arrays of Kafka's ``RangeAssignor.assignPartitions`` on ``instance``.
 
     Parameters
     ----------
@@ -225,16 +239,8 @@ def range_assign(instance: Instance) -> Assignment:
 
     Returns
     -------
-    Assignment
-        Every member present (``{}`` when it gets nothing).
-
-    Examples
-    --------
-    >>> from solver.formats import parse_instance
-    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
-    ...     "members": [{"id": "C1", "topics": ["t0", "t1"]}, {"id": "C0", "topics": ["t0", "t1"]}]})
-    >>> range_assign(inst).to_lists()
-    {'C1': {'t0': [2], 't1': [2]}, 'C0': {'t0': [0, 1], 't1': [0, 1]}}
+    dict
+        Topic -> owner member index per partition (instance member order).
     """
     order = member_info_order(instance)
     subs = subscribers_by_topic(instance, order)
@@ -267,7 +273,7 @@ def range_assign(instance: Instance) -> Assignment:
     for s in states:
         s.assign_plain()
         owners[s.name] = s.assigned
-    return Assignment.from_owners(instance.member_ids, owners)
+    return owners
 
 
 @register(

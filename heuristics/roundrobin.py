@@ -34,6 +34,11 @@ def roundrobin_assign(instance: Instance) -> Assignment:
     >>> roundrobin_assign(inst).to_lists()
     {'C0': {'t0': [0, 2], 't1': [1]}, 'C1': {'t0': [1], 't1': [0, 2]}}
     """
+    return Assignment.from_owners(instance.member_ids, roundrobin_owner_arrays(instance))
+
+
+def roundrobin_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
+    """Topic -> owner member index per partition under Kafka's round-robin rule."""
     order = member_info_order(instance)
     n_members = len(order)
     subs = subscriber_positions(instance, order)  # circle positions of each topic's subscribers
@@ -50,7 +55,7 @@ def roundrobin_assign(instance: Instance) -> Assignment:
         receivers = eligible[(start + np.arange(topic.partitions, dtype=np.int64)) % k]
         owners[t] = order_arr[receivers]
         cursor = (int(receivers[-1]) + 1) % n_members
-    return Assignment.from_owners(instance.member_ids, owners)
+    return owners
 
 
 @register(

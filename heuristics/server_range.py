@@ -12,6 +12,8 @@ client ``range`` without racks.
 
 from __future__ import annotations
 
+import numpy as np
+
 from heuristics.range import member_info_order, range_owners, subscribers_by_topic
 from solver.model import Assignment, Instance
 from solver.registry import register
@@ -30,9 +32,13 @@ def server_range_assign(instance: Instance) -> Assignment:
     >>> server_range_assign(inst).to_lists()
     {'a': {'t': [3, 4]}, 'b': {'t': [0, 1, 2]}}
     """
+    return Assignment.from_owners(instance.member_ids, server_range_owner_arrays(instance))
+
+
+def server_range_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
+    """Topic -> owner member index per partition: sorted members, contiguous ranges."""
     subs = subscribers_by_topic(instance, member_info_order(instance))
-    owners = {t: range_owners(instance.topics[t].partitions, members) for t, members in subs.items()}
-    return Assignment.from_owners(instance.member_ids, owners)
+    return {t: range_owners(instance.topics[t].partitions, members) for t, members in subs.items()}
 
 
 @register(

@@ -351,11 +351,16 @@ def uniform_assign(instance: Instance) -> Assignment:
     """
     if not instance.members:
         return Assignment.from_lists({})
-    order = member_map_order(instance)
+    order, flat = uniform_flat(instance)
     ids = instance.member_ids
-    build = homogeneous_assign if is_homogeneous(instance, order) else heterogeneous_assign
-    flat = build(instance, order)
     return flat.assignment([ids[i] for i in order])
+
+
+def uniform_flat(instance: Instance) -> tuple[list[int], _Flat]:
+    """Run the builder Kafka picks; returns the member map order and the flat owner layout."""
+    order = member_map_order(instance)
+    build = homogeneous_assign if is_homogeneous(instance, order) else heterogeneous_assign
+    return order, build(instance, order)
 
 
 @register(
