@@ -76,8 +76,7 @@ one epoch, the output equals the input.
 from __future__ import annotations
 
 import heapq
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +85,7 @@ from heuristics._java import java_string_key
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
+from solver.semantics import subscribers
 
 
 @dataclass(frozen=True)
@@ -115,125 +115,157 @@ def unit_groups(instance: Instance) -> list[UnitGroup]:
 
 
 def resolve_claims(
-    instance: Instance, group: UnitGroup, drafters: Sequence[int]
+    limit: int, claims: Sequence[tuple[int, np.ndarray]], epochs: np.ndarray
 ) -> np.ndarray:
-    """KIP-315 step 2: previous owner of every eligible unit of ``group``.
+    """KIP-315 step 2: previous owner of every eligible unit of one unit group.
 
     Parameters
     ----------
-    instance
-        The group state; ``generation`` is each member's epoch.
-    group
-        The unit group.
-    drafters
-        Members subscribing to at least one topic of the group.
+    limit
+        Number of eligible units; claims at or above it are dropped.
+    claims
+        ``(member, partitions)`` pairs: partitions the member owned of a group
+        topic it still subscribes to (a member may appear more than once).
+    epochs
+        Epoch (``generation``) of every member of the instance.
 
     Returns
     -------
     numpy.ndarray
-        Length ``group.limit``: member index of the previous owner, ``-1`` for
-        an unowned unit (no claim, or a tie at the highest epoch).
+        Length ``limit``: member index of the previous owner, ``-1`` for an
+        unowned unit (no claim, or two members claiming it at the highest epoch).
+
+    Examples
+    --------
+    >>> resolve_claims(4, [(0, np.array([0, 1])), (1, np.array([1, 2, 7])), (2, np.array([0]))],
+    ...                np.array([3, 3, 1]))
+    array([ 0, -1,  1, -1])
     """
-    n = group.limit
-    owner = np.full(n, -1, dtype=np.int64)
-    best = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    tie = np.zeros(n, dtype=bool)
-    topics = set(group.topics)
-    for m in drafters:
-        member = instance.members[m]
-        claimed = [
-            parts[(parts >= 0) & (parts < n)]
-            for t, parts in member.owned.items()
-            if t in topics and t in member.topics
-        ]
-        if not claimed:
-            continue
-        units = np.unique(np.concatenate(claimed))
-        if units.size == 0:
-            continue
-        epoch = member.generation
-        cur = best[units]
-        win = units[epoch > cur]
-        owner[win] = m
-        best[win] = epoch
-        tie[win] = False
-        tie[units[epoch == cur]] = True
-    owner[tie] = -1
+    owner = np.full(limit, -1, dtype=np.int64)
+    if not claims or limit <= 0:
+        return owner
+    who = np.concatenate([np.full(p.size, m, dtype=np.int64) for m, p in claims])
+    units = np.concatenate([np.asarray(p, dtype=np.int64) for _, p in claims])
+    keep = (units >= 0) & (units < limit)
+    pair = np.unique(who[keep] * limit + units[keep])  # one claim per (member, unit)
+    who, units = pair // limit, pair % limit
+    ep = epochs[who]
+    best = np.full(limit, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(best, units, ep)
+    top = ep == best[units]
+    n_top = np.bincount(units[top], minlength=limit)
+    sole = top & (n_top[units] == 1)
+    owner[units[sole]] = who[sole]
     return owner
 
 
-def draft(limit: int, order: Sequence[int], prev_owner: np.ndarray) -> dict[int, list[int]]:
-    """KIP-315 steps 3-4: the draft of ``limit`` units among members ``order``.
+def draft(limit: int, order: Sequence[int], prev_owner: np.ndarray) -> np.ndarray:
+    """KIP-315 steps 3-4: the draft of ``limit`` units among the members ``order``.
 
     Parameters
     ----------
     limit
         Number of eligible units (``0 .. limit-1``).
     order
-        Drafting members, base order (earlier drafts earlier inside its class).
+        Drafting members (distinct, non-negative), base order: earlier drafts
+        earlier inside its class.
     prev_owner
-        Previous owner per unit (member index or ``-1``), from :func:`resolve_claims`.
+        Previous owner per unit (a member of ``order`` or ``-1``), from
+        :func:`resolve_claims`.
 
     Returns
     -------
-    dict
-        Member -> units it drafted, in drafting order (only members that drafted).
+    numpy.ndarray
+        Length ``limit``: the member that drafted each unit.
+
+    Notes
+    -----
+    In a round every member that still holds an unselected previously owned
+    unit drafts before every member that does not, so no steal can happen
+    before all of them have drafted their own: a round is "holders take
+    their lowest own unit, then the others take the lowest unowned units,
+    then the rest steal".  Runs of rounds without steals in which the set of
+    holders does not change are handed out in one vectorised step; the other
+    rounds are simulated pick by pick.
 
     Examples
     --------
     The seed: A owned 0-2, B 3-5, C 6-7, D (owner of 8-9) has left.
 
-    >>> prev = np.array([0, 0, 0, 1, 1, 1, 2, 2, -1, -1])
-    >>> draft(10, [0, 1, 2], prev)
-    {0: [0, 1, 2, 9], 1: [3, 4, 5], 2: [6, 7, 8]}
+    >>> draft(10, [0, 1, 2], np.array([0, 0, 0, 1, 1, 1, 2, 2, -1, -1])).tolist()
+    [0, 0, 0, 1, 1, 1, 2, 2, 2, 0]
     """
-    got: dict[int, list[int]] = {}
-    if limit <= 0 or not order:
-        return got
-    pos = {m: k for k, m in enumerate(order)}
-    remaining: dict[int, deque[int]] = {m: deque() for m in order}
-    for u in range(limit):
-        o = int(prev_owner[u])
-        if o >= 0:
-            remaining[o].append(u)  # ascending
-    original = {m: len(q) for m, q in remaining.items()}
-    unowned = deque(int(u) for u in np.flatnonzero(prev_owner < 0))
-    # Steal candidates: most remaining, then longest original list, then draft order.
-    # Lazy heap: an entry is current only if its remaining count still matches.
-    heap = [(-len(q), -original[m], pos[m], m) for m, q in remaining.items() if q]
+    result = np.full(max(limit, 0), -1, dtype=np.int64)
+    if limit <= 0 or len(order) == 0:
+        return result
+    base = np.asarray(order, dtype=np.int64)
+    n = base.size
+    pos = np.full(int(base.max()) + 1, n, dtype=np.int64)
+    pos[base] = np.arange(n, dtype=np.int64)
+    # previously owned units, grouped by member (draft position), ascending inside a member
+    owned_units = np.flatnonzero(prev_owner >= 0)
+    owned_by = pos[prev_owner[owned_units]]
+    srt = np.argsort(owned_by, kind="stable")
+    own = owned_units[srt]
+    counts = np.bincount(owned_by, minlength=n)
+    start = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    end = start + counts
+    unowned = np.flatnonzero(prev_owner < 0)
+    u_next = 0
+    # steal candidates (members by draft position): most remaining, longest original list,
+    # earliest in draft order; stored counts are upper bounds, refreshed when popped
+    heap = [(-int(c), -int(c), k) for k, c in enumerate(counts.tolist()) if c]
     heapq.heapify(heap)
-
-    def steal() -> int:
-        while True:
-            neg_left, _, _, victim = heap[0]
-            q = remaining[victim]
-            if -neg_left == len(q):
-                heapq.heappop(heap)
-                unit = q.pop()  # the victim's highest unselected unit
-                if q:
-                    heapq.heappush(heap, (-len(q), -original[victim], pos[victim], victim))
-                return unit
-            heapq.heappop(heap)  # stale entry
-
     drafted = 0
     while drafted < limit:
-        holders = [m for m in order if remaining[m]]
-        rest = [m for m in order if not remaining[m]]
-        for m in holders + rest:
+        need = limit - drafted
+        rem = end - start
+        holders = np.flatnonzero(rem > 0)  # draft positions, ascending = base order
+        others = np.flatnonzero(rem == 0)
+        # how many whole rounds run with the same holders and without steals
+        k = need // n
+        if holders.size:
+            k = min(k, int(rem[holders].min()))
+        if others.size:
+            k = min(k, (unowned.size - u_next) // others.size)
+        if k >= 1:
+            take = own[start[holders][:, None] + np.arange(k)]
+            result[take] = base[holders][:, None]
+            start[holders] += k
+            block = unowned[u_next:u_next + k * others.size].reshape(k, others.size)
+            result[block] = base[others][None, :]
+            u_next += k * others.size
+            drafted += k * n
+            continue
+        # one round, pick by pick
+        for p in np.concatenate((holders, others)).tolist():
             if drafted == limit:
                 break
-            q = remaining[m]
-            if q:
-                unit = q.popleft()
-                if q:
-                    heapq.heappush(heap, (-len(q), -original[m], pos[m], m))
-            elif unowned:
-                unit = unowned.popleft()
+            if start[p] < end[p]:
+                unit = own[start[p]]
+                start[p] += 1
+            elif u_next < unowned.size:
+                unit = unowned[u_next]
+                u_next += 1
             else:
-                unit = steal()
-            got.setdefault(m, []).append(unit)
+                while True:
+                    neg_left, neg_orig, victim = heap[0]
+                    left = int(end[victim] - start[victim])
+                    if left == -neg_left:
+                        break
+                    if left:
+                        heapq.heapreplace(heap, (-left, neg_orig, victim))
+                    else:
+                        heapq.heappop(heap)
+                end[victim] -= 1
+                unit = own[end[victim]]  # the victim's highest unselected unit
+                if left > 1:
+                    heapq.heapreplace(heap, (-(left - 1), neg_orig, victim))
+                else:
+                    heapq.heappop(heap)
+            result[unit] = base[p]
             drafted += 1
-    return got
+    return result
 
 
 def next_epoch(instance: Instance) -> int:
@@ -255,22 +287,40 @@ def stream_join_owners(instance: Instance) -> dict[str, np.ndarray]:
         Topic -> ``int64`` owner array for every topic of the instance.
     """
     members = instance.members
-    subs = [set(m.topics) for m in members]
-    id_key = [java_string_key(m.id) for m in members]
-    load = [0] * len(members)
+    n_members = len(members)
+    subs = subscribers(instance)
+    is_sub: Mapping[str, np.ndarray] = {}
+    for t, who in subs.items():
+        mask = np.zeros(n_members, dtype=bool)
+        mask[list(who)] = True
+        is_sub[t] = mask
+    rank = np.empty(n_members, dtype=np.int64)
+    rank[sorted(range(n_members), key=lambda i: java_string_key(members[i].id))] = np.arange(n_members)
+    epochs = np.array([m.generation for m in members], dtype=np.int64)
+    groups = unit_groups(instance)
+    group_of = {t: g for g, grp in enumerate(groups) for t in grp.topics}
+    # KIP step 2 input: claims on group topics the member still subscribes to
+    claims: list[list[tuple[int, np.ndarray]]] = [[] for _ in groups]
+    for i, m in enumerate(members):
+        mine = set(m.topics)
+        for t, parts in m.owned.items():
+            if t in mine and t in group_of and parts.size:
+                claims[group_of[t]].append((i, parts))
+    load = np.zeros(n_members, dtype=np.int64)
     owners = {t: np.full(tp.partitions, -1, dtype=np.int64) for t, tp in instance.topics.items()}
-    for group in unit_groups(instance):
-        drafters = [i for i in range(len(members)) if any(t in subs[i] for t in group.topics)]
-        if not drafters or group.limit <= 0:
+    for g, group in enumerate(groups):
+        in_group = np.zeros(n_members, dtype=np.int64)  # group topics each member subscribes to
+        for t in group.topics:
+            in_group += is_sub[t]
+        drafters = np.flatnonzero(in_group)
+        if drafters.size == 0 or group.limit <= 0:
             continue
-        order = sorted(drafters, key=lambda i: (load[i], id_key[i]))
-        prev = resolve_claims(instance, group, drafters)
-        for m, units in draft(group.limit, order, prev).items():
-            idx = np.asarray(units, dtype=np.int64)
-            mine = [t for t in group.topics if t in subs[m]]
-            for t in mine:
-                owners[t][idx] = m
-            load[m] += idx.size * len(mine)
+        order = drafters[np.lexsort((rank[drafters], load[drafters]))]
+        prev = resolve_claims(group.limit, claims[g], epochs)
+        unit_owner = draft(group.limit, order.tolist(), prev)
+        for t in group.topics:
+            owners[t][: group.limit] = np.where(is_sub[t][unit_owner], unit_owner, -1)
+        load += np.bincount(unit_owner, minlength=n_members) * in_group
     return owners
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heuristics.stream_join_sticky import draft, stream_join_sticky, unit_groups
+from heuristics.stream_join_sticky import draft, resolve_claims, stream_join_sticky, unit_groups
 from solver import registry
 from solver.formats import parse_instance
 from solver.model import Assignment, Instance
@@ -199,9 +199,19 @@ def test_more_members_than_units():
 
 
 def test_draft_function_directly():
-    assert draft(10, [0, 1, 2], np.array([0, 0, 0, 1, 1, 1, 2, 2, -1, -1])) == {
-        0: [0, 1, 2, 9], 1: [3, 4, 5], 2: [6, 7, 8]}
-    assert draft(0, [0, 1], np.zeros(0, dtype=np.int64)) == {}
+    assert draft(10, [0, 1, 2], np.array([0, 0, 0, 1, 1, 1, 2, 2, -1, -1])).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 0]
+    # base order decides the extra unit: member 2 first
+    assert draft(3, [2, 0], np.array([-1, -1, -1])).tolist() == [2, 0, 2]
+    assert draft(0, [0, 1], np.zeros(0, dtype=np.int64)).tolist() == []
+
+
+def test_resolve_claims_epochs_ties_and_limit():
+    epochs = np.array([3, 3, 1, 7])
+    claims = [(0, np.array([0, 1])), (1, np.array([1, 2, 9])), (2, np.array([0, 3])), (2, np.array([3]))]
+    # unit 0: 3 beats 1; unit 1: tie at 3 -> none; unit 2: member 1; unit 3: member 2 (twice, one claim)
+    assert resolve_claims(4, claims, epochs).tolist() == [0, -1, 1, 2]
+    assert resolve_claims(4, [*claims, (3, np.array([1]))], epochs).tolist() == [0, 3, 1, 2]
+    assert resolve_claims(0, claims, epochs).tolist() == []
 
 
 # --- properties ---------------------------------------------------------------------------
@@ -311,3 +321,37 @@ def test_nothing_changes_when_nothing_changed(inst):
     # the epoch advances when somebody carried the previous one (an empty group stays at 1)
     assert res2.extra["epoch"] == res.extra["epoch"] + (1 if inst.members else 0)
     assert score(again, res2.assignment)["moved"] == 0
+
+
+def naive_draft(limit: int, order: list[int], prev_owner: np.ndarray) -> list[int]:
+    """KIP-315 step 4 spelled out pick by pick (the oracle for the batched draft)."""
+    remaining = {m: [u for u in range(limit) if prev_owner[u] == m] for m in order}
+    original = {m: len(v) for m, v in remaining.items()}
+    unowned = [u for u in range(limit) if prev_owner[u] < 0]
+    out = [-1] * limit
+    drafted = 0
+    while drafted < limit:
+        round_order = [m for m in order if remaining[m]] + [m for m in order if not remaining[m]]
+        for m in round_order:
+            if drafted == limit:
+                break
+            if remaining[m]:
+                unit = remaining[m].pop(0)
+            elif unowned:
+                unit = unowned.pop(0)
+            else:
+                victim = min(order, key=lambda v: (-len(remaining[v]), -original[v], order.index(v)))
+                unit = remaining[victim].pop()
+            out[unit] = m
+            drafted += 1
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 7), st.data())
+def test_batched_draft_matches_pick_by_pick(limit, n, data):
+    order = data.draw(st.permutations(list(range(n))))
+    pool = data.draw(st.sampled_from([[-1], list(range(n)), [-1, *range(n)], [0], [0, 1, -1]]))
+    pool = [m for m in pool if m < n]
+    prev = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=limit, max_size=limit)), dtype=np.int64)
+    assert draft(limit, order, prev).tolist() == naive_draft(limit, order, prev)
