@@ -9,7 +9,9 @@ partitions (1M topic-partitions) and 2000 consumers:
   (generation 1), then every tenth consumer leaves (200 of 2000);
 - ``leave-10pct-general``: the same, with the last consumer now subscribed to
   one topic only, so the general path and its reassignment loop run (no Java
-  figure in the issue).
+  figure in the issue);
+- ``equal-racks`` / ``non-equal-racks``: Kafka's rack-aware variants (50
+  topics, 100k partitions), consumers and replicas on 3 racks.
 
 Run ``python -m benchmarks.bench_sticky`` (``--scale 0.1`` for a quick run,
 ``--repeat N`` for the best of N).  Times are the assignor call through the
@@ -85,12 +87,34 @@ def leave_10pct_general(n_topics: int, n_parts: int, n_members: int) -> Instance
     return dataclasses.replace(inst, name="leave-10pct-general", members=tuple(members))
 
 
+def _racked(inst: Instance, n_racks: int = 3) -> Instance:
+    """Give consumer ``i`` rack ``i % 3`` and partition ``p`` replicas on racks ``p % 3`` and ``(p + 1) % 3``."""
+    topics = {}
+    for name, t in inst.topics.items():
+        racks = tuple((f"r{p % n_racks}", f"r{(p + 1) % n_racks}") for p in range(t.partitions))
+        topics[name] = dataclasses.replace(t, racks=racks)
+    members = tuple(dataclasses.replace(m, rack=f"r{i % n_racks}") for i, m in enumerate(inst.members))
+    return dataclasses.replace(inst, name=inst.name + "-racks", topics=topics, members=members)
+
+
+def equal_racks(n_topics: int, n_parts: int, n_members: int) -> Instance:
+    """Kafka's rack-aware large test: a tenth of the topics, consumers and replicas on 3 racks."""
+    return _racked(equal(max(1, n_topics // 10), n_parts, n_members))
+
+
+def non_equal_racks(n_topics: int, n_parts: int, n_members: int) -> Instance:
+    """As :func:`equal_racks` with the last consumer on one topic (general path)."""
+    return _racked(non_equal(max(1, n_topics // 10), n_parts, n_members))
+
+
 CASES: dict[str, tuple[Callable[[int, int, int], Instance], float | None]] = {
     # name -> (builder, Kafka Java cooperative-sticky assign() seconds from the issue, if known)
     "equal": (equal, 0.35),
     "non-equal": (non_equal, 9.0),
     "leave-10pct": (leave_10pct, 5.4),
     "leave-10pct-general": (leave_10pct_general, None),
+    "equal-racks": (equal_racks, None),
+    "non-equal-racks": (non_equal_racks, None),
 }
 
 
@@ -125,7 +149,7 @@ def main() -> None:
             known = java is not None and args.scale == 1.0
             ratio = f"{best / java:.2f}x" if known and java else "n/a"
             print(
-                f"| {case} | {name} | {n_topics * n_parts} | {len(inst.members)} | {build:.2f} | {best:.2f} |"
+                f"| {case} | {name} | {inst.total_partitions} | {len(inst.members)} | {build:.2f} | {best:.2f} |"
                 f" {java if known else 'n/a'} | {ratio} |",
                 flush=True,
             )

@@ -31,7 +31,7 @@ class RackInfo:
         Per member, its rack number when rack-aware, else ``-1``.
     masks
         Per global partition id, bit mask of replica racks (``None`` when no
-        member has a rack).  An object array of Python ints.
+        member has a rack): ``int64``, or Python ints beyond 63 racks.
     consumers_per_partition
         Per global partition id, members on the racks of its replicas
         (``None`` when no member has a rack).
@@ -56,7 +56,7 @@ class RackInfo:
         if r < 0 or gs.size == 0:
             return np.zeros(gs.size, dtype=bool)
         assert self.masks is not None
-        return np.array([not (int(m) >> r) & 1 for m in self.masks[gs]], dtype=bool)
+        return ((self.masks[gs] >> r) & 1) == 0
 
     def holds(self, member: int, g: int) -> bool:
         """The member has a rack holding a replica of ``g`` (``nextRackConsumer`` test)."""
@@ -89,19 +89,20 @@ def rack_info(instance: Instance, si: StickyInput) -> RackInfo:
     for r in member_rack_name:
         if r is not None:
             rack_ids.setdefault(r, len(rack_ids))
-    masks = np.zeros(si.n_partitions, dtype=object)
-    masks[:] = 0
+    mask_list = [0] * si.n_partitions
     for ti, t in enumerate(si.topics):
         racks = instance.topics[t].racks
         if racks is None:
-            continue
+            continue  # no replica racks known: an empty set, as Kafka sees it
         off = int(si.offsets[ti])
         for p, names in enumerate(racks):
             m = 0
             for name in names:
                 if name:
                     m |= 1 << rack_ids.setdefault(name, len(rack_ids))
-            masks[off + p] = m
+            mask_list[off + p] = m
+    # bit masks fit an int64 array for up to 63 racks; beyond, Python ints in an object array
+    masks = np.array(mask_list, dtype=np.int64 if len(rack_ids) <= 63 else object)
     per_rack = [0] * len(rack_ids)
     for r in member_rack_name:
         if r is not None:
@@ -109,16 +110,16 @@ def rack_info(instance: Instance, si: StickyInput) -> RackInfo:
     consumers = np.zeros(si.n_partitions, dtype=np.int64)
     for rid, cnt in enumerate(per_rack):
         if cnt:
-            consumers += cnt * np.array([(int(m) >> rid) & 1 for m in masks], dtype=np.int64)
+            consumers += cnt * ((masks >> rid) & 1).astype(np.int64)
 
     member_racks = 0
     for r in member_rack_name:
         if r is not None:
             member_racks |= 1 << rack_ids[r]
     union = 0
-    for m in masks:
-        union |= int(m)
+    for m in set(mask_list):
+        union |= m
     # some member rack must hold replicas, and the replicas must not sit on every rack alike
-    aware = bool(member_racks & union) and any(int(m) != union for m in masks)
+    aware = bool(member_racks & union) and any(m != union for m in mask_list)
     member_rack = tuple(rack_ids[r] if (aware and r is not None) else -1 for r in member_rack_name)
     return RackInfo(aware, member_rack, masks, consumers)

@@ -213,3 +213,13 @@ def test_sticky_output_is_valid_and_locally_balanced(inst: Instance) -> None:
     assert s["valid"], s["violations"]
     assert s["unassigned"] == 0
     assert s["locally_balanced"]
+
+
+def test_more_racks_than_an_int64_mask_holds() -> None:
+    """70 racks: the bit masks fall back to Python ints and the answer stays rack-local."""
+    racks = [[f"r{p}"] for p in range(70)]
+    members = [{"id": f"m{i:02d}", "topics": ["t"], "rack": f"r{69 - i}"} for i in range(70)]
+    inst = _inst({"t": {"partitions": 70, "racks": racks}}, members)
+    out = run_sticky(inst)
+    assert out.assignment().to_lists() == {f"m{i:02d}": {"t": [69 - i]} for i in range(70)}
+    assert score(inst, out.assignment())["cross_rack"] == 0
