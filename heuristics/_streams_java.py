@@ -12,7 +12,7 @@ performs the same ``siftUp`` / ``siftDown`` / ``removeAt`` steps as the JDK
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from heuristics._java import hashmap_order
 
@@ -24,21 +24,22 @@ class JavaPriorityQueue(Generic[T]):
 
     Parameters
     ----------
-    cmp
-        ``cmp(a, b) -> int`` (negative, zero, positive), evaluated at each
-        comparison, like a Java ``Comparator`` reading mutable state.
+    key
+        ``key(x)`` -> a tuple read at each comparison (live, like a Java
+        ``Comparator`` reading mutable state); ``compare(a, b)`` is the order of
+        ``key(a)`` and ``key(b)``.
 
     Examples
     --------
-    >>> q = JavaPriorityQueue(lambda a, b: (a > b) - (a < b))
+    >>> q = JavaPriorityQueue(lambda x: (x,))
     >>> for x in (5, 1, 4, 2):
     ...     q.offer(x)
     >>> list(q), q.poll(), q.poll()
     ([1, 2, 4, 5], 1, 2)
     """
 
-    def __init__(self, cmp: Callable[[T, T], int]) -> None:
-        self._cmp = cmp
+    def __init__(self, key: Callable[[T], Any]) -> None:
+        self._key = key
         self._q: list[T] = []
 
     def __len__(self) -> int:
@@ -87,28 +88,34 @@ class JavaPriorityQueue(Generic[T]):
             self._sift_up(i, moved)
 
     def _sift_up(self, k: int, x: T) -> None:
-        q, cmp = self._q, self._cmp
+        q, key = self._q, self._key
+        kx = key(x)
         while k > 0:
             parent = (k - 1) >> 1
             e = q[parent]
-            if cmp(x, e) >= 0:
+            if not kx < key(e):  # compare(x, e) >= 0
                 break
             q[k] = e
             k = parent
         q[k] = x
 
     def _sift_down(self, k: int, x: T) -> None:
-        q, cmp = self._q, self._cmp
+        q, key = self._q, self._key
         n = len(q)
         half = n >> 1
+        kx = key(x)
         while k < half:
             child = 2 * k + 1
             c = q[child]
+            kc = key(c)
             right = child + 1
-            if right < n and cmp(c, q[right]) > 0:
-                child = right
-                c = q[child]
-            if cmp(x, c) <= 0:
+            if right < n:
+                kr = key(q[right])
+                if kc > kr:  # compare(c, right) > 0
+                    child = right
+                    c = q[child]
+                    kc = kr
+            if kx <= kc:  # compare(x, c) <= 0
                 break
             q[k] = c
             k = child
@@ -137,31 +144,30 @@ class ConstrainedPrioritySet:
     def __init__(self, constraint: Callable[[int, int], bool], weight: Callable[[int], float],
                  java_hash: list[int]) -> None:
         self._constraint = constraint
-        self._weight = weight
         self._hash = java_hash
-
-        def cmp(a: int, b: int) -> int:
-            wa, wb = weight(a), weight(b)
-            if wa != wb:
-                return -1 if wa < wb else 1
-            return (a > b) - (a < b)
-
-        self._queue: JavaPriorityQueue[int] = JavaPriorityQueue(cmp)
+        self._queue: JavaPriorityQueue[int] = JavaPriorityQueue(lambda c: (weight(c), c))
         self._unique: set[int] = set()
 
     def poll(self, task: int, extra: Callable[[int], bool] | None = None) -> int | None:
         """The next lightest client satisfying the constraints, or ``None``."""
-        invalid: list[int] = []
-        while len(self._queue):
-            cand = self._queue.poll()
-            assert cand is not None
-            self._unique.discard(cand)
-            if self._constraint(cand, task) and (extra is None or extra(cand)):
-                self._offer_hashset(invalid)
-                return cand
-            invalid.append(cand)
-        self._offer_hashset(invalid)
-        return None
+        queue = self._queue
+        live = queue._key
+        # No load changes while one poll runs: read every key once (same comparisons, fewer calls).
+        queue._key = {c: live(c) for c in queue._q}.__getitem__
+        try:
+            invalid: list[int] = []
+            while len(queue):
+                cand = queue.poll()
+                assert cand is not None
+                self._unique.discard(cand)
+                if self._constraint(cand, task) and (extra is None or extra(cand)):
+                    self._offer_hashset(invalid)
+                    return cand
+                invalid.append(cand)
+            self._offer_hashset(invalid)
+            return None
+        finally:
+            queue._key = live
 
     def _offer_hashset(self, clients: list[int]) -> None:
         # invalidPolledClients is a HashSet<ProcessId>: iterate in its bucket order.

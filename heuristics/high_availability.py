@@ -42,6 +42,14 @@ from solver.streams_model import LATEST_OFFSET
 UNBOUNDED_LAG = 2**63 - 1
 
 
+def _assigned_load(states: list[ClientState]) -> Callable[[int], float]:
+    def load(c: int) -> float:
+        st = states[c]
+        return (len(st.active) + len(st.standby)) / st.capacity
+
+    return load
+
+
 def balance_tasks_over_threads(states: list[ClientState], kind: str) -> None:
     """Kafka's ``balanceTasksOverThreads`` for ``kind`` in ``{"active", "standby"}``.
 
@@ -77,8 +85,7 @@ def _should_move(src: ClientState, dst: ClientState) -> bool:
 def assign_standbys_least_loaded(ctx: StreamsContext, states: list[ClientState], tasks: list[int],
                                  replicas: int) -> None:
     """``DefaultStandbyTaskAssignor``: each replica to the least loaded client without the task."""
-    pset = ConstrainedPrioritySet(lambda c, t: not states[c].has(t), lambda c: states[c].assigned_load(),
-                                  ctx.java_hash)
+    pset = ConstrainedPrioritySet(lambda c, t: not states[c].has(t), _assigned_load(states), ctx.java_hash)
     pset.offer_all(range(ctx.n_clients))
     for task in tasks:
         for _ in range(replicas):
@@ -118,18 +125,13 @@ class _Movements:
         return lag[self.by_lag[task][0]][task] < lag[client][task]
 
     def _queue(self) -> JavaPriorityQueue[tuple[int, int]]:
+        # TaskMovement order: fewest caught-up clients, then task (equal for one task's movements)
         caught = self.caught_up
-
-        def cmp(a: tuple[int, int], b: tuple[int, int]) -> int:
-            ka, kb = (len(caught[a[0]]), a[0]), (len(caught[b[0]]), b[0])
-            return (ka > kb) - (ka < kb)
-
-        return JavaPriorityQueue(cmp)
+        return JavaPriorityQueue(lambda mv: (len(caught[mv[0]]), mv[0]))
 
     def _caught_up_set(self) -> ConstrainedPrioritySet:
         states = self.states
-        return ConstrainedPrioritySet(lambda c, t: c in self.caught_up[t], lambda c: states[c].assigned_load(),
-                                      self.ctx.java_hash)
+        return ConstrainedPrioritySet(lambda c, t: c in self.caught_up[t], _assigned_load(states), self.ctx.java_hash)
 
     def _take_warmup(self) -> bool:
         # AtomicInteger.getAndDecrement() > 0
