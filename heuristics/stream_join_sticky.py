@@ -76,7 +76,7 @@ one epoch, the output equals the input.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,8 +144,9 @@ def resolve_claims(
     owner = np.full(limit, -1, dtype=np.int64)
     if not claims or limit <= 0:
         return owner
-    who = np.concatenate([np.full(p.size, m, dtype=np.int64) for m, p in claims])
-    units = np.concatenate([np.asarray(p, dtype=np.int64) for _, p in claims])
+    sizes = np.fromiter((p.size for _, p in claims), dtype=np.int64, count=len(claims))
+    who = np.repeat(np.fromiter((m for m, _ in claims), dtype=np.int64, count=len(claims)), sizes)
+    units = np.concatenate([p for _, p in claims]).astype(np.int64, copy=False)
     keep = (units >= 0) & (units < limit)
     pair = np.unique(who[keep] * limit + units[keep])  # one claim per (member, unit)
     who, units = pair // limit, pair % limit
@@ -214,8 +215,7 @@ def draft(limit: int, order: Sequence[int], prev_owner: np.ndarray) -> np.ndarra
     u_next = 0
     # steal candidates (members by draft position): most remaining, longest original list,
     # earliest in draft order; stored counts are upper bounds, refreshed when popped
-    heap = [(-int(c), -int(c), k) for k, c in enumerate(counts.tolist()) if c]
-    heapq.heapify(heap)
+    heap: list[tuple[int, int, int]] | None = None  # built at the first steal
     drafted = 0
     while drafted < limit:
         need = limit - drafted
@@ -248,6 +248,9 @@ def draft(limit: int, order: Sequence[int], prev_owner: np.ndarray) -> np.ndarra
                 unit = unowned[u_next]
                 u_next += 1
             else:
+                if heap is None:
+                    heap = [(-int(c), -int(c), k) for k, c in enumerate(counts.tolist()) if c]
+                    heapq.heapify(heap)
                 while True:
                     neg_left, neg_orig, victim = heap[0]
                     left = int(end[victim] - start[victim])
@@ -289,7 +292,7 @@ def stream_join_owners(instance: Instance) -> dict[str, np.ndarray]:
     members = instance.members
     n_members = len(members)
     subs = subscribers(instance)
-    is_sub: Mapping[str, np.ndarray] = {}
+    is_sub: dict[str, np.ndarray] = {}
     for t, who in subs.items():
         mask = np.zeros(n_members, dtype=bool)
         mask[list(who)] = True
