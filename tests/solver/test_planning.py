@@ -326,8 +326,8 @@ def test_resilience_worst_case_equals_brute_force(case, n, k):
     assert res.forced_moved_state <= res.moved_state + 1e-9
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 30), min_size=1, max_size=7), st.integers(30, 45))
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=6), st.integers(30, 45))
 def test_bounds_are_valid_lower_bounds(sizes, cap):
     s = np.asarray(sizes, dtype=np.int64)
     tr = Truth([float(x) for x in sizes], [[("T", i)] for i in range(len(sizes))], [[1.0]] * len(sizes),
