@@ -79,7 +79,9 @@ class _Flat:
         data = base.to_lists()
         for f, m in self.extra:
             k = int(np.searchsorted(self.offset, f, side="right")) - 1
-            data[member_ids[m]].setdefault(self.topics[k], []).append(f - int(self.offset[k]))
+            parts = data[member_ids[m]].setdefault(self.topics[k], [])
+            if f - int(self.offset[k]) not in parts:  # Kafka's assignment holds sets
+                parts.append(f - int(self.offset[k]))
         return Assignment.from_lists(data)
 
 

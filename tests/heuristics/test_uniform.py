@@ -211,3 +211,68 @@ def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
     i = inst({"A": {"partitions": 4, "id": uid(1)}, "B": {"partitions": 5, "id": uid(2)}},
              [{"id": "m1", "topics": ["A"]}, {"id": "m2", "topics": ["A", "B"]}, {"id": "m3", "topics": ["B"]}])
     assert canon(i) == {"m1": {"A": [0, 1, 2, 3]}, "m2": {"B": [0, 2, 4]}, "m3": {"B": [1, 3]}}
+
+
+def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
+    """UniformHomogeneousAssignmentBuilder step by step, with Java's orders from the helpers (the oracle)."""
+    from heuristics._java import hashmap_order
+
+    ids = topic_id_map(i)
+    order = member_map_order(i)
+    topics = subscribed_id_order(i, order[0], ids)
+    claimed = {(t, int(p)) for m in i.members for t, ps in m.owned.items() for p in ps}
+    unassigned = [(t, p) for t in topics for p in range(i.topics[t].partitions) if (t, p) not in claimed]
+    total = sum(i.topics[t].partitions for t in topics)
+    min_quota, extra = divmod(total, len(order))
+    out: dict[str, dict[str, list[int]]] = {m.id: {} for m in i.members}
+    unfilled = []
+    for k in order:
+        m = i.members[k]
+        quota = min_quota + (1 if extra > 0 else 0)
+        extra = max(0, extra - 1)
+        names = [t for t, ps in m.owned.items() if ps.size]
+        by_id = {ids[t]: t for t in hashmap_order(names)}
+        for u in hashmap_order(list(by_id), uuid_hash):
+            t = by_id[u]
+            if t not in topics:
+                continue
+            parts = m.owned[t]
+            if parts.size <= quota:
+                quota -= parts.size
+                out[m.id].setdefault(t, []).extend(parts.tolist())
+                continue
+            for p in int_hashset_order(parts):
+                if quota > 0:
+                    quota -= 1
+                    out[m.id].setdefault(t, []).append(p)
+                else:
+                    unassigned.append((t, p))
+        if quota > 0:
+            unfilled.append((m.id, quota))
+    pos = 0
+    for mid, q in unfilled:
+        for t, p in unassigned[pos:pos + q]:
+            out[mid].setdefault(t, []).append(p)
+        pos += q
+    return {m: {t: sorted(set(v)) for t, v in sorted(tp.items()) if v} for m, tp in sorted(out.items())}
+
+
+@st.composite
+def homogeneous_groups(draw: Any) -> Any:
+    n_topics = draw(st.integers(1, 14))
+    topics = {f"t{k}": {"partitions": draw(st.integers(0, 40)), "id": str(draw(st.uuids()))} for k in range(n_topics)}
+    subs = draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True))
+    members: list[dict[str, Any]] = []
+    for m in range(draw(st.integers(1, 12))):
+        owned: dict[str, list[int]] = {}
+        for t, spec in topics.items():  # random claims, overlaps and unsubscribed topics included
+            if spec["partitions"] and draw(st.booleans()):
+                owned[t] = sorted(draw(st.sets(st.integers(0, spec["partitions"] - 1), max_size=12)))
+        members.append({"id": f"c{draw(st.integers(0, 10**6))}-{m}", "topics": subs, "owned": owned})
+    return inst(topics, members)
+
+
+@settings(max_examples=80, deadline=None)
+@given(homogeneous_groups())
+def test_vectorised_homogeneous_builder_equals_step_by_step_port(i: Any) -> None:
+    assert canon(i) == literal_homogeneous(i)
