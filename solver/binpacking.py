@@ -224,6 +224,7 @@ def _greedy(
     if order is None:
         order = np.argsort(-s, kind="stable")
     used: dict[int, set[int]] = {}
+    opened = np.zeros(res.size, dtype=bool)
     for i in order.tolist():
         ok = res >= s[i]
         g = -1 if groups is None else int(groups[i])
@@ -233,8 +234,10 @@ def _greedy(
         if not ok.any():
             return None
         if best_fit:
-            cand = np.flatnonzero(ok)
-            j = int(cand[np.argmin(res[cand])])
+            # Fullest *open* bin that holds the item; otherwise open the next bin in order.
+            cand = np.flatnonzero(ok & opened)
+            j = int(cand[np.argmin(res[cand])]) if cand.size else int(np.argmax(ok))
+            opened[j] = True
         else:
             j = int(np.argmax(ok))
         out[i] = j

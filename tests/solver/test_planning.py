@@ -528,3 +528,10 @@ def test_kafka_cooperative_sticky_column(registry_loaded):
     assert r2["fits"] is True and r2["moved_partitions"] == 1 and r2["moved_state"] == pytest.approx(2.0)
     # 3 instances: Kafka moves one partition from each member to the new one (2 + 2 + 2).
     assert r3["kafka_moved_partitions"] == 2
+
+
+def test_best_fit_decreasing_opens_bins_in_order():
+    # Pool of two big bins then small ones: BFD must fill the open big bins before opening small ones.
+    caps = np.array([4, 4, 2, 2, 2, 2])
+    b = bp.best_fit_decreasing(np.array([1, 1, 1, 1, 1, 1, 1]), caps)
+    assert b is not None and sorted(set(b.tolist())) == [0, 1]
