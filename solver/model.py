@@ -360,25 +360,38 @@ class Assignment:
             partition's owner, ``-1`` for unassigned.
         """
         ids = list(member_ids)
-        per: list[dict[str, IntArray]] = [{} for _ in ids]
-        for t, own in owners.items():
-            own = np.asarray(own)
-            mask = own >= 0
-            if not mask.any():
+        names = list(owners)
+        arrays = [np.asarray(owners[t]) for t in names]
+        sizes = np.array([a.size for a in arrays], dtype=np.int64)
+        if sizes.sum() == 0:
+            return cls(MappingProxyType({m: EMPTY_OWNED for m in ids}))
+        who = np.concatenate(arrays).astype(np.int64, copy=False)
+        tidx = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
+        part = np.arange(who.size, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        keep = who >= 0
+        who, tidx, part = who[keep], tidx[keep], part[keep]
+        # Topic-major input, so a stable sort by member keeps (topic, partition) order inside each member.
+        order = np.argsort(who, kind="stable")
+        who, tidx, part = who[order], tidx[order], part[order]
+        part.setflags(write=False)
+        mstart = np.searchsorted(who, np.arange(len(ids) + 1), side="left")
+        # Topic boundaries over the whole sorted array (a member boundary is also a topic boundary).
+        tb = np.ones(who.size, dtype=bool)
+        tb[1:] = (tidx[1:] != tidx[:-1]) | (who[1:] != who[:-1])
+        tstarts = np.flatnonzero(tb)
+        members: dict[str, Mapping[str, IntArray]] = {}
+        for i, m in enumerate(ids):
+            a, b = int(mstart[i]), int(mstart[i + 1])
+            if a == b:
+                members[m] = EMPTY_OWNED
                 continue
-            parts = np.nonzero(mask)[0]
-            who = own[mask]
-            order = np.argsort(who, kind="stable")
-            who_sorted = who[order]
-            parts_sorted = parts[order].astype(np.int64)
-            bounds = np.flatnonzero(np.diff(who_sorted)) + 1
-            starts = np.concatenate(([0], bounds))
-            ends = np.concatenate((bounds, [who_sorted.size]))
-            for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-                arr = parts_sorted[s:e]
-                arr.setflags(write=False)
-                per[int(who_sorted[s])][t] = arr
-        return cls(MappingProxyType({m: MappingProxyType(p) for m, p in zip(ids, per, strict=True)}))
+            lo, hi = np.searchsorted(tstarts, [a, b])
+            starts = tstarts[lo:hi]
+            topics = tuple(names[k] for k in tidx[starts].tolist())
+            offsets = np.append(starts, b) - a
+            offsets.setflags(write=False)
+            members[m] = OwnedMap(topics, part[a:b], offsets)
+        return cls(MappingProxyType(members))
 
     def to_lists(self) -> dict[str, dict[str, list[int]]]:
         """Plain nested dict, members and topics in stored order."""
@@ -396,8 +409,16 @@ class Assignment:
         keys = set(self.members) | set(member_ids)
         out: dict[str, dict[str, list[int]]] = {}
         for m in sorted(keys):
-            tp = self.members.get(m, {})
-            out[m] = {t: tp[t].tolist() for t in sorted(tp) if tp[t].size}
+            tp = self.members.get(m, EMPTY_OWNED)
+            if isinstance(tp, OwnedMap):
+                # One tolist() per member instead of one per (member, topic): fast at 1M partitions.
+                topics, flat, offsets = tp.flat()
+                parts = flat.tolist()
+                offs = offsets.tolist()
+                order = sorted(range(len(topics)), key=topics.__getitem__)
+                out[m] = {topics[k]: parts[offs[k]: offs[k + 1]] for k in order if offs[k + 1] > offs[k]}
+            else:
+                out[m] = {t: tp[t].tolist() for t in sorted(tp) if tp[t].size}
         return out
 
     def partitions_of(self, member_id: str) -> int:
