@@ -16,12 +16,15 @@ least one topic; ``sum_sq_load`` sums over every member.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from solver.model import Assignment, Instance
 from solver.semantics import GroupView
+
+if TYPE_CHECKING:
+    from solver.streams_model import StreamsAssignment
 
 #: At most this many violation messages are listed; the rest are counted.
 MAX_VIOLATIONS_LISTED = 50
@@ -66,7 +69,9 @@ def _fmt_parts(topic: str, parts: np.ndarray, limit: int = 5) -> str:
     return shown + (f" (+{parts.size - limit} more)" if parts.size > limit else "")
 
 
-def score(instance: Instance, assignment: Assignment | Any, view: GroupView | None = None) -> dict[str, Any]:
+def score(
+    instance: Instance, assignment: Assignment | StreamsAssignment, view: GroupView | None = None
+) -> dict[str, Any]:
     """Score ``assignment`` against ``instance``.
 
     Parameters
@@ -120,7 +125,11 @@ def score(instance: Instance, assignment: Assignment | Any, view: GroupView | No
     if instance.protocol == "streams":
         from solver.streams_scoring import score_streams
 
+        if isinstance(assignment, Assignment):
+            raise TypeError("a streams instance is scored with a StreamsAssignment")
         return score_streams(instance, assignment)
+    if not isinstance(assignment, Assignment):
+        raise TypeError("a consumer instance is scored with an Assignment")
     view = view or GroupView(instance)
     topics = instance.topics
     members = instance.members
