@@ -114,18 +114,16 @@ def unit_groups(instance: Instance) -> list[UnitGroup]:
     return groups
 
 
-def resolve_claims(
-    limit: int, claims: Sequence[tuple[int, np.ndarray]], epochs: np.ndarray
-) -> np.ndarray:
+def resolve_claims(limit: int, who: np.ndarray, units: np.ndarray, epochs: np.ndarray) -> np.ndarray:
     """KIP-315 step 2: previous owner of every eligible unit of one unit group.
 
     Parameters
     ----------
     limit
         Number of eligible units; claims at or above it are dropped.
-    claims
-        ``(member, partitions)`` pairs: partitions the member owned of a group
-        topic it still subscribes to (a member may appear more than once).
+    who, units
+        One entry per claim: member ``who[k]`` owned partition ``units[k]``
+        of a group topic it still subscribes to (repeats allowed).
     epochs
         Epoch (``generation``) of every member of the instance.
 
@@ -137,16 +135,12 @@ def resolve_claims(
 
     Examples
     --------
-    >>> resolve_claims(4, [(0, np.array([0, 1])), (1, np.array([1, 2, 7])), (2, np.array([0]))],
-    ...                np.array([3, 3, 1]))
+    >>> resolve_claims(4, np.array([0, 0, 1, 1, 1, 2]), np.array([0, 1, 1, 2, 7, 0]), np.array([3, 3, 1]))
     array([ 0, -1,  1, -1])
     """
-    owner = np.full(limit, -1, dtype=np.int64)
-    if not claims or limit <= 0:
+    owner = np.full(max(limit, 0), -1, dtype=np.int64)
+    if who.size == 0 or limit <= 0:
         return owner
-    sizes = np.fromiter((p.size for _, p in claims), dtype=np.int64, count=len(claims))
-    who = np.repeat(np.fromiter((m for m, _ in claims), dtype=np.int64, count=len(claims)), sizes)
-    units = np.concatenate([p for _, p in claims]).astype(np.int64, copy=False)
     keep = (units >= 0) & (units < limit)
     pair = np.unique(who[keep] * limit + units[keep])  # one claim per (member, unit)
     who, units = pair // limit, pair % limit
@@ -303,12 +297,17 @@ def stream_join_owners(instance: Instance) -> dict[str, np.ndarray]:
     groups = unit_groups(instance)
     group_of = {t: g for g, grp in enumerate(groups) for t in grp.topics}
     # KIP step 2 input: claims on group topics the member still subscribes to
-    claims: list[list[tuple[int, np.ndarray]]] = [[] for _ in groups]
+    claim_who: list[list[int]] = [[] for _ in groups]
+    claim_size: list[list[int]] = [[] for _ in groups]
+    claim_parts: list[list[np.ndarray]] = [[] for _ in groups]
     for i, m in enumerate(members):
         mine = set(m.topics)
         for t, parts in m.owned.items():
-            if t in mine and t in group_of and parts.size:
-                claims[group_of[t]].append((i, parts))
+            if t in mine and t in group_of:
+                g = group_of[t]
+                claim_who[g].append(i)
+                claim_size[g].append(parts.size)
+                claim_parts[g].append(parts)
     load = np.zeros(n_members, dtype=np.int64)
     owners = {t: np.full(tp.partitions, -1, dtype=np.int64) for t, tp in instance.topics.items()}
     for g, group in enumerate(groups):
@@ -319,7 +318,12 @@ def stream_join_owners(instance: Instance) -> dict[str, np.ndarray]:
         if drafters.size == 0 or group.limit <= 0:
             continue
         order = drafters[np.lexsort((rank[drafters], load[drafters]))]
-        prev = resolve_claims(group.limit, claims[g], epochs)
+        if claim_who[g]:
+            c_who = np.repeat(np.array(claim_who[g], dtype=np.int64), np.array(claim_size[g], dtype=np.int64))
+            c_units = np.concatenate(claim_parts[g]).astype(np.int64, copy=False)
+        else:
+            c_who = c_units = np.zeros(0, dtype=np.int64)
+        prev = resolve_claims(group.limit, c_who, c_units, epochs)
         unit_owner = draft(group.limit, order.tolist(), prev)
         for t in group.topics:
             owners[t][: group.limit] = np.where(is_sub[t][unit_owner], unit_owner, -1)

@@ -207,11 +207,15 @@ def test_draft_function_directly():
 
 def test_resolve_claims_epochs_ties_and_limit():
     epochs = np.array([3, 3, 1, 7])
-    claims = [(0, np.array([0, 1])), (1, np.array([1, 2, 9])), (2, np.array([0, 3])), (2, np.array([3]))]
-    # unit 0: 3 beats 1; unit 1: tie at 3 -> none; unit 2: member 1; unit 3: member 2 (twice, one claim)
-    assert resolve_claims(4, claims, epochs).tolist() == [0, -1, 1, 2]
-    assert resolve_claims(4, [*claims, (3, np.array([1]))], epochs).tolist() == [0, 3, 1, 2]
-    assert resolve_claims(0, claims, epochs).tolist() == []
+    # unit 0: 3 beats 1; unit 1: tie at 3 -> none; unit 2: member 1; unit 3: member 2 (twice, one claim);
+    # unit 9 is beyond the limit
+    who = np.array([0, 0, 1, 1, 1, 2, 2, 2])
+    units = np.array([0, 1, 1, 2, 9, 0, 3, 3])
+    assert resolve_claims(4, who, units, epochs).tolist() == [0, -1, 1, 2]
+    # a newer claim (epoch 7) settles the tie
+    assert resolve_claims(4, np.append(who, 3), np.append(units, 1), epochs).tolist() == [0, 3, 1, 2]
+    assert resolve_claims(0, who, units, epochs).tolist() == []
+    assert resolve_claims(2, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), epochs).tolist() == [-1, -1]
 
 
 # --- properties ---------------------------------------------------------------------------
