@@ -32,6 +32,7 @@ import bisect
 
 import numpy as np
 
+from heuristics._sticky_balance import BalanceIndex
 from heuristics._sticky_claims import Claims
 from heuristics._sticky_input import StickyInput, topic_partition_hash
 from heuristics._sticky_movements import Ladder, Movements
@@ -84,7 +85,7 @@ class GeneralBuilder:
             return topic_partition_hash(thash[self.topic_of[g]], int(part_of[g]))
 
         self.movements = Movements(self.topic_of, java_hash)
-        self._sub_matrix: np.ndarray | None = None
+        self._index: BalanceIndex | None = None  # built at the first full balance test
 
     # -- set-up -----------------------------------------------------------------------------
     def _previous_assignment(self) -> dict[int, int]:
@@ -171,19 +172,12 @@ class GeneralBuilder:
         return result
 
     def _full_balance_check(self) -> bool:
-        si = self.si
+        if self._index is None:
+            self._index = BalanceIndex(self.si, self.owner)
         loads = np.asarray(self.load, dtype=np.int64)
-        owner_load = loads[self.owner]
-        top = np.maximum.reduceat(owner_load, si.offsets[:-1]) if owner_load.size else np.zeros(0, np.int64)
-        if self._sub_matrix is None:
-            mat = np.zeros((si.n_members, len(si.topics)), dtype=bool)
-            for i, s in enumerate(si.subs):
-                if s:
-                    mat[i, list(s)] = True
-            self._sub_matrix = mat
-        best = np.where(self._sub_matrix, top[None, :], -1).max(axis=1) if top.size else np.full(si.n_members, -1)
-        active = np.asarray([not f for f in self.fixed]) & (loads < np.asarray(self.max_size))
-        return not bool(np.any(active & (best > loads + 1)))
+        active = ~np.asarray(self.fixed, dtype=bool)
+        open_ = active & (loads < np.asarray(self.max_size, dtype=np.int64))
+        return not self._index.unbalanced_pair_exists(loads, active, open_)
 
     # -- moves --------------------------------------------------------------------------------
     def _least_loaded_subscriber(self, t: int) -> int:
@@ -202,6 +196,8 @@ class GeneralBuilder:
         ladder.remove(old)
         ladder.remove(new)
         self.movements.move(actual, old, new)
+        if self._index is not None:
+            self._index.move(actual, old, new)
         self.owner[actual] = new
         self.load[old] -= 1
         self.load[new] += 1
@@ -211,17 +207,26 @@ class GeneralBuilder:
 
     def _reassign(self, partitions: list[int], prev: dict[int, int]) -> bool:
         """``performReassignments``; returns whether anything moved."""
-        load, owner, topic_of = self.load, self.owner, self.topic_of
+        load, topic_of, fixed = self.load, self.topic_of, self.fixed
+        owner = self.owner
         performed = False
+        # the ladder only changes on a move: cache its minimum and each topic's least loaded subscriber
+        seen = -1
+        floor = 0
+        best_of: dict[int, int] = {}
         while True:
             modified = False
             for g in partitions:
-                if self._is_balanced():
-                    break
+                if seen != self.version:
+                    if self._is_balanced():
+                        break
+                    seen = self.version
+                    floor = load[self.ladder.first()]
+                    best_of.clear()
                 cur = int(owner[g])
                 p = prev.get(g)
                 if p is not None:
-                    if self.fixed[p]:
+                    if fixed[p]:
                         raise KafkaNullPointerError(
                             "the previous owner of a contested partition holds only uncontested topics"
                         )
@@ -229,9 +234,12 @@ class GeneralBuilder:
                         self._move(g, p)
                         performed = modified = True
                         continue
-                if load[cur] <= load[self.ladder.first()] + 1:
+                if load[cur] <= floor + 1:
                     continue  # nobody at all has two fewer partitions
-                best = self._least_loaded_subscriber(topic_of[g])
+                t = topic_of[g]
+                best = best_of.get(t)
+                if best is None:
+                    best = best_of[t] = self._least_loaded_subscriber(t)
                 if load[cur] > load[best] + 1:
                     self._move(g, best)
                     performed = modified = True

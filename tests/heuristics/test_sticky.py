@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from heuristics._sticky_balance import BalanceIndex, is_balanced_reference
 from heuristics._sticky_core import run_sticky
+from heuristics._sticky_input import prepare
 from heuristics._sticky_movements import JavaHashSet, Ladder, Movements
 from heuristics.sticky import sticky_assign
 from solver.formats import parse_instance
@@ -223,3 +226,33 @@ def test_more_racks_than_an_int64_mask_holds() -> None:
     out = run_sticky(inst)
     assert out.assignment().to_lists() == {f"m{i:02d}": {"t": [69 - i]} for i in range(70)}
     assert score(inst, out.assignment())["cross_rack"] == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(), st.randoms(use_true_random=False))
+def test_incremental_balance_index_matches_kafkas_isbalanced(inst: Instance, rnd: Any) -> None:
+    """The O(members x subscriptions) balance test agrees with Kafka's partition-by-partition one."""
+    si = prepare(inst)
+    if si.n_partitions == 0:
+        return
+    subscribers = [[m for m in range(si.n_members) if t in si.subs[m]] for t in range(len(si.topics))]
+    owner = np.array([rnd.choice(subscribers[t]) for t in si.topic_of.tolist()], dtype=np.int64)
+    sizes = np.diff(si.offsets)
+    max_size = [int(sum(sizes[t] for t in s)) for s in si.subs]
+    active = [rnd.random() < 0.9 for _ in range(si.n_members)]
+    index = BalanceIndex(si, owner)
+
+    def fast() -> bool:
+        loads = np.bincount(owner, minlength=si.n_members)
+        act = np.asarray(active)
+        if not act.any() or loads[act].min() >= loads[act].max() - 1:
+            return True
+        return not index.unbalanced_pair_exists(loads, act, act & (loads < np.asarray(max_size)))
+
+    for _ in range(6):
+        loads = np.bincount(owner, minlength=si.n_members).tolist()
+        assert fast() == is_balanced_reference(si, owner, loads, active, max_size)
+        g = rnd.randrange(si.n_partitions)
+        new = rnd.choice(subscribers[int(si.topic_of[g])])
+        index.move(g, int(owner[g]), new)
+        owner[g] = new
