@@ -42,6 +42,8 @@ from solver.streams_model import (
 )
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+#: A Java long (lags, offsets): Kafka cannot represent more.
+NonNegLong = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
 PosInt = Annotated[int, Field(strict=True, ge=1)]
 
 
@@ -75,14 +77,14 @@ class ClientSpec(_Strict):
     rack: StrictStr | None = None
     active: list[StrictStr] = Field(default_factory=list)
     standby: list[StrictStr] = Field(default_factory=list)
-    lags: dict[str, NonNegInt] = Field(default_factory=dict)
+    lags: dict[str, NonNegLong] = Field(default_factory=dict)
 
 
 class ConfigSpec(_Strict):
     """Assignment configs (defaults are Kafka's)."""
 
     num_standby_replicas: NonNegInt = 0
-    acceptable_recovery_lag: NonNegInt = 10000
+    acceptable_recovery_lag: NonNegLong = 10000
     max_warmup_replicas: PosInt = 2
     balance_factor: PosInt = 1
     probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000)] = 600000
