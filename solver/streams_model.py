@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 #: Lag value meaning "this client has no local state for the task": a full restore.
-NO_STATE: int = 2**62
+NO_STATE: int = 2**63  # beyond any Java long lag
 #: Kafka's ``Task.LATEST_OFFSET`` sentinel: the client ran the task as an active.
 LATEST_OFFSET: int = -2
 
