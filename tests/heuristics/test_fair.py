@@ -108,6 +108,22 @@ def test_fill_small_cases():
     assert _fill(np.array([2]), np.array([0]), 0).tolist() == []
 
 
+def test_documented_weakness_topic_lookahead_only():
+    # docs/algorithms_heuristics_kip.md: c2 can only take t0, but t0 goes first by name to c0.
+    inst = make({"t0": 1, "t1": 1, "t2": 1}, [{"id": "c0", "topics": ["t0", "t1", "t2"]},
+                                             {"id": "c1", "topics": ["t1", "t2"]}, {"id": "c2", "topics": ["t0"]}])
+    assert run(inst) == {"c0": {"t0": [0], "t2": [0]}, "c1": {"t1": [0]}, "c2": {}}
+
+
+def test_documented_weakness_not_sticky():
+    members = [{"id": "a", "topics": ["t"]},
+               {"id": "b", "topics": ["t"], "owned": {"t": [0, 1, 2]}, "generation": 1},
+               {"id": "c", "topics": ["t"], "owned": {"t": [3, 4, 5]}, "generation": 1}]
+    inst = make({"t": 6}, members)
+    assert run(inst) == {"a": {"t": [0, 3]}, "b": {"t": [1, 4]}, "c": {"t": [2, 5]}}
+    assert score(inst, fair(inst, Params()).assignment)["moved"] == 4
+
+
 # --- properties ---------------------------------------------------------------------------
 
 

@@ -218,6 +218,23 @@ def test_resolve_claims_epochs_ties_and_limit():
     assert resolve_claims(2, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), epochs).tolist() == [-1, -1]
 
 
+def test_documented_weakness_narrow_subscription():
+    inst = make({"a": 2, "b": 2}, [{"id": "x", "topics": ["a", "b"]}, {"id": "y", "topics": ["a"]}])
+    got, _ = run(inst)
+    assert got == {"x": {"a": [0], "b": [0, 1]}, "y": {"a": [1]}}
+
+
+def test_documented_weakness_partition_expansion_idles_new_partitions():
+    members = [{"id": "A", "topics": ["imp", "clk"], "owned": {"imp": [0, 1], "clk": [0, 1]}, "generation": 3},
+               {"id": "B", "topics": ["imp", "clk"], "owned": {"imp": [2, 3], "clk": [2, 3]}, "generation": 3}]
+    inst = make({"imp": 4, "clk": 6}, members, [["imp", "clk"]])
+    got, epoch = run(inst)
+    assert got == {"A": {"clk": [0, 1], "imp": [0, 1]}, "B": {"clk": [2, 3], "imp": [2, 3]}}
+    assert epoch == 4
+    s = score(inst, stream_join_sticky(inst, Params()).assignment)
+    assert (s["valid"], s["not_joinable"], s["moved"]) == (True, 2, 0)
+
+
 # --- properties ---------------------------------------------------------------------------
 
 
