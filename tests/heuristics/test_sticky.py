@@ -186,7 +186,15 @@ def test_movements_move_back_earlier_partition() -> None:
 @st.composite
 def instances(draw: st.DrawFn) -> Instance:
     n_topics = draw(st.integers(1, 4))
-    topics = {f"t{i}": draw(st.integers(1, 8)) for i in range(n_topics)}
+    sizes = {f"t{i}": draw(st.integers(1, 8)) for i in range(n_topics)}
+    racked = draw(st.booleans())
+    rack_names = ["r0", "r1", "r2"]
+    topics: dict[str, Any] = dict(sizes)
+    if racked:
+        topics = {
+            t: {"partitions": n, "racks": [draw(st.lists(st.sampled_from(rack_names), unique=True)) for _ in range(n)]}
+            for t, n in sizes.items()
+        }
     n_members = draw(st.integers(1, 6))
     identical = draw(st.booleans())
     names = list(topics)
@@ -196,12 +204,14 @@ def instances(draw: st.DrawFn) -> Instance:
         subs = names if identical else draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
         owned: dict[str, list[int]] = {}
         for t in subs:
-            parts = draw(st.lists(st.integers(0, topics[t] - 1), unique=True, max_size=topics[t]))
+            parts = draw(st.lists(st.integers(0, sizes[t] - 1), unique=True, max_size=sizes[t]))
             parts = [p for p in parts if (t, p) not in claimed or draw(st.booleans())]
             claimed.update((t, p) for p in parts)
             if parts:
                 owned[t] = parts
         spec: dict[str, Any] = {"id": f"m{draw(st.integers(0, 99))}-{i}", "topics": subs}
+        if racked and draw(st.booleans()):
+            spec["rack"] = draw(st.sampled_from(rack_names))
         if owned:
             spec["owned"] = owned
             spec["generation"] = draw(st.integers(1, 3))
