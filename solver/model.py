@@ -128,7 +128,12 @@ class OwnedMap(Mapping[str, IntArray]):
         self._topics = topics
         self._flat = flat
         self._offsets = offsets
-        self._index = {t: i for i, t in enumerate(topics)}
+        self._index: dict[str, int] | None = None  # built on first lookup: most maps are only iterated
+
+    def _lookup(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {t: i for i, t in enumerate(self._topics)}
+        return self._index
 
     @classmethod
     def from_lists(cls, owned: Mapping[str, Iterable[int]]) -> OwnedMap:
@@ -156,7 +161,7 @@ class OwnedMap(Mapping[str, IntArray]):
         return self._topics, self._flat, self._offsets
 
     def __getitem__(self, topic: str) -> IntArray:
-        i = self._index[topic]
+        i = self._lookup()[topic]
         return self._flat[self._offsets[i]: self._offsets[i + 1]]
 
     def __iter__(self) -> Iterator[str]:
@@ -166,7 +171,7 @@ class OwnedMap(Mapping[str, IntArray]):
         return len(self._topics)
 
     def __contains__(self, topic: object) -> bool:
-        return topic in self._index
+        return topic in self._lookup()
 
     def __repr__(self) -> str:
         return f"OwnedMap({ {t: self[t].tolist() for t in self._topics} })"

@@ -83,7 +83,12 @@ def register(
     """Decorator registering ``fn(instance, params) -> Result`` under ``name``."""
 
     def deco(fn: AssignFn) -> AssignFn:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+        prev = _REGISTRY.get(name)
+        # The same function imported a second time (doctest collection re-imports modules) replaces itself;
+        # a different function under a taken name is a bug.
+        if prev is not None and (prev.fn.__module__.rsplit(".", 1)[-1], prev.fn.__qualname__) != (
+            fn.__module__.rsplit(".", 1)[-1], fn.__qualname__
+        ):
             raise ValueError(f"assignor {name!r} registered twice")
         _REGISTRY[name] = AssignorSpec(name, fn, kind, protocol, summary, source)
         return fn
