@@ -127,7 +127,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     for ax, gap in zip(np.atleast_1d(axes), GAPS, strict=True):
         data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
         if any(d.size for d in data):
-            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], vert=False, widths=0.6,
+            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
                        flierprops={"markersize": 2, "alpha": 0.4})
             ax.set_yticks(range(1, len(heur) + 1), heur)
         else:

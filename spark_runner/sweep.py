@@ -310,6 +310,11 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def _loopback_master(master: str) -> bool:
+    hit = re.match(r"spark://([^:/,]+)", master)
+    return bool(hit) and hit.group(1) in ("127.0.0.1", "localhost")  # type: ignore[union-attr]
+
+
 def _code_zip() -> str:
     """Zip the three kassign packages so cluster executors import the same code as the driver."""
     root = Path(__file__).resolve().parents[1]
@@ -345,8 +350,10 @@ def start_spark(
          .config("spark.sql.sources.partitionOverwriteMode", "static")
          .config("spark.speculation", "false"))
     if local:
-        b = (b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false"))
+        b = b.config("spark.ui.enabled", "false")
+    if local or _loopback_master(m):
+        # a local run, or a cluster on this machine's loopback: the driver listens on 127.0.0.1 only
+        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     spark = b.getOrCreate()

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from solver.errors import KassignError
 
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class _Usage(KassignError):
@@ -45,6 +45,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         report: Annotated[bool, typer.Option(help="Build the report when the rows are written.")] = True,
         dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
+        progress_every: Annotated[
+            float, typer.Option(min=0.1, help="Seconds between progress lines on stderr.")] = 5.0,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
         from spark_runner.sweep import finished, plan, read_grid, run_sweep
@@ -60,7 +62,7 @@ def register(app: typer.Typer) -> None:
                          f"(<= {steps} scenario-steps)", markup=False)
             return
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
-                            batch_size=batch_size, conf=spark_conf)
+                            batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:
             from spark_runner.report import build_report
 
