@@ -164,7 +164,8 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_classes(
-    instance: Instance, view: GroupView | None = None, unit_owner: str = "first-topic"
+    instance: Instance, view: GroupView | None = None, unit_owner: str = "first-topic",
+    not_joinable: bool = True,
 ) -> ItemClasses:
     """Aggregate the items of ``instance`` into classes.
 
@@ -181,6 +182,9 @@ def build_classes(
         topic-partitions (the rule of the reference optima: a join task
         moves as a whole).  ``"per-partition"``: every topic-partition keeps
         its own previous owner (the scorer's ``moved``).
+    not_joinable
+        Include not-joinable partitions as single items (default) or leave
+        them out.
 
     Returns
     -------
@@ -200,7 +204,7 @@ def build_classes(
     ...                 {"id": "b", "topics": ["T"]}]})
     >>> ic = build_classes(inst)
     >>> ic.count.tolist(), ic.owners
-    ([2, 2], [((0, 1.0),), ()])
+    ([2, 2], [(), ((0, 1.0),)])
     """
     if unit_owner not in ("first-topic", "per-partition"):
         raise ValueError(f"unit_owner must be 'first-topic' or 'per-partition', not {unit_owner!r}")
@@ -243,7 +247,7 @@ def build_classes(
             continue
         start = view.limits[t] if t in in_group else 0
         n = topic.partitions
-        if start >= n:
+        if start >= n or (start > 0 and not not_joinable):
             continue
         parts = np.arange(start, n, dtype=np.int64)
         e = elig_ids(tuple(subs[t]))
