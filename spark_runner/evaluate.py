@@ -25,8 +25,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
+from solver.errors import InfeasibleError
+from solver.gaps import gap_metrics
 from solver.model import Assignment, Instance
 from solver.registry import AssignorSpec
 from solver.result import Params, Result
@@ -88,9 +88,9 @@ GAP_COLUMNS: tuple[tuple[str, str], ...] = (
     ("max_load_gap", "double"),
     ("sum_sq_gap", "double"),
     ("excess_moves", "double"),
+    ("excess_moves_proven", "boolean"),
     ("balance_optimal", "boolean"),
     ("opt_status", "string"),
-    ("gap_source", "string"),
 )
 
 
@@ -118,56 +118,6 @@ COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
 
 
 # --------------------------------------------------------------------------- gaps
-
-
-GapFn = Callable[..., Mapping[str, Any]]
-
-
-def _gap_metrics_fn() -> GapFn | None:
-    """``solver.gaps.gap_metrics`` when the optimal-solver package provides it."""
-    try:
-        from solver.gaps import gap_metrics
-    except ImportError:
-        return None
-    return gap_metrics  # type: ignore[no-any-return]
-
-
-def _weighted_sum_sq(instance: Instance, assignment: Assignment) -> float:
-    index = {m.id: i for i, m in enumerate(instance.members)}
-    loads = np.zeros(len(instance.members))
-    for mid, per in assignment.members.items():
-        i = index.get(mid)
-        if i is None:
-            continue
-        for t, parts in per.items():
-            if t in instance.topics:
-                w = instance.topics[t].weights
-                loads[i] += float(w[parts].sum()) if w is not None else float(parts.size)
-    caps = np.array([m.capacity for m in instance.members])
-    return float(((loads / caps) ** 2).sum()) if loads.size else 0.0
-
-
-def fallback_gaps(
-    instance: Instance,
-    assignment: Assignment,
-    metrics: Mapping[str, Any],
-    opt_instance: Instance,
-    opt_assignment: Assignment,
-    opt_metrics: Mapping[str, Any],
-) -> dict[str, float | None]:
-    """TEMPORARY FALLBACK while ``solver.gaps`` is absent: gaps from the optimum's row.
-
-    Balance is measured as the optimum measures it: weighted loads when the
-    instance has weights, topic-partition counts otherwise.  ``excess_moves``
-    needs a flow problem that only ``solver.gaps`` solves, so it is ``None``.
-    """
-    if instance.has_weights:
-        mx = metrics["weighted_max_load"] - opt_metrics["weighted_max_load"]
-        sq = _weighted_sum_sq(instance, assignment) - _weighted_sum_sq(opt_instance, opt_assignment)
-    else:
-        mx = metrics["max_load"] - opt_metrics["max_load"]
-        sq = metrics["sum_sq_load"] - opt_metrics["sum_sq_load"]
-    return {"max_load_gap": float(mx), "sum_sq_gap": float(sq), "excess_moves": None}
 
 
 # --------------------------------------------------------------------------- one run
@@ -205,21 +155,38 @@ def _finite(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _gaps(run: _Run, opt: _Run, gap_fn: GapFn | None) -> dict[str, Any]:
-    empty = {"max_load_gap": None, "sum_sq_gap": None, "excess_moves": None, "balance_optimal": None,
-             "gap_source": None}
-    if run.result is None or opt.result is None or run.metrics is None or opt.metrics is None:
-        return empty
-    if gap_fn is not None:
-        g = dict(gap_fn(run.instance, run.result.assignment, opt.result))
-        source = "gaps"
-    else:
-        g = fallback_gaps(run.instance, run.result.assignment, run.metrics,
-                          opt.instance, opt.result.assignment, opt.metrics)
-        source = "fallback"
+def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
+    """The gap metrics of ``solver.gaps`` against the optimum of the same step.
+
+    ``excess_moves`` is ``None`` for an invalid assignment, for one that
+    splits a co-partition unit, and when no assignment that respects the
+    optimum's hard constraints is as balanced as this one (then "fewest moves
+    at this balance" is undefined).
+    """
+    out: dict[str, Any] = {"max_load_gap": None, "sum_sq_gap": None, "excess_moves": None,
+                           "excess_moves_proven": None, "balance_optimal": None}
+    if run.result is None or opt.result is None or run.metrics is None:
+        return out
+    scores = dict(run.metrics)
+    if scores.get("copartition_violations"):
+        # fewest moves are counted over assignments that keep co-partitioning (as the optimum does); an
+        # assignment that splits a unit is outside that set, so its excess moves are undefined
+        scores["valid"] = False
+    try:
+        try:
+            g = gap_metrics(run.instance, run.result.assignment, opt.result, scores=scores,
+                            time_limit=time_limit if time_limit is not None else 10.0)
+        except InfeasibleError:
+            g = gap_metrics(run.instance, run.result.assignment, opt.result,
+                            scores={**scores, "valid": False})  # balance gaps only
+    except Exception as e:  # recorded in the row's error column, like a failing assignor
+        out["error"] = f"gap_metrics: {type(e).__name__}: {e}"
+        return out
     mx, sq, ex = _finite(g.get("max_load_gap")), _finite(g.get("sum_sq_gap")), _finite(g.get("excess_moves"))
-    bal = None if mx is None or sq is None else (mx <= EPS and sq <= EPS)
-    return {"max_load_gap": mx, "sum_sq_gap": sq, "excess_moves": ex, "balance_optimal": bal, "gap_source": source}
+    out.update(max_load_gap=mx, sum_sq_gap=sq, excess_moves=ex,
+               excess_moves_proven=None if ex is None else bool(g.get("excess_moves_proven")),
+               balance_optimal=None if mx is None or sq is None else (mx <= EPS and sq <= EPS))
+    return out
 
 
 def _score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -331,7 +298,6 @@ def evaluate_scenario(
     find = lookup or _default_lookup
     names = list(dict.fromkeys([*assignors, OPTIMAL]))
     specs = {n: find(n) for n in names}
-    gap_fn = _gap_metrics_fn()
     base = {"scenario_id": scenario.id, "seed": int(seed), **_param_values(p)}
 
     rows: list[dict[str, Any]] = []
@@ -352,6 +318,8 @@ def evaluate_scenario(
             run = runs[n]
             inst = run.instance
             res = run.result
+            gaps = _gaps(run, opt, solver_time_limit)
+            gap_error = gaps.pop("error", None)
             row: dict[str, Any] = {
                 **base,
                 "step": step,
@@ -364,9 +332,9 @@ def evaluate_scenario(
                 "status": res.status.value if res is not None else "error",
                 "seconds": float(res.seconds) if res is not None else None,
                 "rounds": int(res.extra.get("rounds", 1)) if res is not None else None,
-                "error": run.error,
+                "error": run.error or gap_error,
                 **_score_columns(run.metrics),
-                **_gaps(run, opt, gap_fn),
+                **gaps,
                 "opt_status": opt_status,
             }
             rows.append({c: row.get(c) for c in COLUMNS})

@@ -261,9 +261,10 @@ def _notes(df: pd.DataFrame) -> list[str]:
     dup = int(df.duplicated(["scenario_id", "step", "assignor"]).sum())
     if dup:
         notes.append(f"WARNING: {dup} duplicate (scenario, step, assignor) rows.")
-    if "gap_source" in df and (df["gap_source"] == "fallback").any():
-        notes.append("Gaps were computed by the evaluation's temporary fallback (solver.gaps absent): "
-                     "excess_moves is not available.")
+    unproven_moves = int((df["excess_moves_proven"] == False).sum())  # noqa: E712 (nullable column)
+    if unproven_moves:
+        notes.append(f"{unproven_moves} excess_moves value(s) are lower estimates (the fewest-moves CP-SAT model "
+                     "hit its time limit).")
     neg = df[(pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0)
              & (pd.to_numeric(df["max_load_gap"], errors="coerce") < 0)]
     if len(neg):
