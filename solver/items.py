@@ -17,6 +17,7 @@ reference optima (``scenarios/optimal``) count them in the loads.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,10 +81,12 @@ class ItemClasses:
     racksigs
         Distinct rack signatures: per topic-partition of the item, the frozenset
         of replica racks, or ``None`` when its topic lists none.
-    item_kind, item_ref, item_part, item_class
-        Flat per-item arrays: kind ``0`` = single partition of topic
-        ``topics[item_ref]``, ``1`` = unit of co-partition group ``item_ref``;
-        ``item_part`` the partition; ``item_class`` the class.
+    chunks
+        ``(kind, ref, start, stop)``: items ``start:stop`` are single
+        partitions of topic ``topics[ref]`` (kind ``0``) or units of
+        co-partition group ``ref`` (kind ``1``).
+    item_part, item_class
+        Flat per-item arrays: the partition (unit) number and the class.
     topics
         Topic names (index = ``item_ref`` for singles).
     not_joinable
@@ -101,8 +104,7 @@ class ItemClasses:
     owned_cost: np.ndarray
     racksig: np.ndarray
     racksigs: list[tuple[frozenset[str] | None, ...]]
-    item_kind: np.ndarray
-    item_ref: np.ndarray
+    chunks: list[tuple[int, int, int, int]]
     item_part: np.ndarray
     item_class: np.ndarray
     topics: list[str]
@@ -155,6 +157,34 @@ class _Interner:
             self.ids[key] = i
             self.keys.append(key)
         return i
+
+
+def fast_subscribers(instance: Instance) -> dict[str, tuple[int, ...]]:
+    """Topic -> indices of its subscribers (ascending), grouping members by subscription.
+
+    Same result as :func:`solver.semantics.subscribers`; members with the same
+    subscription are handled once, which matters for thousands of members x
+    hundreds of topics.
+    """
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, m in enumerate(instance.members):
+        groups.setdefault(m.topics, []).append(i)
+    per: dict[str, list[np.ndarray]] = {t: [] for t in instance.topics}
+    for topics, idx in groups.items():
+        arr = np.asarray(idx, dtype=np.int64)
+        for t in set(topics):
+            if t in per:
+                per[t].append(arr)
+    out: dict[str, tuple[int, ...]] = {}
+    cache: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for t, arrs in per.items():
+        key = tuple(id(a) for a in arrs)
+        hit = cache.get(key)
+        if hit is None:
+            hit = tuple(np.sort(np.concatenate(arrs)).tolist()) if arrs else ()
+            cache[key] = hit
+        out[t] = hit
+    return out
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,7 +241,7 @@ def build_classes(
     view = view or GroupView(instance)
     members = instance.members
     prev = view.previous_owners
-    subs = view.subscribers
+    subs = fast_subscribers(instance)
     elig_ids = _Interner()
     rack_ids = _Interner()
     sig_ids = _Interner()
@@ -241,7 +271,15 @@ def build_classes(
         item_chunks.append((kind, ref, parts, cls_of))
 
     in_group = view.group_of
-    # ---- single partitions (topics outside groups, and not-joinable ones)
+    # ---- single partitions (topics outside groups, and not-joinable ones), keyed in bulk:
+    # one integer key per partition from (eligible set, owner, weight, move cost, racks)
+    s_topic: list[int] = []
+    s_parts: list[np.ndarray] = []
+    c_e: list[np.ndarray] = []
+    c_o: list[np.ndarray] = []
+    c_w: list[np.ndarray] = []
+    c_mc: list[np.ndarray] = []
+    c_rk: list[np.ndarray] = []
     for t, topic in instance.topics.items():
         if not subs[t]:
             continue
@@ -249,52 +287,74 @@ def build_classes(
         n = topic.partitions
         if start >= n or (start > 0 and not not_joinable):
             continue
-        parts = np.arange(start, n, dtype=np.int64)
-        e = elig_ids(tuple(subs[t]))
-        own = prev[t][start:]
-        w = topic.weights[start:] if topic.weights is not None else None
-        mc = topic.move_costs[start:] if topic.move_costs is not None else None
-        rk: np.ndarray | None = None
+        k = n - start
+        s_topic.append(tindex[t])
+        s_parts.append(np.arange(start, n, dtype=np.int64))
+        c_e.append(np.full(k, elig_ids(tuple(subs[t])), dtype=np.int64))
+        c_o.append(prev[t][start:] + 1)
+        c_w.append(topic.weights[start:] if topic.weights is not None else np.ones(k))
+        c_mc.append(topic.move_costs[start:] if topic.move_costs is not None else np.ones(k))
         if topic.racks is not None:
-            rk = np.array([rack_ids(frozenset(r)) for r in topic.racks[start:]], dtype=np.int64)
-        keycols = [own + 1]
-        uw = umc = None
-        if w is not None:
-            uw, iw = _factorize(w)
-            keycols.append(iw)
-        if mc is not None:
-            umc, imc = _factorize(mc)
-            keycols.append(imc)
-        if rk is not None:
-            keycols.append(rk)
-        if len(keycols) == 1:
-            uniq_rows, inv = _factorize(keycols[0])
-            rows = uniq_rows.reshape(-1, 1)
+            c_rk.append(np.array([rack_ids(frozenset(r)) for r in topic.racks[start:]], dtype=np.int64) + 1)
         else:
-            mat = np.stack(keycols, axis=1)
-            rows, inv = np.unique(mat, axis=0, return_inverse=True)
+            c_rk.append(np.zeros(k, dtype=np.int64))
+    if s_topic:
+        cols: list[np.ndarray] = []
+        decoders: list[np.ndarray | None] = []
+        for chunk_list, is_float in ((c_e, False), (c_o, False), (c_w, True), (c_mc, True), (c_rk, False)):
+            col = np.concatenate(chunk_list)
+            if col.size and col.min() == col.max():
+                uniq_c, inv_c = col[:1], np.zeros(col.size, dtype=np.int64)
+            elif is_float:
+                uniq_c, inv_c = _factorize(col)
+            else:
+                uniq_c, inv_c = np.arange(int(col.max()) + 1), col.astype(np.int64)
+            cols.append(inv_c)
+            decoders.append(uniq_c)
+        radix = [int(d.size) if d is not None else 1 for d in decoders]
+        if math.prod(radix) < 2**62:
+            key = np.zeros(cols[0].size, dtype=np.int64)
+            for col, r in zip(cols, radix, strict=True):
+                key = key * r + col
+            if math.prod(radix) <= 4 * key.size + 1024:
+                present = np.zeros(math.prod(radix), dtype=bool)
+                present[key] = True
+                ukeys = np.flatnonzero(present)
+                dense = np.cumsum(present) - 1
+                inv = dense[key]
+            else:
+                ukeys, inv = _factorize(key)
+            rows = np.empty((ukeys.size, len(cols)), dtype=np.int64)
+            rest = ukeys.copy()
+            for j in range(len(cols) - 1, -1, -1):
+                rows[:, j] = rest % radix[j]
+                rest //= radix[j]
+        else:
+            rows, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
             inv = inv.reshape(-1)
-        keys: list[tuple] = []
-        infos: list[tuple] = []
-        for row in rows.tolist():
-            o = row[0] - 1
-            j = 1
-            wv = 1.0
-            if uw is not None:
-                wv = float(uw[row[j]])
-                j += 1
-            mv = 1.0
-            if umc is not None:
-                mv = float(umc[row[j]])
-                j += 1
-            rsig: tuple[frozenset[str] | None, ...] = (None,)
-            if rk is not None:
-                rsig = (rack_ids.keys[row[j]],)  # type: ignore[assignment]
+        local = np.empty(rows.shape[0], dtype=np.int64)
+        for j, row in enumerate(rows.tolist()):
+            e = int(decoders[0][row[0]])  # type: ignore[index]
+            o = int(decoders[1][row[1]]) - 1  # type: ignore[index]
+            wv = float(decoders[2][row[2]])  # type: ignore[index]
+            mv = float(decoders[3][row[3]])  # type: ignore[index]
+            r = int(decoders[4][row[4]]) - 1  # type: ignore[index]
+            rsig: tuple[frozenset[str] | None, ...] = (rack_ids.keys[r] if r >= 0 else None,)  # type: ignore[assignment]
             sig_id = sig_ids(rsig)
             owners: tuple[tuple[int, float], ...] = ((o, mv),) if o >= 0 else ()
-            keys.append((0, e, wv, owners, sig_id))
-            infos.append((e, wv, 1, owners, mv if o >= 0 else 0.0, sig_id))
-        add_classes(0, tindex[t], parts, keys, inv, infos)
+            c = key_ids((0, e, wv, owners, sig_id))
+            if c == len(cls_count):
+                cls_count.append(0)
+                cls_info.append((e, wv, 1, owners, mv if o >= 0 else 0.0, sig_id))
+            local[j] = c
+        cls_all = local[inv]
+        per = np.bincount(inv, minlength=rows.shape[0])
+        for j in range(rows.shape[0]):
+            cls_count[int(local[j])] += int(per[j])
+        pos = 0
+        for ti, parts in zip(s_topic, s_parts, strict=True):
+            item_chunks.append((0, ti, parts, cls_all[pos:pos + parts.size]))
+            pos += parts.size
 
     # ---- co-partition units
     for g, group in enumerate(groups):
@@ -303,7 +363,8 @@ def build_classes(
         lim = view.limits[group[0]]
         if lim == 0:
             continue
-        elig = view.unit_eligible(g)
+        common = set.intersection(*(set(subs[t]) for t in group))
+        elig = tuple(sorted(common))
         if not elig:
             raise InfeasibleError(
                 f"co-partition group {list(group)}: no member subscribes to all of its topics, "
@@ -360,14 +421,15 @@ def build_classes(
     racksigs: list[tuple[frozenset[str] | None, ...]] = list(sig_ids.keys)  # type: ignore[arg-type]
     eligsets = [np.asarray(k, dtype=np.int64) for k in elig_ids.keys]  # type: ignore[arg-type]
     nc = len(cls_count)
+    chunks: list[tuple[int, int, int, int]] = []
+    pos = 0
+    for kind, ref, parts, _ in item_chunks:
+        chunks.append((kind, ref, pos, pos + parts.size))
+        pos += parts.size
     if item_chunks:
-        item_kind = np.concatenate([np.full(c[2].size, c[0], dtype=np.int8) for c in item_chunks])
-        item_ref = np.concatenate([np.full(c[2].size, c[1], dtype=np.int32) for c in item_chunks])
         item_part = np.concatenate([c[2] for c in item_chunks])
         item_class = np.concatenate([c[3] for c in item_chunks])
     else:
-        item_kind = np.zeros(0, dtype=np.int8)
-        item_ref = np.zeros(0, dtype=np.int32)
         item_part = np.zeros(0, dtype=np.int64)
         item_class = np.zeros(0, dtype=np.int64)
     return ItemClasses(
@@ -381,8 +443,7 @@ def build_classes(
         owned_cost=np.array([i[4] for i in cls_info], dtype=np.float64),
         racksig=np.array([i[5] for i in cls_info], dtype=np.int64) if nc else np.zeros(0, dtype=np.int64),
         racksigs=racksigs,
-        item_kind=item_kind,
-        item_ref=item_ref,
+        chunks=chunks,
         item_part=item_part,
         item_class=item_class,
         topics=topic_names,
@@ -409,7 +470,7 @@ def expand(ic: ItemClasses, instance: Instance, flows: list[tuple[int, int, int]
     -------
     Assignment
     """
-    order = np.argsort(ic.item_class, kind="stable")
+    order = np.arange(ic.item_class.size) if ic.n_classes == 1 else np.argsort(ic.item_class, kind="stable")
     if flows:
         arr = np.array(flows, dtype=np.int64)
         arr = arr[arr[:, 2] > 0]
@@ -422,21 +483,8 @@ def expand(ic: ItemClasses, instance: Instance, flows: list[tuple[int, int, int]
     dest = np.empty_like(dest_sorted)
     dest[order] = dest_sorted
     owners = {t: np.full(tp.partitions, -1, dtype=np.int64) for t, tp in instance.topics.items()}
-    singles = ic.item_kind == 0
-    if singles.any():
-        refs = ic.item_ref[singles]
-        parts = ic.item_part[singles]
-        d = dest[singles]
-        for r in np.unique(refs).tolist():
-            m = refs == r
-            owners[ic.topics[r]][parts[m]] = d[m]
-    units = ~singles
-    if units.any():
-        refs = ic.item_ref[units]
-        parts = ic.item_part[units]
-        d = dest[units]
-        for g in np.unique(refs).tolist():
-            m = refs == g
-            for t in ic.groups[g]:
-                owners[t][parts[m]] = d[m]
+    for kind, ref, a, b in ic.chunks:
+        parts = ic.item_part[a:b]
+        for t in ((ic.topics[ref],) if kind == 0 else ic.groups[ref]):
+            owners[t][parts] = dest[a:b]
     return Assignment.from_owners(instance.member_ids, owners)
