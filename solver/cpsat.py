@@ -142,6 +142,7 @@ def solve_cpsat(
     interleave: bool = False,
     max_vars: int = MAX_VARS,
     load_cap: float | None = None,
+    moves_cap: float | None = None,
     tangents: int = 64,
 ) -> CpsatOutcome:
     """Solve lexicographic stages with CP-SAT.
@@ -173,6 +174,8 @@ def solve_cpsat(
     load_cap
         Optional hard upper bound on every member's load per capacity (original
         units); used by the gap metrics.
+    moves_cap
+        Optional hard upper bound on the moved cost (the frontier's budget).
 
     Returns
     -------
@@ -324,6 +327,8 @@ def solve_cpsat(
         "moves": sum(k * v for k, v in mv_terms) if mv_terms else 0,
         "racks": sum(k * v for k, v in rk_terms) if rk_terms else 0,
     }
+    if moves_cap is not None and mv_terms:
+        model.Add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
     to_orig = {"max_load": unit, "sum_sq": unit * unit, "moves": 1.0 / mscale, "racks": 1.0}
 
     # hint

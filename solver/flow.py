@@ -150,6 +150,7 @@ def solve_flow(
     weights: Mapping[str, float] | None = None,
     load_unit: float = 1.0,
     caps: np.ndarray | None = None,
+    move_budget: int | None = None,
     max_solves: int = 64,
 ) -> FlowOutcome:
     """Solve the aggregated assignment problem exactly by min-cost flow.
@@ -171,6 +172,11 @@ def solve_flow(
         Load of one item per unit of member capacity (weighted mode only).
     caps
         Optional hard upper bound on the item count of each member.
+    move_budget
+        Optional hard cap on the moved cost (integer units of ``move_scale``).
+        Exact only when every class goes to one hub and all previously owned
+        items have the same move cost (the move arcs then pass one gate arc
+        of capacity ``budget // cost``); raises ``ValueError`` otherwise.
     max_solves
         Safety limit on window widenings.
 
@@ -277,8 +283,15 @@ def solve_flow(
         lo[:] = 0
         hi = upper.copy()
 
-    # node ids
+    # node ids (the optional budget gate is the node after the sink)
     sink = nc + nh + n
+    gate_cap = -1
+    if move_budget is not None:
+        owned_cls = owned_int > 0
+        costs_owned = set(owned_int[owned_cls].tolist())
+        if nh > 1 or len(costs_owned) > 1:
+            raise ValueError("move budget needs one hub and equal move costs")
+        gate_cap = move_budget // costs_owned.pop() if costs_owned else 0
     supplies = np.zeros(sink + 1, dtype=np.int64)
     supplies[:nc] = ic.count
     supplies[sink] = -total
@@ -304,6 +317,10 @@ def solve_flow(
             lvl_m = np.arange(n)
             lvl_cost = np.zeros(n, dtype=np.int64)
             lvl_cap = upper.astype(np.int64)
+        gate = sink + 1
+        move_heads = nc + cls_hub
+        if gate_cap >= 0:
+            move_heads = np.where(owned_int > 0, gate, move_heads)
         tails = np.concatenate([
             np.array(st_c, dtype=np.int64),
             np.arange(nc, dtype=np.int64),
@@ -313,7 +330,7 @@ def solve_flow(
         ])
         heads = np.concatenate([
             nc + nh + np.array(st_m, dtype=np.int64),
-            nc + cls_hub,
+            move_heads,
             nc + nh + hm_m_a,
             np.full(bulk_m.size, sink, dtype=np.int64),
             np.full(lvl_m.size, sink, dtype=np.int64),
@@ -332,6 +349,11 @@ def solve_flow(
             bulk_cost,
             lvl_cost,
         ]).astype(np.int64)
+        if gate_cap >= 0:
+            tails = np.append(tails, gate)
+            heads = np.append(heads, nc)  # the single hub
+            caps_a = np.append(caps_a, gate_cap)
+            costs = np.append(costs, 0).astype(np.int64)
         max_cost = int(np.abs(costs).max()) if costs.size else 0
         if max_cost * (sink + 2) >= COST_LIMIT or sum(scales[c] * ranges[c] for c in scales) >= COST_LIMIT:
             raise InfeasibleError(
@@ -340,7 +362,10 @@ def solve_flow(
             )
         mcf = min_cost_flow.SimpleMinCostFlow()
         mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps_a, costs)
-        mcf.set_nodes_supplies(np.arange(sink + 1), supplies)
+        if gate_cap >= 0:
+            mcf.set_nodes_supplies(np.arange(sink + 2), np.append(supplies, 0))
+        else:
+            mcf.set_nodes_supplies(np.arange(sink + 1), supplies)
         status = mcf.solve()
         n_st = len(st_c)
         if status != mcf.OPTIMAL:
@@ -355,7 +380,7 @@ def solve_flow(
         off_bulk = n_st + nc + hm_h_a.size
         y = np.zeros(n, dtype=np.int64)
         np.add.at(y, bulk_m, flow[off_bulk:off_bulk + bulk_m.size])
-        np.add.at(y, lvl_m, flow[off_bulk + bulk_m.size:])
+        np.add.at(y, lvl_m, flow[off_bulk + bulk_m.size:off_bulk + bulk_m.size + lvl_m.size])
         if not use_bal:
             break
         low_fail = (lo > 0) & (y < lo - 1)
