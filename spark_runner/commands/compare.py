@@ -143,7 +143,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def frontier(
         file: Annotated[Path, typer.Argument(help="One consumer instance.")],
-        out: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON here (default stdout).")] = None,
+        out: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write the JSON here (default stdout).")
+        ] = None,
         plot: Annotated[Path | None, typer.Option(help="Write a PNG plot here.")] = None,
         assignors: Annotated[
             str | None, typer.Option(help="Heuristics to place on the frontier (default: all).")

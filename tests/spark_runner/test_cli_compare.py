@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -72,7 +73,7 @@ def test_frontier_json_and_plot(instance_file: Path, tmp_path: Path) -> None:
     # budget 0: a keeps T and U-0 (7), b keeps U-1, U-2; then every move lowers the max by one
     assert [p["max_load"] for p in pts] == [7.0, 6.0, 5.0, 4.0, 3.0]
     assert [p["sum_sq"] for p in pts] == [53.0, 41.0, 33.0, 29.0, 27.0]
-    assert all(a["max_load"] >= b["max_load"] and a["sum_sq"] >= b["sum_sq"] for a, b in zip(pts, pts[1:]))
+    assert all(a["max_load"] >= b["max_load"] and a["sum_sq"] >= b["sum_sq"] for a, b in itertools.pairwise(pts))
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
     for h in doc["heuristics"]:
         if h["valid"]:
