@@ -151,6 +151,7 @@ FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
     "drift": _float_range(0.0, 5.0),
     "max_members": _optional(_int_at_least(1)),
     "min_members": _optional(_int_at_least(1)),
+    "max_partitions": _optional(_int_at_least(1)),
 })
 
 
@@ -203,6 +204,10 @@ class ScenarioParams:
         Cap on the group size for joins (``None``: ``2 * members + scale_k``).
     min_members
         Floor on the group size for leaves (``None``: ``max(1, members // 2)``).
+    max_partitions
+        Cap on the total topic-partitions: ``topic-added`` and
+        ``partition-expansion`` stay below it (``None``: no cap).  The initial
+        topics must fit: ``topics * partitions_max <= max_partitions``.
     """
 
     members: int = 6
@@ -226,6 +231,7 @@ class ScenarioParams:
     drift: float = 0.3
     max_members: int | None = None
     min_members: int | None = None
+    max_partitions: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.events, list):
@@ -254,6 +260,9 @@ class ScenarioParams:
             out.append(("subscription", "two-groups needs at least 2 topics"))
         if self.max_members is not None and self.max_members < self.members:
             out.append(("max_members", f"must be >= members ({self.members})"))
+        if self.max_partitions is not None and self.topics * self.partitions_max > self.max_partitions:
+            out.append(("max_partitions", f"must be >= topics * partitions_max "
+                                          f"({self.topics * self.partitions_max})"))
         if self.min_members is not None and self.min_members > self.members:
             out.append(("min_members", f"must be <= members ({self.members})"))
         if self.events == ("weight-drift",) and self.weights == "uniform":
@@ -642,7 +651,13 @@ def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
         return n >= 1 and len(inst.topics) >= 2
     if kind == "weight-drift":
         return b.p.weights != "uniform"
-    return True  # topic-added, partition-expansion
+    cap = b.p.max_partitions
+    if cap is None:
+        return True
+    room = cap - inst.total_partitions
+    if kind == "topic-added":
+        return room >= b.p.partitions_max
+    return room >= 2  # partition-expansion: the smallest growth of a co-partition group
 
 
 def _draw_event(b: _Builder, inst: Instance, kind: str) -> Event:
@@ -674,7 +689,10 @@ def _draw_event(b: _Builder, inst: Instance, kind: str) -> Event:
         name = names[int(rng.integers(len(names)))]
         group = next((g for g in b.groups if name in g), (name,))
         old = inst.topics[name].partitions
-        new_n = old + int(rng.integers(1, old + 1))
+        grow = old  # up to doubling
+        if b.p.max_partitions is not None:  # applicable only with room >= 2, and groups are pairs
+            grow = max(1, min(old, (b.p.max_partitions - inst.total_partitions) // len(group)))
+        new_n = old + int(rng.integers(1, grow + 1))
         topics = tuple(b.extend_topic(inst.topics[t], new_n) for t in group)
         return Event(kind, topics=topics, detail=f"{'+'.join(group)}: {old} -> {new_n} partitions")
     if kind == "weight-drift":

@@ -220,6 +220,14 @@ def test_hot_partitions_are_placed() -> None:
     assert Counter(w.tolist()) == Counter({1.0: w.size - 4, 25.0: 4})
 
 
+def test_partition_cap_is_respected() -> None:
+    p = ScenarioParams(members=3, topics=3, partitions_min=5, partitions_max=10, steps=30, max_partitions=40,
+                       copartition=1, events=("topic-added", "partition-expansion", "join"))
+    for seed in range(20):
+        sizes = [st.total_partitions for st in generate(p, seed).states()]
+        assert max(sizes) <= 40
+
+
 def test_steps_end_early_when_no_event_applies() -> None:
     p = ScenarioParams(members=1, topics=1, steps=5, events=("leave",))
     assert generate(p, 0).events == ()

@@ -1,0 +1,146 @@
+"""Sweep throughput: scenario-steps per second on local[1] and local[2], and the 1,000-scenario sweep.
+
+Run::
+
+    python -m benchmarks.bench_sweep                 # both parts
+    python -m benchmarks.bench_sweep --part scaling  # local[1] vs local[2] only
+    python -m benchmarks.bench_sweep --part big      # 1,000 scenarios x 10 steps on local[2]
+
+*Scaling*: the same grid (every consumer assignor registered plus the optimum)
+is swept on ``local[1]`` and then ``local[2]``, each in a fresh SparkSession
+whose Python workers are warmed up first; the figure is scenario-steps (one
+scenario at one step, every assignor and the optimum evaluated, scored and
+gapped) per second of the Spark job, Spark start-up excluded (reported
+separately).  Target: speed-up >= 1.7x.
+
+*Big*: 1,000 scenarios x 10 events (11 steps with the initial assignment) of
+every consumer assignor plus the optimum, groups of 4-24 members, at most 200
+topic-partitions per instance; wall time of ``run_sweep`` including Spark
+start-up.  Target: <= 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from spark_runner.sweep import parse_grid, run_sweep, start_spark
+
+SCALING_GRID: dict[str, Any] = {
+    "name": "bench-scaling",
+    "seeds": {"start": 0, "count": 30},
+    "assignors": "all",
+    "solver_time_limit": 10,
+    "params": {"members": [6, 12], "topics": 4, "partitions_min": 4, "partitions_max": 25,
+               "subscription": ["identical", "random"], "steps": 10, "max_partitions": 200},
+}
+
+BIG_GRID: dict[str, Any] = {
+    "name": "bench-1000",
+    "seeds": {"start": 0, "count": 125},
+    "assignors": "all",
+    "solver_time_limit": 10,
+    "params": {"members": [4, 12], "topics": [3, 6], "partitions_min": 2, "partitions_max": 30,
+               "subscription": ["identical", "random"], "steps": 10, "max_partitions": 200,
+               "min_members": 2, "max_members": 24},
+}
+
+
+def _warm(spark: Any, cores: int) -> None:
+    """Start every Python worker and import the evaluation stack once."""
+
+    def load(_: Any) -> Any:
+        from spark_runner.evaluate import load_registry
+
+        load_registry()
+        yield 0
+
+    spark.sparkContext.parallelize(range(cores * 2), cores * 2).mapPartitions(load).count()
+
+
+def _steps(out: Path) -> int:
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(str(out / "rows"), format="parquet", partitioning="hive").to_table(columns=["assignor"])
+    return int(sum(1 for a in t.column("assignor").to_pylist() if str(a) == "optimal"))
+
+
+def scaling(log: Any) -> dict[str, Any]:
+    grid = parse_grid(SCALING_GRID, "bench-scaling")
+    res: dict[str, Any] = {"scenarios": len(grid.scenarios()), "assignors": list(grid.evaluated)}
+    for cores in (1, 2):
+        master = f"local[{cores}]"
+        t0 = time.perf_counter()
+        spark = start_spark(master, {"spark.python.worker.reuse": "true"}, app_name=f"bench-{cores}")
+        _warm(spark, cores)
+        startup = time.perf_counter() - t0
+        tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+        try:
+            t1 = time.perf_counter()
+            run_sweep(grid, tmp, spark=spark, partitions=8 * cores, log=lambda _: None)
+            job = time.perf_counter() - t1
+            steps = _steps(tmp)
+        finally:
+            spark.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        res[master] = {"startup_s": round(startup, 1), "job_s": round(job, 1), "scenario_steps": steps,
+                       "steps_per_s": round(steps / job, 2)}
+        log(f"{master}: {steps} scenario-steps in {job:.1f} s = {steps / job:.2f}/s (start-up {startup:.1f} s)")
+    res["speedup"] = round(res["local[2]"]["steps_per_s"] / res["local[1]"]["steps_per_s"], 2)
+    log(f"speed-up local[2] / local[1]: {res['speedup']}x")
+    return res
+
+
+def big(log: Any) -> dict[str, Any]:
+    grid = parse_grid(BIG_GRID, "bench-1000")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-big-"))
+    try:
+        t0 = time.perf_counter()
+        summary = run_sweep(grid, tmp, master="local[2]", log=log, progress_every=30)
+        wall = time.perf_counter() - t0
+        import pyarrow.dataset as ds
+
+        t = ds.dataset(str(tmp / "rows"), format="parquet", partitioning="hive").to_table(
+            columns=["partitions", "error", "assignor", "opt_status"]).to_pandas()
+        steps = _steps(tmp)
+        res = {"scenarios": summary.scenarios, "scenario_steps": steps, "rows": summary.rows_total,
+               "assignors": list(grid.evaluated), "wall_s": round(wall, 1),
+               "steps_per_s": round(steps / wall, 2), "max_partitions_seen": int(t["partitions"].max()),
+               "errors": int(t["error"].notna().sum()),
+               "optimum_unproven": int(((t["assignor"] == "optimal") & (t["opt_status"] != "optimal")).sum())}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(f"1,000-scenario sweep: {res['scenario_steps']} scenario-steps, {res['rows']} rows in {wall:.0f} s "
+        f"({wall / 60:.1f} min); largest instance {res['max_partitions_seen']} partitions")
+    return res
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=("all", "scaling", "big"), default="all")
+    args = ap.parse_args(argv)
+
+    def log(s: str) -> None:
+        print(s, file=sys.stderr, flush=True)
+
+    out: dict[str, Any] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                           "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+                           "date": time.strftime("%Y-%m-%d %H:%M")}
+    if args.part in ("all", "scaling"):
+        out["scaling"] = scaling(log)
+    if args.part in ("all", "big"):
+        out["big"] = big(log)
+    out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
