@@ -34,9 +34,11 @@ integral the same way (``d <= 3``); their lcm is capped at ``10**6``.
 
 Determinism: by default CP-SAT runs one worker with ``random_seed =
 params.seed`` and a *deterministic* time limit (``max_deterministic_time``),
-so the same input, seed and time limit give the same answer on every run and
-machine load does not change it (a wall-clock cap of 4x + 1 s guards against
-runaway stages).  ``workers > 1`` runs CP-SAT's parallel portfolio (faster on
+so the same input, seed and time limit give the same answer on every run.  A
+wall-clock cap of 1.25x the stage budget keeps ``--time-limit`` honest on a
+slow or busy machine; when that cap (not the deterministic limit) ends a
+stage, the result may differ between runs; ``deterministic=True`` (option
+``deterministic``) lifts the wall-clock cap to 20x for bit-reproducible runs.  ``workers > 1`` runs CP-SAT's parallel portfolio (faster on
 hard models, not reproducible) unless ``interleave`` is set.
 """
 
@@ -47,6 +49,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -59,7 +62,7 @@ STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 #: Largest scaled total load (so that squared loads and their sum fit in 64 bits).
 MAX_SCALED_TOTAL = 2**26
 #: Above this many x[c, m] variables, classes keep only a neighbourhood of members.
-MAX_VARS = 150_000
+MAX_VARS = 60_000
 #: Per-member load ranges up to this many levels get the linear order encoding of the square.
 ORDER_ENCODING_MAX = 400
 
@@ -131,7 +134,7 @@ def greedy(ic: ItemClasses, caps: np.ndarray, *, sticky: bool = True) -> np.ndar
 
 def solve_cpsat(
     ic: ItemClasses,
-    capacities: Sequence[float],
+    capacities: Sequence[float] | np.ndarray,
     member_racks: Sequence[str | None],
     *,
     stages: Sequence[str] = STAGE_NAMES,
@@ -140,6 +143,7 @@ def solve_cpsat(
     seed: int = 0,
     workers: int = 1,
     interleave: bool = False,
+    deterministic: bool = False,
     max_vars: int = MAX_VARS,
     load_cap: float | None = None,
     moves_cap: float | None = None,
@@ -169,6 +173,9 @@ def solve_cpsat(
         parallel portfolio, which is not bit-reproducible unless ``interleave``.
     interleave
         Deterministic interleaved portfolio of ``workers`` subsolvers in one thread.
+    deterministic
+        Let only the deterministic time limit end a stage (the wall-clock cap
+        becomes 20x): bit-reproducible results at the price of the time limit.
     max_vars
         Neighbourhood restriction threshold (see module docstring).
     load_cap
@@ -258,7 +265,7 @@ def solve_cpsat(
         own = dict(ic.owners[c])
         cnt = int(ic.count[c])
         for m in cand[c].tolist():
-            v = model.NewIntVar(0, cnt, f"x{c}_{m}") if cnt > 1 else model.NewBoolVar(f"x{c}_{m}")
+            v = model.new_int_var(0, cnt, f"x{c}_{m}") if cnt > 1 else model.new_bool_var(f"x{c}_{m}")
             row.append((m, v))
             load_terms[m].append((int(wint[c]), v))
             load_cls[m].append(c)
@@ -268,13 +275,13 @@ def solve_cpsat(
             rkc = ic.rack_cost(c, racks[m])
             if rkc:
                 rk_terms.append((rkc, v))
-        model.Add(sum(v for _, v in row) == cnt)
+        model.add(sum(v for _, v in row) == cnt)
         xs.append(row)
     max_nl = int(sum(int(wint[c]) * int(ic.count[c]) for c in range(nc))) * max_ratio
     nl: list[cp_model.IntVar] = []
     for m in range(n):
-        v = model.NewIntVar(0, max_nl, f"nl{m}")
-        model.Add(v == sum(w * x for w, x in load_terms[m]) * int(ratio_i[m]))
+        v = model.new_int_var(0, max_nl, f"nl{m}")
+        model.add(v == sum(w * x for w, x in load_terms[m]) * int(ratio_i[m]))
         nl.append(v)
     # obvious bounds on the max
     lb_avg = math.ceil(int((wint * ic.count).sum()) * big_l / int(cint.sum())) if n else 0
@@ -282,12 +289,12 @@ def solve_cpsat(
     for c in range(nc):
         if ic.count[c] > 0:
             lb_item = max(lb_item, int(wint[c]) * int(min(ratio_i[cand[c]])))
-    z = model.NewIntVar(max(lb_avg, lb_item) if nc else 0, max_nl, "z")
+    z = model.new_int_var(max(lb_avg, lb_item) if nc else 0, max_nl, "z")
     for v in nl:
-        model.Add(z >= v)
+        model.add(z >= v)
     if load_cap is not None:
         capv = math.floor(load_cap / unit + 1e-9)
-        model.Add(z <= capv)
+        model.add(z <= capv)
     # per-member largest possible normalised load
     nl_hi = [min(max_nl, sum(w * int(ic.count[c]) for c, (w, _) in zip(load_cls[m], load_terms[m], strict=True))
                  * int(ratio_i[m])) for m in range(n)]
@@ -308,35 +315,35 @@ def solve_cpsat(
             step = int(ratio_i[m])
             levels = hi // step
             if levels <= ORDER_ENCODING_MAX:
-                bs = [model.NewBoolVar(f"b{m}_{k}") for k in range(1, levels + 1)]
+                bs = [model.new_bool_var(f"b{m}_{k}") for k in range(1, levels + 1)]
                 for a, b in itertools.pairwise(bs):
-                    model.AddImplication(b, a)
-                model.Add(nl[m] == step * sum(bs))
+                    model.add_implication(b, a)
+                model.add(nl[m] == step * sum(bs))
                 # (step k)^2 - (step (k-1))^2 = step^2 (2k - 1)
                 terms.append(sum(step * step * (2 * k - 1) * b for k, b in enumerate(bs, start=1)))
             else:
-                sq = model.NewIntVar(0, hi * hi, f"sq{m}")
-                model.AddMultiplicationEquality(sq, [nl[m], nl[m]])
-                for a in _tangent_points(hi, tangents):
-                    model.Add(sq >= 2 * a * nl[m] - a * a)
+                sq = model.new_int_var(0, hi * hi, f"sq{m}")
+                model.add_multiplication_equality(sq, [nl[m], nl[m]])
+                for pt in _tangent_points(hi, tangents):
+                    model.add(sq >= 2 * pt * nl[m] - pt * pt)
                 terms.append(sq)
         return sum(terms) if terms else 0
 
-    exprs: dict[str, object] = {
+    exprs: dict[str, Any] = {
         "max_load": z,
         "moves": sum(k * v for k, v in mv_terms) if mv_terms else 0,
         "racks": sum(k * v for k, v in rk_terms) if rk_terms else 0,
     }
     if moves_cap is not None and mv_terms:
-        model.Add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
+        model.add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
     to_orig = {"max_load": unit, "sum_sq": unit * unit, "moves": 1.0 / mscale, "racks": 1.0}
 
     # hint
     def set_hint(sol: dict[tuple[int, int], int]) -> None:
-        model.ClearHints()
+        model.clear_hints()
         for c, row in enumerate(xs):
             for m, v in row:
-                model.AddHint(v, sol.get((c, m), 0))
+                model.add_hint(v, sol.get((c, m), 0))
 
     current = {(c, m): int(hint[c, m]) for c in range(nc) for m in cand[c].tolist() if hint[c, m]}
     # greedy counts outside the candidate set cannot happen (greedy members are kept)
@@ -351,24 +358,38 @@ def solve_cpsat(
         sc = decimal_scale(norm, 3)
         ints = [round(float(u) * sc) for u in norm]
         exprs["sum_sq"] = sum_sq_expr() if weights.get("balance", 0) > 0 else 0
-        plan: list[tuple[str, object]] = [
-            ("weighted", sum(i * exprs[k] for i, k in zip(ints, coef, strict=True)))  # type: ignore[misc]
-        ]
+        plan: list[tuple[str, Any]] = [("weighted", sum(i * exprs[k] for i, k in zip(ints, coef, strict=True)))]
     else:
         plan = [(s, None) for s in stages]
+
+    own_int = [{o: round(oc * mscale) for o, oc in ic.owners[c]} for c in range(nc)]
+
+    def _stage_value(name: str, sol: dict[tuple[int, int], int]) -> int:
+        """A stage's scaled value for a solution given as counts (used when CP-SAT found none)."""
+        load = np.zeros(n, dtype=np.int64)
+        mv = rk = 0
+        for (c, m), k in sol.items():
+            load[m] += k * int(wint[c])
+            mv += k * (int(owned_int[c]) - own_int[c].get(m, 0))
+            rk += k * ic.rack_cost(c, racks[m])
+        norm = load * ratio_i
+        return {"max_load": int(norm.max(initial=0)), "sum_sq": int((norm.astype(object) ** 2).sum()),
+                "moves": mv, "racks": rk}[name]
 
     reports: list[StageReport] = []
     budget = max(0.05, float(time_limit))
     spent = 0.0
     for i, (name, expr) in enumerate(plan):
         left = len(plan) - i
-        stage_budget = max(0.05, (budget - spent) / left)
+        # the first stage (the primary criterion) gets half the time, the rest share the remainder
+        share = 0.5 if i == 0 and left > 1 else 1.0 / left
+        stage_budget = max(0.05, (budget - spent) * share)
         if expr is None:
             expr = sum_sq_expr() if name == "sum_sq" else exprs[name]
         if isinstance(expr, int):
             reports.append(StageReport(name, 0.0, 0.0, True, 0.0))
             continue
-        model.Minimize(expr)
+        model.minimize(expr)
         solver = cp_model.CpSolver()
         p = solver.parameters
         p.random_seed = int(seed)
@@ -379,27 +400,40 @@ def solve_cpsat(
             # one worker is deterministic; more run a parallel portfolio (faster, not reproducible)
             p.num_workers = max(1, int(workers))
         p.max_deterministic_time = stage_budget
-        p.max_time_in_seconds = stage_budget * 4 + 1.0
+        # wall-clock cap so that --time-limit holds on a slow or busy machine; results are
+        # reproducible unless this cap (rather than the deterministic limit) ends a stage
+        p.max_time_in_seconds = stage_budget * (20.0 if deterministic else 1.25) + 0.2
         t0 = time.perf_counter()
-        st = solver.Solve(model)
+        st = solver.solve(model)
         dt = time.perf_counter() - t0
         spent += min(dt, stage_budget)
         if st == cp_model.INFEASIBLE:
             raise InfeasibleError("no assignment satisfies the constraints (CP-SAT proved it infeasible)")
+        f = to_orig.get(name, 1.0)
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise InfeasibleError(f"CP-SAT found no solution within the time limit (status {solver.StatusName(st)})")
-        val = round(solver.ObjectiveValue())
-        bnd = math.ceil(solver.BestObjectiveBound() - 1e-9)
+            # no solution in the limit: keep the previous complete solution (greedy for the first
+            # stage) when it satisfies the hard constraints, with only the obvious bound
+            if load_cap is not None or moves_cap is not None or name == "weighted":
+                raise InfeasibleError(
+                    f"CP-SAT found no solution within the time limit (status {solver.status_name(st)})")
+            val = _stage_value(name, current)
+            bnd = max(lb_avg, lb_item) if name == "max_load" else 0
+            model.add(expr <= val)
+            if name == "max_load":
+                z_ub[0] = val
+            reports.append(StageReport(name, val * f, bnd * f, False, dt))
+            continue
+        val = round(solver.objective_value)
+        bnd = math.ceil(solver.best_objective_bound - 1e-9)
         proven = st == cp_model.OPTIMAL
-        current = {(c, m): int(solver.Value(v)) for c, row in enumerate(xs) for m, v in row if solver.Value(v)}
+        current = {(c, m): int(solver.value(v)) for c, row in enumerate(xs) for m, v in row if solver.value(v)}
         set_hint(current)
         if proven:
-            model.Add(expr == val)
+            model.add(expr == val)
         else:
-            model.Add(expr <= val)
+            model.add(expr <= val)
         if name == "max_load":
             z_ub[0] = val
-        f = to_orig.get(name, 1.0)
         reports.append(StageReport(name, val * f, bnd * f, proven, dt))
 
     flows = [(c, m, k) for (c, m), k in sorted(current.items())]

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.cpsat import STAGE_NAMES, solve_cpsat
+from solver.cpsat import MAX_VARS, STAGE_NAMES, solve_cpsat
 from solver.errors import InfeasibleError
 from solver.flow import CRITERIA, solve_flow
 from solver.items import ItemClasses, build_classes, expand
@@ -231,18 +231,21 @@ def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:
                            stages=stage_names if weights is None else STAGE_NAMES, weights=weights,
                            time_limit=tl, seed=params.seed, workers=int(opts.get("workers", 1)),
                            interleave=bool(opts.get("interleave", False)),
-                           max_vars=int(opts.get("max_vars", 150_000)))
+                           deterministic=bool(opts.get("deterministic", False)),
+                           max_vars=int(opts.get("max_vars", MAX_VARS)))
         flows = cout.flows
         vals = _values(instance, ic, flows)
         objective_l: list[float] = []
         bound_l: list[float] = []
         proven_all = True
         for rep in cout.stages:
+            v: float
             if rep.name == "weighted":
-                v = sum(weights.get(k, 0.0) * vals[s]  # type: ignore[union-attr]
-                        for k, s in (("balance", "sum_sq"), ("moves", "moves"), ("racks", "racks")))
+                wts = weights or {}
+                v = float(sum(wts.get(k, 0.0) * vals[s]
+                              for k, s in (("balance", "sum_sq"), ("moves", "moves"), ("racks", "racks"))))
             else:
-                v = vals[rep.name]
+                v = float(vals[rep.name])
             b = min(rep.bound, v)
             if cout.restricted:
                 # CP-SAT's bound is for a restricted model: keep only globally valid bounds

@@ -80,7 +80,7 @@ def test_same_seed_same_answer():
            "members": [{"id": f"m{i}", "topics": ["T"], "owned": {"T": list(range(i, 60, 7))}, "generation": 1}
                        for i in range(6)]}
     inst = parse_instance(doc)
-    runs = [solve(inst, Params(time_limit=2, seed=3)) for _ in range(2)]
+    runs = [solve(inst, Params(time_limit=2, seed=3, options={"deterministic": True})) for _ in range(2)]
     assert runs[0].assignment == runs[1].assignment
     assert runs[0].objective == runs[1].objective
     assert runs[0].extra["engine"] == "cpsat"
