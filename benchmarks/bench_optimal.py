@@ -15,11 +15,12 @@ Cases (``--cases``):
 
 Every case runs in a fresh subprocess so that its peak RSS is its own.  Figures:
 ``build`` (constructing the instance in memory), ``solve`` (the registry call,
-Kafka's ``assign()`` equivalent), peak RSS of that process, and ``e2e`` = the
-whole ``kassign assign FILE --assignor optimal -o OUT`` process on the
-instance written to a temporary JSON file (interpreter start, parse, solve,
-write).  Run ``python -m benchmarks.bench_optimal`` (``--no-e2e`` to skip the
-process runs, ``--scale 0.1`` for a quick run).
+Kafka's ``assign()`` equivalent), peak RSS of that process, and two whole
+processes on the instance written to a temporary JSON file: ``e2e`` =
+``kassign assign FILE --assignor optimal -o OUT`` and ``e2e minimal`` = a
+fresh interpreter that only imports the solver, reads, solves and writes.
+Run ``python -m benchmarks.bench_optimal`` (``--no-e2e`` to skip the process
+runs, ``--scale 0.1`` for a quick run).
 """
 
 from __future__ import annotations
@@ -93,6 +94,43 @@ def build(case: str, scale: float) -> Instance:
     raise SystemExit(f"unknown case {case}")
 
 
+def _peak_rss_mib() -> float:
+    """This process's peak resident set (VmHWM; ru_maxrss survives fork and would mislead)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+MINIMAL = """
+import sys, time
+t0 = time.perf_counter()
+from solver.formats import read_instance, dumps, write_atomic
+from solver.optimal import solve
+from solver.result import Params
+from spark_runner.output import result_document
+inst = read_instance(sys.argv[1])
+res = solve(inst, Params(time_limit=float(sys.argv[3])))
+write_atomic(sys.argv[2], dumps(result_document(inst, "optimal", res)) + "\\n")
+"""
+
+
+def _timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of a command, via /usr/bin/time when present."""
+    time_bin = Path("/usr/bin/time")
+    if time_bin.exists():
+        t0 = time.perf_counter()
+        out = subprocess.run([str(time_bin), "-f", "%M", *cmd], check=True, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        return dt, int(out.stderr.strip().splitlines()[-1]) / 1024
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0, float("nan")
+
+
 def run_case(case: str, scale: float, time_limit: float) -> dict[str, object]:
     """Build and solve one case in this process; the figures as a dict."""
     from solver.registry import get
@@ -114,26 +152,28 @@ def run_case(case: str, scale: float, time_limit: float) -> dict[str, object]:
         "build_s": round(t_build, 3), "solve_s": round(t_solve, 3), "status": res.status.value,
         "engine": res.extra.get("engine"), "max_load": obj.get("max_load"), "max_load_bound": bnd.get("max_load"),
         "gap": res.extra.get("gap"), "moves": obj.get("moves"),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(_peak_rss_mib(), 1),
     }
 
 
-def e2e(case: str, scale: float, time_limit: float) -> tuple[float, float]:
-    """Seconds and peak RSS (MiB) of the whole ``kassign assign`` process on the case."""
+def e2e(case: str, scale: float, time_limit: float) -> dict[str, tuple[float, float]]:
+    """Whole processes on the case written to a JSON file: (seconds, peak RSS MiB).
+
+    ``cli``: ``kassign assign FILE --assignor optimal -o OUT`` (the CLI imports
+    every command module, Spark's included); ``minimal``: a fresh interpreter
+    that only reads, solves and writes.
+    """
     from solver.formats import dumps, instance_to_dict
 
     inst = build(case, scale)
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "in.json"
         src.write_text(dumps(instance_to_dict(inst)))
-        cmd = [sys.executable, "-m", "spark_runner", "assign", str(src), "--assignor", "optimal",
-               "-o", str(Path(d) / "out.json"), "--time-limit", str(time_limit)]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        dt = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, max(before, after) / 1024
+        out = str(Path(d) / "out.json")
+        cli = _timed([sys.executable, "-m", "spark_runner", "assign", str(src), "--assignor", "optimal",
+                      "-o", out, "--time-limit", str(time_limit)])
+        minimal = _timed([sys.executable, "-c", MINIMAL, str(src), out, str(time_limit)])
+    return {"cli": cli, "minimal": minimal}
 
 
 def main() -> None:
@@ -149,21 +189,22 @@ def main() -> None:
         print(json.dumps(run_case(args.one, args.scale, args.time_limit)))
         return
     print("| case | partitions | members | engine | status | solve s | target s | peak RSS MiB | e2e s |"
-          " max load | bound | gap | moves |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " e2e minimal s | max load | bound | gap | moves |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     for case in args.cases.split(","):
         out = subprocess.run([sys.executable, "-m", "benchmarks.bench_optimal", "--one", case, "--scale",
                               str(args.scale), "--time-limit", str(args.time_limit)],
                              check=True, capture_output=True, text=True, env=env)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        e2e_s = "-"
+        e2e_s = e2e_m = "-"
         if not args.no_e2e:
-            s, rss = e2e(case, args.scale, args.time_limit)
-            e2e_s = f"{s:.2f} ({rss:.0f} MiB)"
+            runs = e2e(case, args.scale, args.time_limit)
+            e2e_s = "{:.2f} ({:.0f} MiB)".format(*runs["cli"])
+            e2e_m = "{:.2f} ({:.0f} MiB)".format(*runs["minimal"])
         print(f"| {case} | {r['partitions']} | {r['members']} | {r['engine']} | {r['status']} | {r['solve_s']} |"
-              f" {TARGET[case]} | {r['peak_rss_mib']} | {e2e_s} | {r['max_load']:.6g} | {r['max_load_bound']:.6g} |"
-              f" {r['gap']:.2e} | {r['moves']:.6g} |", flush=True)
+              f" {TARGET[case]} | {r['peak_rss_mib']} | {e2e_s} | {e2e_m} | {r['max_load']:.6g} |"
+              f" {r['max_load_bound']:.6g} | {r['gap']:.2e} | {r['moves']:.6g} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ so the same input, seed and time limit give the same answer on every run.  A
 wall-clock cap of 1.25x the stage budget keeps ``--time-limit`` honest on a
 slow or busy machine; when that cap (not the deterministic limit) ends a
 stage, the result may differ between runs; ``deterministic=True`` (option
-``deterministic``) lifts the wall-clock cap to 20x for bit-reproducible runs.  ``workers > 1`` runs CP-SAT's parallel portfolio (faster on
-hard models, not reproducible) unless ``interleave`` is set.
+``deterministic``) lifts the wall-clock cap to 20x for bit-reproducible runs.
+``workers > 1`` runs CP-SAT's parallel portfolio (faster on hard models, not
+reproducible) unless ``interleave`` is set.
 """
 
 from __future__ import annotations
