@@ -651,10 +651,9 @@ def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
         return n >= 1 and len(inst.topics) >= 2
     if kind == "weight-drift":
         return b.p.weights != "uniform"
-    cap = b.p.max_partitions
-    if cap is None:
+    if b.p.max_partitions is None:
         return True
-    room = cap - inst.total_partitions
+    room = b.p.max_partitions - inst.total_partitions
     if kind == "topic-added":
         return room >= b.p.partitions_max
     return room >= 2  # partition-expansion: the smallest growth of a co-partition group
