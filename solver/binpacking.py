@@ -22,6 +22,7 @@ Lower bounds (all valid for identical bins of capacity ``C``):
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +66,7 @@ class IntData:
     caps_up: IntArray
 
 
-def _decimal_scale(values: FloatArray, max_digits: int = 6) -> int | None:
+def decimal_scale(values: FloatArray, max_digits: int = 6) -> int | None:
     """Smallest ``10**d`` (d <= max_digits) turning every value into an integer, or ``None``."""
     if values.size == 0:
         return 1
@@ -94,7 +95,7 @@ def integerize(sizes: npt.ArrayLike, capacities: npt.ArrayLike) -> IntData:
     s = np.asarray(sizes, dtype=np.float64)
     c = np.asarray(capacities, dtype=np.float64)
     both = np.concatenate([s, c])
-    f = _decimal_scale(both)
+    f = decimal_scale(both)
     if f is not None:
         si = np.round(s * f).astype(np.int64)
         ci = np.round(c * f).astype(np.int64)
@@ -355,8 +356,6 @@ def improve_max_load(sizes: IntArray, caps: IntArray, bins: IntArray, groups: In
     def grp(i: int) -> int:
         return -1 if groups is None else int(groups[i])
 
-    import time
-
     stop = time.perf_counter() + seconds
     for _ in range(rounds):
         if time.perf_counter() > stop:
@@ -468,7 +467,41 @@ def sat_parameters(solver: Any, time_limit: float | None, seed: int, workers: in
     solver.parameters.num_workers = int(workers)
 
 
-def _status_name(code: Any) -> str:
+def new_solver(time_limit: float | None, seed: int) -> Any:
+    """A ``CpSolver`` with :func:`sat_parameters` applied.
+
+    Parameters
+    ----------
+    time_limit
+        Seconds per solve, or ``None`` for no limit.
+    seed
+        CP-SAT's random seed.
+
+    Returns
+    -------
+    ortools.sat.python.cp_model.CpSolver
+        The configured solver.
+    """
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    sat_parameters(solver, time_limit, seed)
+    return solver
+
+
+def status_name(code: Any) -> str:
+    """CP-SAT status code as ``optimal`` / ``feasible`` / ``infeasible`` / ``unknown``.
+
+    Parameters
+    ----------
+    code
+        What ``CpSolver.solve`` returned.
+
+    Returns
+    -------
+    str
+        The status name used throughout (``unknown`` for every other code).
+    """
     from ortools.sat.python import cp_model
 
     names: dict[Any, str] = {
@@ -477,6 +510,79 @@ def _status_name(code: Any) -> str:
         cp_model.INFEASIBLE: "infeasible",
     }
     return names.get(code, "unknown")
+
+
+def minimise(solver: Any, model: Any, objective: Any) -> str:
+    """Set ``objective`` on ``model``, solve it with ``solver``; returns :func:`status_name` of the solve.
+
+    Parameters
+    ----------
+    solver
+        A ``CpSolver`` (see :func:`new_solver`).
+    model
+        The ``CpModel``; its previous objective is replaced.
+    objective
+        Linear expression to minimise.
+
+    Returns
+    -------
+    str
+        ``optimal``, ``feasible``, ``infeasible`` or ``unknown``; on the first
+        two ``solver.objective_value`` holds the best objective.
+    """
+    model.minimize(objective)
+    return status_name(solver.solve(model))
+
+
+def add_anti_affinity(model: Any, x: list[list[Any]], groups: IntArray | None) -> None:
+    """Items of one anti-affinity group go to distinct bins: at most one of them per bin.
+
+    Parameters
+    ----------
+    model
+        The ``CpModel``.
+    x
+        ``x[i][j]``: item ``i`` goes to bin ``j`` (``None`` where it cannot).
+    groups
+        Anti-affinity group of each item (``-1``: none), or ``None``.
+    """
+    if groups is None:
+        return
+    by_group: dict[int, list[int]] = {}
+    for i, g in enumerate(np.asarray(groups).tolist()):
+        if g >= 0:
+            by_group.setdefault(g, []).append(i)
+    n_bins = len(x[0]) if x else 0
+    for items in by_group.values():
+        if len(items) > 1:
+            for j in range(n_bins):
+                vs = [x[i][j] for i in items if x[i][j] is not None]
+                if len(vs) > 1:
+                    model.add_at_most_one(vs)
+
+
+def read_bins(solver: Any, x: list[list[Any]]) -> IntArray:
+    """Item -> bin map of the solver's solution (``-1`` for an item without a true ``x[i][j]``).
+
+    Parameters
+    ----------
+    solver
+        A ``CpSolver`` after a solve that found a solution.
+    x
+        ``x[i][j]`` booleans (``None`` entries are skipped).
+
+    Returns
+    -------
+    numpy.ndarray
+        The bin of every item.
+    """
+    out = np.full(len(x), -1, dtype=np.int64)
+    for i, row in enumerate(x):
+        for j, v in enumerate(row):
+            if v is not None and solver.boolean_value(v):
+                out[i] = j
+                break
+    return out
 
 
 def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArray | None,
@@ -508,28 +614,32 @@ def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArr
             model.add(load == 0)
         loads.append(load)
     model.add(sum(loads) == int(sizes.sum()))
-    if groups is not None:
-        by_group: dict[int, list[int]] = {}
-        for i, g in enumerate(np.asarray(groups).tolist()):
-            if g >= 0:
-                by_group.setdefault(g, []).append(i)
-        for items in by_group.values():
-            if len(items) > 1:
-                for j in range(n_bins):
-                    vs = [x[i][j] for i in items if x[i][j] is not None]
-                    if len(vs) > 1:
-                        model.add_at_most_one(vs)
+    add_anti_affinity(model, x, groups)
     return x, loads
 
 
-def _read_bins(solver: Any, x: list[list[Any]]) -> IntArray:
-    out = np.full(len(x), -1, dtype=np.int64)
-    for i, row in enumerate(x):
-        for j, v in enumerate(row):
-            if v is not None and solver.boolean_value(v):
-                out[i] = j
-                break
-    return out
+def _packing_model(s: IntArray, c: IntArray, groups: IntArray | None
+                   ) -> tuple[Any, list[list[Any]], list[Any], bool] | None:
+    """``(model, x, loads, identical)`` packing ``s`` into ``c``, or ``None`` when plainly infeasible.
+
+    Plainly infeasible: an item larger than every bin, or more load than capacity.
+    """
+    from ortools.sat.python import cp_model
+
+    if s.size and (c.size == 0 or s.max() > c.max() or int(s.sum()) > int(c.sum())):
+        return None
+    model = cp_model.CpModel()
+    identical = bool(c.size == 0 or (c == c[0]).all())
+    x, loads = _assignment_vars(model, s, c, groups, identical)
+    return model, x, loads, identical
+
+
+def _hint_bins(model: Any, x: list[list[Any]], hint: IntArray) -> None:
+    """Hint the item -> bin map ``hint`` (every existing ``x[i][j]``)."""
+    for i, j in enumerate(np.asarray(hint).tolist()):
+        for jj, v in enumerate(x[i]):
+            if v is not None:
+                model.add_hint(v, jj == j)
 
 
 def sat_pack(
@@ -554,30 +664,18 @@ def sat_pack(
     >>> sat_pack(np.array([6, 4, 6, 4]), np.array([10, 10])).status
     'optimal'
     """
-    import time
-
-    from ortools.sat.python import cp_model
-
     s = np.asarray(sizes, dtype=np.int64)
     c = np.asarray(caps, dtype=np.int64)
     t0 = time.perf_counter()
-    if s.size and (c.size == 0 or s.max() > c.max()):
+    built = _packing_model(s, c, groups)
+    if built is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
-    if int(s.sum()) > int(c.sum()):
-        return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
-    model = cp_model.CpModel()
-    identical = bool(c.size == 0 or (c == c[0]).all())
-    x, _ = _assignment_vars(model, s, c, groups, identical)
+    model, x, _, identical = built
     if hint is not None and not identical:
-        for i, j in enumerate(np.asarray(hint).tolist()):
-            for jj, v in enumerate(x[i]):
-                if v is not None:
-                    model.add_hint(v, jj == j)
-    solver = cp_model.CpSolver()
-    sat_parameters(solver, time_limit, seed)
-    code = solver.solve(model)
-    st = _status_name(code)
-    bins = _read_bins(solver, x) if st in ("optimal", "feasible") else None
+        _hint_bins(model, x, hint)
+    solver = new_solver(time_limit, seed)
+    st = status_name(solver.solve(model))
+    bins = read_bins(solver, x) if st in ("optimal", "feasible") else None
     if st == "feasible":
         st = "optimal"  # a feasibility model has nothing left to prove once a solution exists
     return SatOutcome(st, bins, seconds=time.perf_counter() - t0)
@@ -601,18 +699,13 @@ def sat_min_max(
 
     Returns ``infeasible`` when no packing within capacity exists.
     """
-    import time
-
-    from ortools.sat.python import cp_model
-
     s = np.asarray(sizes, dtype=np.int64)
     c = np.asarray(caps, dtype=np.int64)
     t0 = time.perf_counter()
-    if s.size and (c.size == 0 or s.max() > c.max() or int(s.sum()) > int(c.sum())):
+    built = _packing_model(s, c, groups)
+    if built is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
-    model = cp_model.CpModel()
-    identical = bool(c.size == 0 or (c == c[0]).all())
-    x, loads = _assignment_vars(model, s, c, groups, identical)
+    model, x, loads, identical = built
     total = int(s.sum())
     big = int(s.max()) if s.size else 0
     if identical:
@@ -625,17 +718,11 @@ def sat_min_max(
         obj = model.new_int_var(max(0, lo), resolution, "maxutil")
         for e, cj in zip(loads, c.tolist(), strict=True):
             model.add(e * resolution <= obj * int(cj))
-    model.minimize(obj)
     if hint is not None and not identical:
-        for i, j in enumerate(np.asarray(hint).tolist()):
-            for jj, v in enumerate(x[i]):
-                if v is not None:
-                    model.add_hint(v, jj == j)
-    solver = cp_model.CpSolver()
-    sat_parameters(solver, time_limit, seed)
-    code = solver.solve(model)
-    st = _status_name(code)
+        _hint_bins(model, x, hint)
+    solver = new_solver(time_limit, seed)
+    st = minimise(solver, model, obj)
     if st in ("optimal", "feasible"):
-        return SatOutcome(st, _read_bins(solver, x), round(solver.objective_value),
+        return SatOutcome(st, read_bins(solver, x), round(solver.objective_value),
                           math.ceil(solver.best_objective_bound - 1e-9), time.perf_counter() - t0)
     return SatOutcome(st, None, seconds=time.perf_counter() - t0)

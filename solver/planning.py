@@ -387,7 +387,7 @@ class Planner:
 
 def _cost_scale(*arrays: FloatArray) -> float:
     vals = np.concatenate([np.asarray(a, dtype=np.float64) for a in arrays]) if arrays else np.zeros(0)
-    f = bp._decimal_scale(vals)
+    f = bp.decimal_scale(vals)
     if f is not None:
         return float(f)
     top = float(vals.max()) if vals.size else 1.0
@@ -1013,7 +1013,7 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
     bp.sat_parameters(solver, pl.cfg.time_limit, pl.cfg.seed)
     model.minimize(state_expr)
     code = solver.solve(model)
-    st = bp._status_name(code)
+    st = bp.status_name(code)
     if st == "infeasible":
         return "infeasible", (), None
     if st not in ("optimal", "feasible"):
@@ -1039,7 +1039,7 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
             model.add_hint(y[c], yv[c])
     model.minimize(parts_expr)
     code2 = solver.solve(model)
-    st2 = bp._status_name(code2)
+    st2 = bp.status_name(code2)
     if st2 in ("optimal", "feasible"):
         sol = _read(solver, x)
     status = "optimal" if stage1 == "optimal" and st2 == "optimal" else "feasible"
@@ -1225,7 +1225,7 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
     bp.sat_parameters(solver, pl.cfg.time_limit, pl.cfg.seed)
     model.minimize(state_expr)
     code = solver.solve(model)
-    st = bp._status_name(code)
+    st = bp.status_name(code)
     if st == "infeasible":
         return None, 0, True
     if st != "optimal":
@@ -1234,7 +1234,7 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
     model.add(state_expr <= best_state)
     model.minimize(parts_expr)
     code = solver.solve(model)
-    if bp._status_name(code) != "optimal":
+    if bp.status_name(code) != "optimal":
         return None
     return best_state / sc, round(solver.objective_value), True
 
