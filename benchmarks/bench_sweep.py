@@ -5,6 +5,7 @@ Run::
     python -m benchmarks.bench_sweep                 # both parts
     python -m benchmarks.bench_sweep --part scaling  # local[1] vs local[2] only
     python -m benchmarks.bench_sweep --part big      # 1,000 scenarios x 10 steps on local[2]
+    python -m benchmarks.bench_sweep --part pure     # the scaling grid in-process, no Spark (CPU time)
 
 *Scaling*: the same grid (every consumer assignor registered plus the optimum)
 is swept on ``local[1]`` and then ``local[2]``, each in a fresh SparkSession
@@ -55,15 +56,22 @@ BIG_GRID: dict[str, Any] = {
 
 
 def _warm(spark: Any, cores: int) -> None:
-    """Start every Python worker and import the evaluation stack once."""
+    """Start every Python worker, import the evaluation stack and warm the JVM's SQL/Arrow path.
 
-    def load(_: Any) -> Any:
+    The first ``mapInPandas`` job of a session costs ~10 s more than later ones (class loading,
+    code generation, worker start); that is start-up, not throughput.
+    """
+    import pandas as pd
+
+    def load(batches: Any) -> Any:
         from spark_runner.evaluate import load_registry
 
         load_registry()
-        yield 0
+        for pdf in batches:
+            yield pd.DataFrame({"n": [len(pdf)]})
 
-    spark.sparkContext.parallelize(range(cores * 2), cores * 2).mapPartitions(load).count()
+    df = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in range(cores * 4)], cores * 4), "i long")
+    df.mapInPandas(load, "n long").collect()
 
 
 def _steps(out: Path) -> int:
@@ -106,6 +114,24 @@ def scaling(log: Any, repeat: int = 1) -> dict[str, Any]:
     return res
 
 
+def pure(log: Any) -> dict[str, Any]:
+    """The scaling grid evaluated in this process, without Spark (the floor Spark's overhead adds to)."""
+    from spark_runner.evaluate import evaluate_scenario
+
+    grid = parse_grid(SCALING_GRID, "bench-scaling")
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    steps = 0
+    for _sid, seed, p in grid.scenarios():
+        rows = evaluate_scenario(p, seed, list(grid.assignors), grid.solver_time_limit)
+        steps += sum(1 for r in rows if r["assignor"] == "optimal")
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    log(f"in-process: {steps} scenario-steps in {wall:.1f} s wall / {cpu:.1f} s CPU = {steps / cpu:.2f}/CPU-s")
+    return {"scenario_steps": steps, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+            "steps_per_cpu_s": round(steps / cpu, 2)}
+
+
 def big(log: Any) -> dict[str, Any]:
     grid = parse_grid(BIG_GRID, "bench-1000")
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-big-"))
@@ -132,7 +158,7 @@ def big(log: Any) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("all", "scaling", "big"), default="all")
+    ap.add_argument("--part", choices=("all", "pure", "scaling", "big"), default="all")
     ap.add_argument("--repeat", type=int, default=1, help="scaling: best of this many runs per master")
     args = ap.parse_args(argv)
 
@@ -142,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
     out: dict[str, Any] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores",
                            "loadavg_before": [round(x, 2) for x in os.getloadavg()],
                            "date": time.strftime("%Y-%m-%d %H:%M")}
+    if args.part in ("all", "pure"):
+        out["pure"] = pure(log)
     if args.part in ("all", "scaling"):
         out["scaling"] = scaling(log, args.repeat)
     if args.part in ("all", "big"):

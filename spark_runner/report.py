@@ -32,14 +32,22 @@ GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
 STATS = ("mean", "p50", "p95", "max")
 
 
-def load_rows(out: str | Path) -> pd.DataFrame:
-    """Every row under ``out/rows`` (``assignor`` as a plain string column)."""
+#: The columns the report reads (a large sweep has millions of rows; params_json alone would be big).
+REPORT_COLUMNS = ("scenario_id", "step", "event", "members", "partitions", "status", "seconds", "rounds", "error",
+                  "valid", "copartition_violations", "moved", "max_load_gap", "sum_sq_gap", "excess_moves",
+                  "excess_moves_proven", "balance_optimal", "opt_status")
+
+
+def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Rows under ``out/rows`` (all columns, or ``columns`` plus ``assignor`` as a plain string column)."""
     rows = Path(out) / "rows"
     if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
         raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])
     import pyarrow.dataset as ds
 
-    df = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table().to_pandas()
+    dataset = ds.dataset(str(rows), format="parquet", partitioning="hive")
+    cols = None if columns is None else [*columns, "assignor"]
+    df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
     return df
 
@@ -285,7 +293,7 @@ td.l{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #
 def build_report(out: str | Path, title: str | None = None) -> Path:
     """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
     out = Path(out)
-    df = load_rows(out)
+    df = load_rows(out, REPORT_COLUMNS)
     manifest = out / "manifest.json"
     meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
     title = title or meta.get("grid") or out.name
