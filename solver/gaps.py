@@ -77,6 +77,23 @@ def _unit_move_costs(instance: Instance) -> Instance:
     return dataclasses.replace(instance, topics=topics)
 
 
+def _truncate_not_joinable(instance: Instance) -> Instance:
+    """The instance without its not-joinable partitions (co-partition topics cut to the group limit)."""
+    limits = GroupView(instance).limits
+    topics = {}
+    for name, t in instance.topics.items():
+        k = limits[name]
+        if k >= t.partitions:
+            topics[name] = t
+            continue
+        topics[name] = dataclasses.replace(
+            t, partitions=k,
+            weights=None if t.weights is None else t.weights[:k],
+            move_costs=None if t.move_costs is None else t.move_costs[:k],
+            racks=None if t.racks is None else t.racks[:k])
+    return dataclasses.replace(instance, topics=topics)
+
+
 def fewest_moves(instance: Instance, max_load: float, *, time_limit: float = 10.0, seed: int = 0,
                  not_joinable: bool = True) -> tuple[int, bool]:
     """Fewest moved topic-partitions of a valid assignment with every load ``<= max_load``.
@@ -169,12 +186,14 @@ def gap_metrics(
     }
     if not scores.get("valid", False):
         return out
-    # an assignment that ignores co-partitioning is compared with assignments that may ignore it too
+    # an assignment that leaves not-joinable partitions idle is compared with assignments that may
+    # too; one that ignores co-partitioning with assignments that may ignore it too
     cmp_inst = instance
+    idle = int(scores.get("not_joinable", 0)) > 0
     if int(scores.get("copartition_violations", 0)) > 0:
-        cmp_inst = dataclasses.replace(instance, copartition=())
-    fewest, proven = fewest_moves(cmp_inst, cur_max, time_limit=time_limit,
-                                  not_joinable=int(scores.get("not_joinable", 0)) == 0)
+        cmp_inst = dataclasses.replace(_truncate_not_joinable(instance) if idle else instance, copartition=())
+        idle = False
+    fewest, proven = fewest_moves(cmp_inst, cur_max, time_limit=time_limit, not_joinable=not idle)
     excess = int(scores["moved"]) - fewest
     if excess < 0 and proven:
         raise AssertionError(f"internal: fewest moves {fewest} above the assignment's own {scores['moved']}")
