@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from solver.cpsat import MAX_VARS, STAGE_NAMES, solve_cpsat
-from solver.errors import InfeasibleError
+from solver.errors import InfeasibleError, KassignError
 from solver.flow import CRITERIA, solve_flow
 from solver.items import ItemClasses, build_classes, expand
 from solver.model import Assignment, Instance
@@ -47,6 +47,13 @@ from solver.result import Params, Result, Status
 from solver.semantics import GroupView
 
 DEFAULT_ORDER = ("balance", "moves", "racks")
+
+
+class ObjectiveError(KassignError):
+    """A malformed ``--objective`` (a usage error, exit code 2)."""
+
+    exit_code = 2
+
 #: Default CP-SAT time limit (seconds) when ``params.time_limit`` is None.
 DEFAULT_TIME_LIMIT = 30.0
 
@@ -75,23 +82,23 @@ def parse_objective(objective: Sequence[str] | str | None) -> tuple[tuple[str, .
             key, sep, val = item.partition("=")
             key = key.strip()
             if not sep or key not in CRITERIA:
-                raise InfeasibleError(f"bad weighted objective term {item!r}: expected one of "
+                raise ObjectiveError(f"bad weighted objective term {item!r}: expected one of "
                                       f"{', '.join(CRITERIA)} as name=weight")
             try:
                 w = float(val)
             except ValueError:
-                raise InfeasibleError(f"bad weight in {item!r}") from None
+                raise ObjectiveError(f"bad weight in {item!r}") from None
             if not w >= 0:
-                raise InfeasibleError(f"weights must be >= 0: {item!r}")
+                raise ObjectiveError(f"weights must be >= 0: {item!r}")
             weights[key] = w
         if not weights:
-            raise InfeasibleError("weighted objective without terms")
+            raise ObjectiveError("weighted objective without terms")
         return DEFAULT_ORDER, weights
     order = tuple(p.strip() for p in text.split(",") if p.strip())
     known = {*CRITERIA, "max_load", "sum_sq"}
     bad = [o for o in order if o not in known]
     if bad or len(set(order)) != len(order):
-        raise InfeasibleError(f"bad objective {text!r}: stages must be distinct names from {sorted(known)}")
+        raise ObjectiveError(f"bad objective {text!r}: stages must be distinct names from {sorted(known)}")
     return order, None
 
 

@@ -86,3 +86,19 @@ def test_infeasible_copartition_exits_3(tmp_path: Path) -> None:
                              "members": [{"id": "x", "topics": ["a"]}, {"id": "y", "topics": ["b"]}]}))
     r = _kassign("assign", str(p), "--assignor", "optimal")
     assert r.returncode == 3 and "no member subscribes to all" in r.stderr
+
+
+def test_assign_optimal_stats_and_objective_options(instance_file: Path) -> None:
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal")
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)["stats"]
+    assert {"status", "objective", "bound", "gap", "seconds", "engine"} <= set(stats)
+    assert stats["status"] == "optimal" and stats["objective"] == stats["bound"] and stats["gap"] == 0
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "moves,balance")
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)["stats"]
+    assert stats["stages"] == ["moves", "max_load", "sum_sq"] and stats["objective"][0] == 0
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "weighted:balance=1,moves=0.5")
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"]["stages"] == ["weighted"]
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "speed")
+    assert r.returncode == 2 and "bad objective" in r.stderr
