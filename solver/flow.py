@@ -306,9 +306,14 @@ def solve_flow(
         lvl_m = np.repeat(np.arange(n), width)
         starts = np.repeat(np.cumsum(width) - width, width)
         lvl_k = np.repeat(lo, width) + (np.arange(lvl_m.size) - starts) + 1
+        base = 0
         if use_bal:
-            bulk_cost = s_b * (2 * lo[bulk_m] - 1)
-            lvl_cost = s_b * (2 * lvl_k - 1)
+            # every flow sends all items into the sink, so one constant off every member->sink arc
+            # changes all costs equally; it keeps the numbers small (level costs near the window)
+            cand = np.concatenate([2 * lo[bulk_m] - 1, 2 * lvl_k - 1])
+            base = int(cand.min()) if cand.size else 0
+            bulk_cost = s_b * (2 * lo[bulk_m] - 1 - base)
+            lvl_cost = s_b * (2 * lvl_k - 1 - base)
             lvl_cap = np.ones(lvl_m.size, dtype=np.int64)
         else:
             # no balance criterion: one arc per member with its cap
@@ -355,7 +360,12 @@ def solve_flow(
             caps_a = np.append(caps_a, gate_cap)
             costs = np.append(costs, 0).astype(np.int64)
         max_cost = int(np.abs(costs).max()) if costs.size else 0
-        if max_cost * (sink + 2) >= COST_LIMIT or sum(scales[c] * ranges[c] for c in scales) >= COST_LIMIT:
+        # total cost bound: later stages' ranges plus the balance cost the windowed network can reach
+        lo_o = lo.astype(object)
+        hi_o = hi.astype(object)
+        win_f = int((lo_o * (2 * lo_o - 1) + hi_o**2 - lo_o**2 - base * hi_o).sum()) if use_bal else 0
+        total_bound = s_b * win_f + sum(scales[c] * ranges[c] for c in scales if c != "balance")
+        if max_cost * (sink + 2) >= COST_LIMIT or total_bound >= COST_LIMIT:
             raise InfeasibleError(
                 "unsupported: the exact lexicographic cost scaling of this instance exceeds 64-bit "
                 "integers; use fewer stages or a weighted objective"
