@@ -98,13 +98,26 @@ def _flat_owned(owned: Mapping[str, np.ndarray]) -> tuple[tuple[str, ...], np.nd
 
 
 def subscribers(instance: Instance) -> dict[str, tuple[int, ...]]:
-    """Topic -> indices of the members subscribing to it (input order); every topic present."""
-    subs: dict[str, list[int]] = {name: [] for name in instance.topics}
+    """Topic -> indices of the members subscribing to it (input order); every topic present.
+
+    Members are grouped by subscription first: real groups have few distinct
+    subscriptions, so the work grows with topics x subscriptions, not topics x members.
+    """
+    by_sub: dict[tuple[str, ...], list[int]] = {}
     for idx, m in enumerate(instance.members):
-        for t in m.topics:
-            if t in subs:
-                subs[t].append(idx)
-    return {t: tuple(v) for t, v in subs.items()}
+        by_sub.setdefault(m.topics, []).append(idx)
+    parts: dict[str, list[list[int]]] = {name: [] for name in instance.topics}
+    for topics, idxs in by_sub.items():
+        for t in topics:
+            if t in parts:
+                parts[t].append(idxs)
+    out: dict[str, tuple[int, ...]] = {}
+    for t, lists in parts.items():
+        if len(lists) == 1:
+            out[t] = tuple(lists[0])
+        else:
+            out[t] = tuple(sorted(i for lst in lists for i in lst))
+    return out
 
 
 def joinable_limits(instance: Instance) -> dict[str, int]:
