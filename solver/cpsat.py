@@ -1,6 +1,6 @@
 """CP-SAT engine: weights, member capacities, co-partition units of several sizes.
 
-Model (see ``docs/algorithms_optimal.md``)
+Model (see ``docs/algorithms.md, "The optimal solver"``)
 ------------------------------------------
 For every item class ``c`` (:mod:`solver.items`) and eligible member ``m``
 an integer ``x[c, m] in [0, n_c]`` counts the items of ``c`` on ``m``, with

@@ -1,6 +1,6 @@
 """Exact min-cost flow engine for equal-size items (OR-Tools ``SimpleMinCostFlow``).
 
-The network (see ``docs/algorithms_optimal.md`` for a drawing)::
+The network (see ``docs/algorithms.md, "The optimal solver"`` for a drawing)::
 
     class c --(stay, cap n_c)--> previous owner o --(levels)--> sink
     class c --(move, cap n_c)--> hub(E, racks) --> member m in E --(levels)--> sink

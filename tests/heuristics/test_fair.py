@@ -109,7 +109,7 @@ def test_fill_small_cases():
 
 
 def test_documented_weakness_topic_lookahead_only():
-    # docs/algorithms_heuristics_kip.md: c2 can only take t0, but t0 goes first by name to c0.
+    # docs/algorithms.md (fair): c2 can only take t0, but t0 goes first by name to c0.
     inst = make({"t0": 1, "t1": 1, "t2": 1}, [{"id": "c0", "topics": ["t0", "t1", "t2"]},
                                              {"id": "c1", "topics": ["t1", "t2"]}, {"id": "c2", "topics": ["t0"]}])
     assert run(inst) == {"c0": {"t0": [0], "t2": [0]}, "c1": {"t1": [0]}, "c2": {}}
