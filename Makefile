@@ -14,10 +14,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install kassign with its test tools
 
-demo: $(STAMP)  ## the main job on a bundled example
-	$(BIN)/kassign validate examples/orders-group.json
-	$(BIN)/kassign assign examples/join-d-leaves.json --assignor range -o out/join-range.json
-	$(BIN)/kassign score examples/join-d-leaves.json out/join-range.json
+demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
+	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
+	@echo "report: out/sweep-small/report/index.html (summary: out/sweep-small/report/summary.md)"
 
 test: $(STAMP)  ## every test (unit, property, Spark, cluster), lint and types
 	$(BIN)/ruff check .
