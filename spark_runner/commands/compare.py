@@ -19,8 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-COLUMNS = ("status", "valid", "max_load", "sum_sq_load", "weighted_max_load", "moved", "moved_cost", "cross_rack",
-           "max_load_gap", "sum_sq_gap", "excess_moves", "seconds")
+COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
+           "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "seconds")
 
 
 def _fmt(v: Any) -> str:
