@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -212,30 +212,33 @@ def pool_bound(sizes: IntArray, pool_caps: IntArray, groups: IntArray | None = N
 
 def _greedy(
     sizes: IntArray,
-    caps: IntArray,
+    residual: IntArray,
     groups: IntArray | None,
     best_fit: bool,
-    residual: IntArray | None = None,
-    order: IntArray | None = None,
+    all_open: bool = False,
+    forbidden: dict[int, set[int]] | None = None,
 ) -> IntArray | None:
-    """Place items (largest first) into ``caps``' bins; first fit or best fit. ``None`` if one does not fit."""
+    """Place items (largest first) into bins of capacity ``residual``; ``None`` if one does not fit.
+
+    First fit takes the first bin that holds the item.  Best fit takes the
+    fullest *open* bin that holds it, else opens the first that does; with
+    ``all_open`` every bin counts as open.  ``forbidden`` maps an anti-affinity
+    group to bins that already hold one of its items.
+    """
     s = np.asarray(sizes, dtype=np.int64)
-    res = np.array(caps if residual is None else residual, dtype=np.int64, copy=True)
+    res = np.array(residual, dtype=np.int64, copy=True)
     out = np.full(s.size, -1, dtype=np.int64)
-    if order is None:
-        order = np.argsort(-s, kind="stable")
-    used: dict[int, set[int]] = {}
-    opened = np.zeros(res.size, dtype=bool)
-    for i in order.tolist():
+    used = {g: set(b) for g, b in (forbidden or {}).items()}
+    opened = np.full(res.size, all_open, dtype=bool)
+    for i in np.argsort(-s, kind="stable").tolist():
         ok = res >= s[i]
         g = -1 if groups is None else int(groups[i])
-        if g >= 0 and g in used:
+        if g >= 0 and used.get(g):
             ok = ok.copy()
             ok[list(used[g])] = False
         if not ok.any():
             return None
         if best_fit:
-            # Fullest *open* bin that holds the item; otherwise open the next bin in order.
             cand = np.flatnonzero(ok & opened)
             j = int(cand[np.argmin(res[cand])]) if cand.size else int(np.argmax(ok))
             opened[j] = True
@@ -278,24 +281,79 @@ def pack_into(
     ``forbidden`` maps an anti-affinity group to bins that already hold one of
     its items.  Returns the bin of each item or ``None``.
     """
+    return _greedy(sizes, residual, groups, best_fit=True, all_open=True, forbidden=forbidden)
+
+
+def greedy_pack(sizes: IntArray, caps: IntArray, groups: IntArray | None = None) -> IntArray | None:
+    """First-fit decreasing, else best-fit decreasing: the first of the two that packs every item.
+
+    Parameters
+    ----------
+    sizes, caps
+        Item sizes and bin capacities (integers).
+    groups
+        Anti-affinity group of each item (``-1``: none), or ``None``.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The bin of every item, or ``None`` when neither packs them all.
+
+    Examples
+    --------
+    >>> greedy_pack(np.array([5, 4, 3, 3]), np.array([8, 8])).tolist()
+    [0, 1, 0, 1]
+    """
+    for greedy in (first_fit_decreasing, best_fit_decreasing):
+        b = greedy(sizes, caps, groups)
+        if b is not None:
+            return b
+    return None
+
+
+def pack_rest(sizes: IntArray, bins: IntArray, keep: npt.NDArray[np.bool_], caps: IntArray,
+              groups: IntArray | None = None) -> IntArray | None:
+    """Leave the ``keep`` items in their ``bins``; best-fit decreasing the others into the capacity left.
+
+    Parameters
+    ----------
+    sizes
+        Item sizes (integers).
+    bins
+        Bin of each item (only read where ``keep``).
+    keep
+        Boolean mask of the items that stay.
+    caps
+        Bin capacities.
+    groups
+        Anti-affinity group of each item (``-1``: none), or ``None``; an item
+        never joins a bin holding a kept item of its group.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The new item -> bin map, or ``None`` when the others do not fit.
+
+    Examples
+    --------
+    >>> pack_rest(np.array([4, 4, 3]), np.array([0, 1, 1]), np.array([True, True, False]), np.array([8, 6])).tolist()
+    [0, 1, 0]
+    """
     s = np.asarray(sizes, dtype=np.int64)
-    res = np.array(residual, dtype=np.int64, copy=True)
-    out = np.full(s.size, -1, dtype=np.int64)
-    used = {g: set(b) for g, b in (forbidden or {}).items()}
-    for i in np.argsort(-s, kind="stable").tolist():
-        ok = res >= s[i]
-        g = -1 if groups is None else int(groups[i])
-        if g >= 0 and used.get(g):
-            ok = ok.copy()
-            ok[list(used[g])] = False
-        if not ok.any():
-            return None
-        cand = np.flatnonzero(ok)
-        j = int(cand[np.argmin(res[cand])])
-        out[i] = j
-        res[j] -= s[i]
-        if g >= 0:
-            used.setdefault(g, set()).add(j)
+    b = np.asarray(bins, dtype=np.int64)
+    loads = bin_loads(s[keep], b[keep], int(np.asarray(caps).size))
+    forbidden: dict[int, set[int]] = {}
+    if groups is not None:
+        for i in np.flatnonzero(keep).tolist():
+            g = int(groups[i])
+            if g >= 0:
+                forbidden.setdefault(g, set()).add(int(b[i]))
+    rest = np.flatnonzero(~keep)
+    placed = pack_into(s[rest], caps - loads, None if groups is None else groups[rest], forbidden)
+    if placed is None:
+        return None
+    out = b.copy()
+    out[rest] = placed
     return out
 
 
@@ -534,6 +592,27 @@ def minimise(solver: Any, model: Any, objective: Any) -> str:
     return status_name(solver.solve(model))
 
 
+def item_vars(model: Any, n_items: int, n_bins: int) -> list[list[Any]]:
+    """``x[i][j]`` booleans (item ``i`` goes to bin ``j``), exactly one bin per item.
+
+    Parameters
+    ----------
+    model
+        The ``CpModel``.
+    n_items, n_bins
+        Matrix shape.
+
+    Returns
+    -------
+    list of list
+        The ``BoolVar`` matrix.
+    """
+    x = [[model.new_bool_var(f"x{i}_{j}") for j in range(n_bins)] for i in range(n_items)]
+    for row in x:
+        model.add_exactly_one(row)
+    return x
+
+
 def add_anti_affinity(model: Any, x: list[list[Any]], groups: IntArray | None) -> None:
     """Items of one anti-affinity group go to distinct bins: at most one of them per bin.
 
@@ -618,28 +697,40 @@ def _assignment_vars(model: Any, sizes: IntArray, caps: IntArray, groups: IntArr
     return x, loads
 
 
-def _packing_model(s: IntArray, c: IntArray, groups: IntArray | None
-                   ) -> tuple[Any, list[list[Any]], list[Any], bool] | None:
-    """``(model, x, loads, identical)`` packing ``s`` into ``c``, or ``None`` when plainly infeasible.
+class _PackingModel(NamedTuple):
+    """A CP-SAT model packing items ``s`` into bins ``c`` (see :func:`_packing_model`)."""
 
-    Plainly infeasible: an item larger than every bin, or more load than capacity.
+    model: Any
+    x: list[list[Any]]
+    loads: list[Any]
+    identical: bool
+    s: IntArray
+    c: IntArray
+
+
+def _packing_model(sizes: IntArray, caps: IntArray, groups: IntArray | None,
+                   hint: IntArray | None) -> _PackingModel | None:
+    """The packing model with its hint, or ``None`` when plainly infeasible.
+
+    Plainly infeasible: an item larger than every bin, or more load than
+    capacity.  The hint is skipped for identical bins, whose symmetry breaking
+    may forbid it.
     """
     from ortools.sat.python import cp_model
 
+    s = np.asarray(sizes, dtype=np.int64)
+    c = np.asarray(caps, dtype=np.int64)
     if s.size and (c.size == 0 or s.max() > c.max() or int(s.sum()) > int(c.sum())):
         return None
     model = cp_model.CpModel()
     identical = bool(c.size == 0 or (c == c[0]).all())
     x, loads = _assignment_vars(model, s, c, groups, identical)
-    return model, x, loads, identical
-
-
-def _hint_bins(model: Any, x: list[list[Any]], hint: IntArray) -> None:
-    """Hint the item -> bin map ``hint`` (every existing ``x[i][j]``)."""
-    for i, j in enumerate(np.asarray(hint).tolist()):
-        for jj, v in enumerate(x[i]):
-            if v is not None:
-                model.add_hint(v, jj == j)
+    if hint is not None and not identical:
+        for i, j in enumerate(np.asarray(hint).tolist()):
+            for jj, v in enumerate(x[i]):
+                if v is not None:
+                    model.add_hint(v, jj == j)
+    return _PackingModel(model, x, loads, identical, s, c)
 
 
 def sat_pack(
@@ -664,18 +755,13 @@ def sat_pack(
     >>> sat_pack(np.array([6, 4, 6, 4]), np.array([10, 10])).status
     'optimal'
     """
-    s = np.asarray(sizes, dtype=np.int64)
-    c = np.asarray(caps, dtype=np.int64)
     t0 = time.perf_counter()
-    built = _packing_model(s, c, groups)
-    if built is None:
+    pm = _packing_model(sizes, caps, groups, hint)
+    if pm is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
-    model, x, _, identical = built
-    if hint is not None and not identical:
-        _hint_bins(model, x, hint)
     solver = new_solver(time_limit, seed)
-    st = status_name(solver.solve(model))
-    bins = read_bins(solver, x) if st in ("optimal", "feasible") else None
+    st = status_name(solver.solve(pm.model))
+    bins = read_bins(solver, pm.x) if st in ("optimal", "feasible") else None
     if st == "feasible":
         st = "optimal"  # a feasibility model has nothing left to prove once a solution exists
     return SatOutcome(st, bins, seconds=time.perf_counter() - t0)
@@ -699,13 +785,11 @@ def sat_min_max(
 
     Returns ``infeasible`` when no packing within capacity exists.
     """
-    s = np.asarray(sizes, dtype=np.int64)
-    c = np.asarray(caps, dtype=np.int64)
     t0 = time.perf_counter()
-    built = _packing_model(s, c, groups)
-    if built is None:
+    pm = _packing_model(sizes, caps, groups, hint)
+    if pm is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
-    model, x, loads, identical = built
+    model, x, loads, identical, s, c = pm
     total = int(s.sum())
     big = int(s.max()) if s.size else 0
     if identical:
@@ -718,8 +802,6 @@ def sat_min_max(
         obj = model.new_int_var(max(0, lo), resolution, "maxutil")
         for e, cj in zip(loads, c.tolist(), strict=True):
             model.add(e * resolution <= obj * int(cj))
-    if hint is not None and not identical:
-        _hint_bins(model, x, hint)
     solver = new_solver(time_limit, seed)
     st = minimise(solver, model, obj)
     if st in ("optimal", "feasible"):

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.binpacking import FloatArray
 from solver.model import Instance
 from solver.planning_config import EPS
 from solver.planning_items import PlanItems
@@ -87,8 +88,7 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
                 ms += float(instance.topics[t].move_cost_array()[p])
         if len(holders) > 1:
             viol += 1
-    caps = np.asarray([planner.member_caps[j] if j < planner.m else planner.new_cap for j in kept])
-    util = float((loads / caps).max()) if len(kept) else 0.0
+    util = _max_utilisation(planner, kept, loads)
     rounds = res.extra.get("rounds") if hasattr(res, "extra") else None
     return KafkaRun("ok", mp, ms, util, util <= 1 + EPS, rounds, viol)
 
@@ -125,16 +125,17 @@ def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: 
     mp, ms = 0, 0.0
     for c, j in enumerate(kept):
         ca = asg.get(planner.member_name(j))
-        for t in ca.active:
-            loads[c] += planner.cfg.active_load
-            if planner.member_name(j) not in has.get(t, ()):
-                mp += 1
-                ms += stores[t]
-        for t in ca.standby:
-            loads[c] += planner.cfg.standby_load
-            if planner.member_name(j) not in has.get(t, ()):
-                mp += 1
-                ms += stores[t]
-    caps = np.asarray([planner.member_caps[j] if j < planner.m else planner.new_cap for j in kept])
-    util = float((loads / caps).max()) if len(kept) else 0.0
+        for tasks, load in ((ca.active, planner.cfg.active_load), (ca.standby, planner.cfg.standby_load)):
+            for t in tasks:
+                loads[c] += load
+                if planner.member_name(j) not in has.get(t, ()):
+                    mp += 1
+                    ms += stores[t]
+    util = _max_utilisation(planner, kept, loads)
     return KafkaRun("ok", mp, ms, util, util <= 1 + EPS, None, None)
+
+
+def _max_utilisation(planner: Planner, kept: Sequence[int], loads: FloatArray) -> float:
+    """Busiest of the ``kept`` instances (load / capacity, raw units); 0 without instances."""
+    caps = np.asarray([planner.member_caps[j] if j < planner.m else planner.new_cap for j in kept])
+    return float((loads / caps).max()) if len(kept) else 0.0

@@ -62,10 +62,9 @@ def feasible(pl: Planner, n: int, time_limit: float, hint: IntArray | None = Non
         return ("yes", np.zeros(0, dtype=np.int64)) if pl.items.n_items == 0 else ("no", None)
     caps = pl.prefix_caps(n)
     g = pl.items.groups
-    for greedy in (bp.first_fit_decreasing, bp.best_fit_decreasing):
-        b = greedy(pl.sizes_up, caps, g)
-        if b is not None:
-            return "yes", b
+    b = bp.greedy_pack(pl.sizes_up, caps, g)
+    if b is not None:
+        return "yes", b
     if not pl.small(n):
         return "unknown", None
     out = bp.sat_pack(pl.sizes_up, caps, g, time_limit=time_limit, seed=pl.cfg.seed, hint=hint)
@@ -141,21 +140,9 @@ def _shrink(pl: Planner, bins: IntArray, ub: int, lb: int) -> tuple[int, IntArra
     while cur > lb:
         caps = pl.prefix_caps(cur - 1)
         # Pack into cur - 1 instances: keep the first cur-1 bins' items, re-place the rest best fit.
-        keep = cur_bins < cur - 1
-        loads = bp.bin_loads(pl.sizes_up[keep], cur_bins[keep], cur - 1)
-        forbidden: dict[int, set[int]] = {}
-        if pl.items.groups is not None:
-            for i in np.flatnonzero(keep).tolist():
-                g = int(pl.items.groups[i])
-                if g >= 0:
-                    forbidden.setdefault(g, set()).add(int(cur_bins[i]))
-        rest = np.flatnonzero(~keep)
-        g_rest = pl.items.groups[rest] if pl.items.groups is not None else None
-        placed = bp.pack_into(pl.sizes_up[rest], caps - loads, g_rest, forbidden)
-        if placed is None:
+        nb = bp.pack_rest(pl.sizes_up, cur_bins, cur_bins < cur - 1, caps, pl.items.groups)
+        if nb is None:
             break
-        nb = cur_bins.copy()
-        nb[rest] = placed
         cur_bins, cur = nb, cur - 1
         best = (cur, nb)
     return best

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -119,9 +118,7 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
     k = len(fleet.members)
     ni = items.n_items
     model = cp_model.CpModel()
-    x = [[model.new_bool_var(f"x{i}_{c}") for c in range(k)] for i in range(ni)]
-    for i in range(ni):
-        model.add_exactly_one(x[i])
+    x = bp.item_vars(model, ni, k)
     shrinking = fleet.choose < k
     y = [model.new_bool_var(f"y{c}") for c in range(k)] if shrinking else None
     loads = []
@@ -134,15 +131,7 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
             model.add(load <= int(caps[c]))
     if y is not None:
         model.add(sum(y) == fleet.choose)
-    if items.groups is not None:
-        by: dict[int, list[int]] = {}
-        for i, gg in enumerate(items.groups.tolist()):
-            if gg >= 0:
-                by.setdefault(gg, []).append(i)
-        for lst in by.values():
-            if len(lst) > 1:
-                for c in range(k):
-                    model.add_at_most_one(x[i][c] for i in lst)
+    bp.add_anti_affinity(model, x, items.groups)
     # New instances are interchangeable: order them by load (symmetry breaking).
     new_cols = [c for c, j in enumerate(fleet.members) if j >= pl.m]
     for a, b in itertools.pairwise(new_cols):
@@ -165,18 +154,15 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
                 model.add_hint(y[c], c in kept_cols)
     state_expr = sum(int(st_cost[i, c]) * x[i][c] for i in range(ni) for c in range(k) if st_cost[i, c])
     parts_expr = sum(int(pa_cost[i, c]) * x[i][c] for i in range(ni) for c in range(k) if pa_cost[i, c])
-    solver = cp_model.CpSolver()
-    bp.sat_parameters(solver, pl.cfg.time_limit, pl.cfg.seed)
-    model.minimize(state_expr)
-    code = solver.solve(model)
-    st = bp.status_name(code)
+    solver = bp.new_solver(pl.cfg.time_limit, pl.cfg.seed)
+    st = bp.minimise(solver, model, state_expr)
     if st == "infeasible":
         return "infeasible", (), None
     if st not in ("optimal", "feasible"):
         return None
     stage1 = st
     best_state = round(solver.objective_value)
-    sol = _read(solver, x)
+    sol = bp.read_bins(solver, x)
     # Stage 2: fewest partitions among the best moved state found.
     model.add(state_expr <= best_state)
     model.clear_hints()
@@ -193,11 +179,9 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
                 yv[c] = True
                 extra -= 1
             model.add_hint(y[c], yv[c])
-    model.minimize(parts_expr)
-    code2 = solver.solve(model)
-    st2 = bp.status_name(code2)
+    st2 = bp.minimise(solver, model, parts_expr)
     if st2 in ("optimal", "feasible"):
-        sol = _read(solver, x)
+        sol = bp.read_bins(solver, x)
     status = "optimal" if stage1 == "optimal" and st2 == "optimal" else "feasible"
     if y is not None:
         kept = tuple(fleet.members[c] for c in range(k) if solver.boolean_value(y[c])) if st2 in (
@@ -205,13 +189,3 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
     else:
         kept = tuple(fleet.members)
     return status, kept, sol
-
-
-def _read(solver: Any, x: list[list[Any]]) -> IntArray:
-    out = np.full(len(x), -1, dtype=np.int64)
-    for i, row in enumerate(x):
-        for c, v in enumerate(row):
-            if solver.boolean_value(v):
-                out[i] = c
-                break
-    return out

@@ -70,16 +70,12 @@ def greedy_moves(pl: Planner, fleet: Fleet) -> tuple[tuple[int, ...], IntArray] 
     else:
         choices = [list(fleet.members)]
     found: list[tuple[tuple[int, ...], IntArray]] = []
-    for kept in choices:
-        res = _greedy_on(pl, kept, caps_all, col)
-        if res is not None:
-            found.append((tuple(kept), res))
-            break
-    for kept in choices:
-        res = _sticky_decreasing(pl, kept, caps_all, col)
-        if res is not None:
-            found.append((tuple(kept), res))
-            break
+    for place in (_greedy_on, _sticky_decreasing):  # each on the first choice of kept members where it fits
+        for kept in choices:
+            res = place(pl, kept, caps_all, col)
+            if res is not None:
+                found.append((tuple(kept), res))
+                break
     # Also: pack from scratch (greedy, then the balanced packing) and give each packed instance to the
     # member that keeps the most of it (an assignment problem) -- robust when the fleet is tight.
     for packing in _fresh_packings(pl, fleet.choose):

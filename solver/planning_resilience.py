@@ -114,10 +114,9 @@ def resilience(pl: Planner, mv: Moves, k: int, min_n: int | None) -> Resilience:
 def _fit_caps(pl: Planner, caps_real: FloatArray) -> tuple[str, IntArray | None]:
     caps = pl.int_caps(np.asarray(caps_real))
     g = pl.items.groups
-    for greedy in (bp.first_fit_decreasing, bp.best_fit_decreasing):
-        b = greedy(pl.sizes_up, caps, g)
-        if b is not None:
-            return "yes", b
+    b = bp.greedy_pack(pl.sizes_up, caps, g)
+    if b is not None:
+        return "yes", b
     if not pl.small(caps.size):
         return "unknown", None
     out = bp.sat_pack(pl.sizes_lo if not pl.ints.exact else pl.sizes_up,
@@ -137,18 +136,13 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
     s = pl.sizes_up
     surv_caps = pl.int_caps(np.asarray([caps_by[j] for j in surv]))
     col = {j: c for c, j in enumerate(surv)}
-    loads = np.zeros(len(surv), dtype=np.int64)
     stay = np.flatnonzero(~orphan)
-    np.add.at(loads, np.asarray([col[int(owner[i])] for i in stay], dtype=np.int64), s[stay])
-    forb: dict[int, set[int]] = {}
     g = items.groups
-    if g is not None:
-        for i in stay.tolist():
-            if g[i] >= 0:
-                forb.setdefault(int(g[i]), set()).add(col[int(owner[i])])
-    rest = np.flatnonzero(orphan)
-    placed = bp.pack_into(s[rest], surv_caps - loads, g[rest] if g is not None else None, forb)
-    if placed is not None:
+    # Orphans fit into the survivors' free capacity: exactly the forced moves.
+    col_of = np.full(max(kept) + 1, -1, dtype=np.int64)
+    col_of[surv] = np.arange(len(surv))
+    surv_bins = col_of[owner]
+    if bp.pack_rest(s, surv_bins, ~orphan, surv_caps, g) is not None:
         return forced_state, forced_parts, False
     if not allow_sat or not pl.small(len(surv)):
         return None
@@ -157,19 +151,10 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
 
     model = cp_model.CpModel()
     ni, k = items.n_items, len(surv)
-    x = [[model.new_bool_var("") for _ in range(k)] for _ in range(ni)]
-    for i in range(ni):
-        model.add_exactly_one(x[i])
+    x = bp.item_vars(model, ni, k)
     for c in range(k):
         model.add(sum(x[i][c] * int(s[i]) for i in range(ni)) <= int(surv_caps[c]))
-    if g is not None:
-        by: dict[int, list[int]] = {}
-        for i, gg in enumerate(g.tolist()):
-            if gg >= 0:
-                by.setdefault(gg, []).append(i)
-        for lst in by.values():
-            for c in range(k):
-                model.add_at_most_one(x[i][c] for i in lst)
+    bp.add_anti_affinity(model, x, g)  # one item alone in its group needs no constraint
     sc = pl.state_scale
     stay_terms = []
     for i in stay.tolist():
@@ -179,19 +164,14 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
     total_p = int(items.move_parts.sum())
     state_expr = total_s - sum(v * w for v, w, _ in stay_terms)
     parts_expr = total_p - sum(v * p for v, _, p in stay_terms)
-    solver = cp_model.CpSolver()
-    bp.sat_parameters(solver, pl.cfg.time_limit, pl.cfg.seed)
-    model.minimize(state_expr)
-    code = solver.solve(model)
-    st = bp.status_name(code)
+    solver = bp.new_solver(pl.cfg.time_limit, pl.cfg.seed)
+    st = bp.minimise(solver, model, state_expr)
     if st == "infeasible":
         return None, 0, True
     if st != "optimal":
         return None
     best_state = round(solver.objective_value)
     model.add(state_expr <= best_state)
-    model.minimize(parts_expr)
-    code = solver.solve(model)
-    if bp.status_name(code) != "optimal":
+    if bp.minimise(solver, model, parts_expr) != "optimal":
         return None
     return best_state / sc, round(solver.objective_value), True
