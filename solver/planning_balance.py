@@ -32,6 +32,19 @@ def balance(pl: Planner, n: int) -> Balance:
     CP-SAT when the model is small enough, else longest-processing-time first
     plus local search with the continuous bound.  Utilisations are computed
     from real loads; the bound is valid for the real data.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    n
+        Number of instances (the ``n`` best of the pool).
+
+    Returns
+    -------
+    Balance
+        Status (``optimal`` / ``feasible`` / ``infeasible`` / ``unknown``), the
+        best maximum utilisation, its lower bound, bins and per-instance loads.
     """
     items = pl.items
     if items.n_items == 0:

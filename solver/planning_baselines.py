@@ -22,6 +22,22 @@ def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[
     - ``first-fit-decreasing``, ``best-fit-decreasing``: the classic greedy packings.
     - ``one-partition-per-consumer``: one instance per item (a co-partition unit
       counts once: its partitions must sit together).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    mn
+        The minimum instance count (``vs_min`` and ``fits`` compare with it).
+    cfg
+        Planning parameters (``lag_threshold``, ``catch_up_seconds``).
+    protocol
+        ``consumer`` or ``streams`` (the rules are the same for both).
+
+    Returns
+    -------
+    list of dict
+        One entry per rule: ``name``, ``instances``, ``rule``, ``vs_min``, ``fits``.
     """
     items = pl.items
     out: list[dict[str, Any]] = []

@@ -37,7 +37,20 @@ class PlanConfig:
 
 
 def check_config(cfg: PlanConfig) -> None:
-    """Raise :class:`PlanUsageError` for a request that makes no sense."""
+    """Raise :class:`PlanUsageError` for a request that makes no sense.
+
+    Parameters
+    ----------
+    cfg
+        The planning parameters to check.
+
+    Raises
+    ------
+    PlanUsageError
+        Capacity not a positive finite number, negative resilience, non-positive
+        catch-up seconds, lag threshold, new capacity or time limit, or an
+        empty range.
+    """
     if not (cfg.capacity > 0 and math.isfinite(cfg.capacity)):
         raise PlanUsageError(f"--capacity must be a positive number, got {cfg.capacity:g}")
     if cfg.resilience < 0:
@@ -58,6 +71,21 @@ def check_config(cfg: PlanConfig) -> None:
 
 def parse_range(text: str) -> tuple[int, int]:
     """Parse ``"A:B"`` (both inclusive) or a single ``"N"``.
+
+    Parameters
+    ----------
+    text
+        The ``--range`` option.
+
+    Returns
+    -------
+    tuple of int
+        ``(A, B)`` with ``1 <= A <= B``.
+
+    Raises
+    ------
+    PlanUsageError
+        Not integers, or an empty range or one starting below 1.
 
     Examples
     --------

@@ -82,7 +82,20 @@ class PlanItems:
 
 
 def consumer_items(instance: Instance, catch_up_seconds: float | None = None) -> PlanItems:
-    """Build the planning items of a consumer-protocol instance (see :mod:`solver.planning`)."""
+    """Build the planning items of a consumer-protocol instance (see :mod:`solver.planning`).
+
+    Parameters
+    ----------
+    instance
+        Consumer-protocol instance.
+    catch_up_seconds
+        When given, weights are lag and ``load = lag / catch_up_seconds``.
+
+    Returns
+    -------
+    PlanItems
+        Partitions and co-partition units with their loads and today's owners.
+    """
     view = GroupView(instance)
     prev = view.previous_owners
     planned = [t for t in instance.topics if view.subscribers[t]] if instance.members else list(instance.topics)
@@ -169,6 +182,18 @@ def streams_items(instance: Instance, active_load: float = 1.0, standby_load: fl
     the task's active nor a standby of it.  ``moved_partitions`` counts such
     replicas; ``moved_state`` sums their tasks' state stores (KIP-262 ``stores``;
     0 for stateless tasks), as the bytes to restore are not in the input.
+
+    Parameters
+    ----------
+    instance
+        Streams-protocol instance.
+    active_load, standby_load
+        Load of an active task and of a standby replica.
+
+    Returns
+    -------
+    PlanItems
+        Task replicas with anti-affinity groups (one group per task).
     """
     spec = instance.streams
     clients = spec.clients

@@ -42,6 +42,27 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
     Every instance subscribes to all planned topics; kept members keep their
     ``owned`` and ``generation``.  Moves and loads are counted like the plan's
     (planned partitions only).
+
+    Parameters
+    ----------
+    instance
+        The consumer instance planned.
+    items
+        Its planning items (which partitions count).
+    planner
+        The planning run (capacities, names of new instances).
+    kept
+        Member indices of the plan's instances (``>= m``: new ones).
+    n
+        Instance count of the row.
+    assignor
+        Registry spec of ``cooperative-sticky``.
+
+    Returns
+    -------
+    KafkaRun
+        Moves, moved state, maximum utilisation, fit, rounds to settle and
+        co-partition units split across instances.
     """
     from dataclasses import replace
 
@@ -95,7 +116,28 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
 
 def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: Sequence[int], n: int,
                   assignor: Any) -> KafkaRun:
-    """Run Kafka Streams' high-availability assignor on the kept clients plus new ones."""
+    """Run Kafka Streams' high-availability assignor on the kept clients plus new ones.
+
+    Parameters
+    ----------
+    instance
+        The Streams instance planned.
+    items
+        Its planning items.
+    planner
+        The planning run (capacities, loads of actives and standbys).
+    kept
+        Client indices of the plan's instances (``>= m``: new ones).
+    n
+        Instance count of the row.
+    assignor
+        Registry spec of ``high-availability``.
+
+    Returns
+    -------
+    KafkaRun
+        Restorations (moves), their state stores, maximum utilisation and fit.
+    """
     import uuid as _uuid
     from dataclasses import replace
 

@@ -32,7 +32,20 @@ class Minimum:
 
 
 def greedy_count(pl: Planner, best_fit: bool) -> tuple[int, IntArray | None]:
-    """Instances first-fit (or best-fit) decreasing opens, in pool order."""
+    """Instances first-fit (or best-fit) decreasing opens, in pool order.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    best_fit
+        Best fit instead of first fit.
+
+    Returns
+    -------
+    tuple
+        ``(instances opened, bins)``; ``(0, None)`` when no packing is found.
+    """
     caps = pl.prefix_caps(pl.m + max(pl.items.n_items, 1))
     fn = bp.best_fit_decreasing if best_fit else bp.first_fit_decreasing
     bins = fn(pl.sizes_up, caps, pl.items.groups)
@@ -42,7 +55,18 @@ def greedy_count(pl: Planner, best_fit: bool) -> tuple[int, IntArray | None]:
 
 
 def lower_bound(pl: Planner) -> tuple[int, str]:
-    """Best lower bound on the instance count (valid for the real data)."""
+    """Best lower bound on the instance count (valid for the real data).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+
+    Returns
+    -------
+    tuple
+        ``(bound, name of the bound that gives it)``.
+    """
     s = pl.sizes_lo
     g = pl.items.groups
     if pl.items.n_items == 0:
@@ -57,7 +81,24 @@ def lower_bound(pl: Planner) -> tuple[int, str]:
 
 
 def feasible(pl: Planner, n: int, time_limit: float, hint: IntArray | None = None) -> tuple[str, IntArray | None]:
-    """Is there a packing into the ``n`` best instances? ``(status, bins)``: ``yes``/``no``/``unknown``."""
+    """Is there a packing into the ``n`` best instances? ``(status, bins)``: ``yes``/``no``/``unknown``.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    n
+        Number of instances.
+    time_limit
+        Seconds for each CP-SAT model.
+    hint
+        A packing to start CP-SAT from, or ``None``.
+
+    Returns
+    -------
+    tuple
+        ``("yes", bins)``, ``("no", None)`` (proven) or ``("unknown", None)``.
+    """
     if n <= 0:
         return ("yes", np.zeros(0, dtype=np.int64)) if pl.items.n_items == 0 else ("no", None)
     caps = pl.prefix_caps(n)
@@ -80,7 +121,24 @@ def feasible(pl: Planner, n: int, time_limit: float, hint: IntArray | None = Non
 
 
 def minimum(pl: Planner) -> Minimum:
-    """Smallest feasible instance count with its proof (:mod:`solver.planning`, *Minimum*)."""
+    """Smallest feasible instance count with its proof (:mod:`solver.planning`, *Minimum*).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+
+    Returns
+    -------
+    Minimum
+        The minimum (best packing), the best lower bound, and how minimality
+        was shown (``bound``, ``cp-sat`` or ``gap``).
+
+    Raises
+    ------
+    solver.errors.InfeasibleError
+        When no packing exists even with one instance per item.
+    """
     t0 = time.perf_counter()
     lb, name = lower_bound(pl)
     if pl.items.n_items == 0:

@@ -32,7 +32,21 @@ class Moves:
 
 
 def move_costs_matrix(pl: Planner, fleet: Fleet) -> tuple[IntArray, IntArray]:
-    """Integer (state, partitions) cost of every item on every fleet instance."""
+    """Integer (state, partitions) cost of every item on every fleet instance.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    fleet
+        The instances available for the plan (:meth:`Planner.fleet`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(state, partitions)``, each items x fleet instances; state is scaled
+        by ``pl.state_scale``.
+    """
     items = pl.items
     k = len(fleet.members)
     st = np.empty((items.n_items, k), dtype=np.int64)
@@ -56,6 +70,18 @@ def moves_bound(pl: Planner, fleet: Fleet) -> tuple[float, int]:
 
     Each kept member keeps at most a capacity-bounded (fractional) knapsack of
     what it holds today; only the ``n`` best of those can be kept.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    fleet
+        The instances available for the plan (:meth:`Planner.fleet`).
+
+    Returns
+    -------
+    tuple
+        ``(moved state bound, moved partitions bound)``.
     """
     items = pl.items
     caps = pl.int_caps(pl.member_caps, proof=True) if pl.m else np.zeros(0, dtype=np.int64)
@@ -71,7 +97,21 @@ def moves_bound(pl: Planner, fleet: Fleet) -> tuple[float, int]:
 
 
 def fewest_moves(pl: Planner, n: int) -> Moves:
-    """Fewest (state, then partitions) moves to an assignment within capacity on ``n`` instances."""
+    """Fewest (state, then partitions) moves to an assignment within capacity on ``n`` instances.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    n
+        Number of instances.
+
+    Returns
+    -------
+    Moves
+        Status, moved partitions and state with their bounds, the kept
+        instances, the item owners and the plan's maximum utilisation.
+    """
     items = pl.items
     fleet = pl.fleet(n)
     b_state, b_parts = moves_bound(pl, fleet)

@@ -58,7 +58,21 @@ def keep_values(pl: Planner, fleet: Fleet, caps: IntArray, stage: str) -> FloatA
 
 
 def greedy_moves(pl: Planner, fleet: Fleet) -> tuple[tuple[int, ...], IntArray] | None:
-    """Keep what fits where it is, re-place the rest best fit (the warm start and large-instance answer)."""
+    """Keep what fits where it is, re-place the rest best fit (the warm start and large-instance answer).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    fleet
+        The instances available for the plan (:meth:`Planner.fleet`).
+
+    Returns
+    -------
+    tuple or None
+        ``(kept members, fleet column of every item)`` of the cheapest greedy
+        plan, or ``None`` when none fits.
+    """
     caps_all = pl.int_caps(fleet.caps)
     col = {j: c for c, j in enumerate(fleet.members)}
     if fleet.choose < len(fleet.members):

@@ -107,7 +107,18 @@ def _cost_scale(*arrays: FloatArray) -> float:
 
 
 def check_items(pl: Planner) -> None:
-    """Raise :class:`InfeasibleError` when an item is larger than every instance can hold."""
+    """Raise :class:`InfeasibleError` when an item is larger than every instance can hold.
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+
+    Raises
+    ------
+    solver.errors.InfeasibleError
+        Naming the largest such item, its load and the largest capacity.
+    """
     items = pl.items
     if items.n_items == 0:
         return

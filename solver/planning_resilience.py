@@ -52,6 +52,23 @@ def resilience(pl: Planner, mv: Moves, k: int, min_n: int | None) -> Resilience:
     :data:`RESILIENCE_ENUM_LIMIT` of them (``exact``), else the forced moves of
     the ``k`` instances holding the most state (a lower bound; ``exact`` false).
     Moving an item moves all of its partitions (they sit together in a plan).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    mv
+        The plan (its kept instances and item owners).
+    k
+        Instances lost.
+    min_n
+        The proven minimum instance count, or ``None``.
+
+    Returns
+    -------
+    Resilience
+        Fit after the worst loss, its fewest moves (or a lower bound), and
+        which instances make it worst.
     """
     items = pl.items
     kept = list(mv.kept)

@@ -19,7 +19,22 @@ from solver.planning_resilience import resilience
 
 
 def default_range(mn: Minimum, m: int, k: int) -> tuple[int, int]:
-    """Rows shown by default: from one below the minimum (or today's size) to two above (or today's size + k)."""
+    """Rows shown by default: from one below the minimum (or today's size) to two above (or today's size + k).
+
+    Parameters
+    ----------
+    mn
+        The minimum instance count.
+    m
+        Today's instance count.
+    k
+        Resilience ``K``.
+
+    Returns
+    -------
+    tuple of int
+        ``(first, last)`` instance counts, at most 41 rows.
+    """
     lo = max(1, min(mn.min_instances or 1, m if m else 10**9) - 1)
     hi = max((mn.min_instances or 1) + k + 2, m)
     if hi - lo > 40:
