@@ -18,8 +18,9 @@ demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every ass
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
 	@echo "report: out/sweep-small/report/index.html (summary: out/sweep-small/report/summary.md)"
 
-test: $(STAMP)  ## every test (unit, property, Spark, cluster), lint and types
+test: $(STAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster)
 	$(BIN)/ruff check .
+	$(BIN)/mypy solver heuristics spark_runner
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
