@@ -136,10 +136,17 @@ def _fit_caps(pl: Planner, caps_real: FloatArray) -> tuple[str, IntArray | None]
         return "yes", b
     if not pl.small(caps.size):
         return "unknown", None
-    out = bp.sat_pack(pl.sizes_lo if not pl.ints.exact else pl.sizes_up,
-                      pl.int_caps(np.asarray(caps_real), proof=True), g, time_limit=pl.cfg.time_limit,
-                      seed=pl.cfg.seed)
-    return {"optimal": "yes", "infeasible": "no"}.get(out.status, "unknown"), out.bins
+    if pl.ints.exact:
+        out = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+        return {"optimal": "yes", "infeasible": "no"}.get(out.status, "unknown"), out.bins
+    # Inexact loads: sizes rounded down against capacities rounded up can only prove "no"; a packing
+    # of that relaxation is not a real one, so "yes" needs a packing with sizes up and capacities down.
+    relaxed = bp.sat_pack(pl.sizes_lo, pl.int_caps(np.asarray(caps_real), proof=True), g,
+                          time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+    if relaxed.status == "infeasible":
+        return "no", None
+    real = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+    return ("yes", real.bins) if real.status == "optimal" else ("unknown", None)
 
 
 def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], caps_by: dict[int, float],
