@@ -12,6 +12,14 @@ Cooperative assignors run their follow-up rounds until the assignment is
 stable (option ``rounds="settle"``); ``moved`` then counts from the claims
 before the first round to the settled assignment, and ``rounds`` how many
 rebalances that took (1 for assignors without follow-up rounds).
+
+Streams scenarios (parameters with ``protocol: streams``,
+:mod:`spark_runner.streams_scenarios`) go the same way with the Streams
+assignors and ``optimal-streams``: each assignor's actives, standbys and
+warm-ups become its clients' previous tasks and lags at the next step, and the
+rows carry the :func:`solver.streams_scoring.score_streams` metrics and the
+Streams gaps (:func:`_streams_gaps`).  Both protocols share one row schema
+(:data:`ROW_SCHEMA`); the other protocol's columns are null.
 """
 
 from __future__ import annotations
@@ -31,9 +39,22 @@ from solver.model import Assignment, Instance
 from solver.registry import AssignorSpec
 from solver.result import Params, Result
 from solver.scoring import score
+from solver.streams_model import StreamsAssignment
+from solver.streams_scoring import score_streams
 from spark_runner.scenarios import Event, ScenarioParams, apply_event, generate
+from spark_runner.streams_scenarios import (
+    StreamsEvent,
+    StreamsScenarioParams,
+    apply_streams_event,
+    generate_streams,
+    params_from_dict,
+)
 
 OPTIMAL = "optimal"
+#: The reference of the Streams gaps.
+STREAMS_OPTIMAL = "optimal-streams"
+#: The optimum evaluated beside the assignors of each protocol.
+REFERENCE: Mapping[str, str] = MappingProxyType({"consumer": OPTIMAL, "streams": STREAMS_OPTIMAL})
 
 #: Options given to every heuristic: cooperative assignors settle their rounds.
 SETTLE: Mapping[str, Any] = MappingProxyType({"rounds": "settle"})
@@ -51,6 +72,7 @@ ID_COLUMNS: tuple[tuple[str, str], ...] = (
     ("event", "string"),
     ("event_detail", "string"),
     ("assignor", "string"),
+    ("protocol", "string"),
 )
 
 #: Size of the instance at that step and how the run went.
@@ -94,9 +116,36 @@ GAP_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Streams sizes and :func:`solver.streams_scoring.score_streams` metrics (null on consumer rows;
+#: ``members`` / ``topics`` / ``partitions`` hold clients / sub-topologies / tasks on Streams rows).
+STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("threads", "long"),
+    ("stateful_tasks", "long"),
+    ("unassigned_tasks", "long"),
+    ("duplicate_actives", "long"),
+    ("standby_shortfall", "long"),
+    ("not_caught_up_actives", "long"),
+    ("max_active_load", "double"),
+    ("min_active_load", "double"),
+    ("active_spread", "double"),
+    ("max_total_load", "double"),
+    ("min_total_load", "double"),
+    ("total_spread", "double"),
+    ("restoration_cost", "double"),
+    ("moved_actives", "long"),
+    ("standbys", "long"),
+    ("warmups", "long"),
+    ("probing_rebalance", "boolean"),
+    ("active_balance_gap", "double"),
+    ("total_balance_gap", "double"),
+    ("restoration_gap", "double"),
+)
+
+
 def _param_type(name: str) -> str:
-    default = {f.name: f.type for f in fields(ScenarioParams)}[name]
-    text = str(default)
+    types = {f.name: f.type for f in fields(StreamsScenarioParams)}
+    types.update({f.name: f.type for f in fields(ScenarioParams)})
+    text = str(types[name])
     if name == "events":
         return "string"
     if "int" in text:
@@ -106,14 +155,18 @@ def _param_type(name: str) -> str:
     return "string"
 
 
-#: Generator parameters, one column each (``events`` comma-joined), plus the JSON.
+_PARAM_NAMES = tuple(dict.fromkeys([*(f.name for f in fields(ScenarioParams)),
+                                     *(f.name for f in fields(StreamsScenarioParams))]))
+
+#: Generator parameters of both protocols, one column each (``events`` comma-joined), plus the JSON.
 PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
-    *((f"param_{f.name}", _param_type(f.name)) for f in fields(ScenarioParams)),
+    *((f"param_{n}", _param_type(n)) for n in _PARAM_NAMES),
     ("params_json", "string"),
 )
 
 #: Every column of a row, in order, with its Spark SQL type.
-ROW_SCHEMA: tuple[tuple[str, str], ...] = ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + PARAM_COLUMNS
+ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + STREAMS_COLUMNS
+                                           + PARAM_COLUMNS)
 COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
 
 
@@ -218,9 +271,9 @@ def _more(listing: Sequence[Any]) -> int:
     return 0
 
 
-def _param_values(params: ScenarioParams) -> dict[str, Any]:
+def _param_values(params: ScenarioParams | StreamsScenarioParams) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in fields(ScenarioParams):
+    for f in fields(params):
         v = getattr(params, f.name)
         out[f"param_{f.name}"] = ",".join(v) if f.name == "events" else v
     out["params_json"] = params.canonical_json()
@@ -267,12 +320,15 @@ def evaluate_scenario(
     Parameters
     ----------
     params
-        Generator parameters (a :class:`ScenarioParams` or its dict form).
+        Generator parameters (a :class:`ScenarioParams`, a
+        :class:`~spark_runner.streams_scenarios.StreamsScenarioParams`, or the
+        dict form of either: ``protocol: streams`` selects Streams).
     seed
         Scenario seed.
     assignors
         Registry names of the assignors to evaluate; the optimum
-        (``"optimal"``) is always evaluated too, as the reference of the gaps.
+        (``"optimal"``, for Streams ``"optimal-streams"``) is always
+        evaluated too, as the reference of the gaps.
     solver_time_limit
         Seconds the optimum may use per step (``None``: no limit).
     lookup
@@ -283,7 +339,7 @@ def evaluate_scenario(
     -------
     list of dict
         One row per (step, assignor), steps ascending, assignors in the given
-        order then ``optimal``; keys are :data:`COLUMNS`.
+        order then the optimum; keys are :data:`COLUMNS`.
 
     Notes
     -----
@@ -293,12 +349,14 @@ def evaluate_scenario(
     A run that raises is recorded in ``error`` with empty metrics; that
     assignor's members then enter the next step without claims.
     """
-    p = params if isinstance(params, ScenarioParams) else ScenarioParams.from_dict(params)
-    scenario = generate(p, seed)
+    p = params if isinstance(params, (ScenarioParams, StreamsScenarioParams)) else params_from_dict(params)
     find = lookup or _default_lookup
+    if isinstance(p, StreamsScenarioParams):
+        return _evaluate_streams(p, seed, assignors, solver_time_limit, find)
+    scenario = generate(p, seed)
     names = list(dict.fromkeys([*assignors, OPTIMAL]))
     specs = {n: find(n) for n in names}
-    base = {"scenario_id": scenario.id, "seed": int(seed), **_param_values(p)}
+    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "consumer", **_param_values(p)}
 
     rows: list[dict[str, Any]] = []
     current: dict[str, Instance] = {n: scenario.initial for n in names}
@@ -336,6 +394,126 @@ def evaluate_scenario(
                 **_score_columns(run.metrics),
                 **gaps,
                 "opt_status": opt_status,
+            }
+            rows.append({c: row.get(c) for c in COLUMNS})
+        runs_prev = runs
+    return rows
+
+
+# --------------------------------------------------------------------------- Kafka Streams
+
+
+def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
+    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0)
+    try:
+        result = spec.run(instance, params)
+        if not isinstance(result.assignment, StreamsAssignment):
+            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not a StreamsAssignment")
+        metrics = score_streams(instance, result.assignment)
+    except Exception as e:  # recorded in the row, like a failing consumer assignor
+        last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
+    return _Run(instance, result, metrics, None)
+
+
+def _clean(x: float) -> float:
+    """A difference of per-thread loads; float noise below :data:`EPS` is 0."""
+    return 0.0 if abs(x) <= EPS else x
+
+
+def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
+    """Gaps of a Streams assignment against ``optimal-streams`` solved on the *same* instance.
+
+    The reference ``ref`` is the optimum of the instance the assignor saw (its
+    own previous tasks and lags): caught-up sets and restoration costs depend
+    on each assignor's history, so the optimum's own trajectory is no yardstick.
+
+    ``active_balance_gap`` = max active tasks per thread minus the optimum's;
+    ``total_balance_gap`` = max replicas (actives, standbys, warm-ups) per
+    thread minus the optimum's; ``restoration_gap`` = restoration cost minus
+    the optimum's.  The optimum is lexicographic (active balance, total
+    balance, restoration), so against a proven optimum a valid assignment has
+    ``active_balance_gap >= 0``; ``total_balance_gap >= 0`` when its active
+    balance gap is 0; ``restoration_gap >= 0`` when both balance gaps are 0.
+    Otherwise a negative value is real: the assignment bought a lower later
+    stage with a worse earlier one (e.g. less restoration for worse balance).
+    ``balance_optimal``: both balance gaps are 0.
+    """
+    out: dict[str, Any] = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
+                           "balance_optimal": None}
+    if run.metrics is None or ref.metrics is None:
+        return out
+    m, o = run.metrics, ref.metrics
+    a = _clean(float(m["max_active_load"]) - float(o["max_active_load"]))
+    t = _clean(float(m["max_total_load"]) - float(o["max_total_load"]))
+    r = float(m["restoration_cost"]) - float(o["restoration_cost"])
+    out.update(active_balance_gap=a, total_balance_gap=t, restoration_gap=r, balance_optimal=a == 0.0 and t == 0.0)
+    return out
+
+
+def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if metrics is None:
+        return {name: None for name in ("valid", "violations", "violation_first")}
+    viol = metrics["violations"]
+    out["valid"] = bool(metrics["valid"])
+    out["violations"] = sum(1 for v in viol if not str(v).startswith("... and ")) + _more(viol)
+    out["violation_first"] = str(viol[0]) if viol else None
+    types = dict(STREAMS_COLUMNS)
+    for name, value in metrics.items():
+        if name in ("valid", "violations") or name not in types:
+            continue
+        typ = types[name]
+        out[name] = _finite(value) if typ == "double" else (bool(value) if typ == "boolean" else int(value))
+    return out
+
+
+def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[str],
+                      solver_time_limit: float | None, find: Lookup) -> list[dict[str, Any]]:
+    """:func:`evaluate_scenario` for a Streams scenario (same row layout)."""
+    scenario = generate_streams(p, seed)
+    names = list(dict.fromkeys([*assignors, STREAMS_OPTIMAL]))
+    specs = {n: find(n) for n in names}
+    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "streams", **_param_values(p)}
+    rows: list[dict[str, Any]] = []
+    steps: list[StreamsEvent | None] = [None, *scenario.events]
+    runs_prev: dict[str, _Run] = {}
+    for step, event in enumerate(steps):
+        runs: dict[str, _Run] = {}
+        for n in names:
+            inst = scenario.initial
+            if event is not None:
+                prev = runs_prev[n]
+                held = prev.result.assignment if prev.result is not None else None
+                assert held is None or isinstance(held, StreamsAssignment)  # _run_streams checked it
+                inst = apply_streams_event(prev.instance, event, held, scenario.lag_model)
+            runs[n] = _run_streams(specs[n], inst, solver_time_limit)
+        for n in names:
+            run = runs[n]
+            # the reference: the optimum of this assignor's own instance (the optimum's row is its own)
+            ref = run if n == STREAMS_OPTIMAL else _run_streams(specs[STREAMS_OPTIMAL], run.instance,
+                                                                 solver_time_limit)
+            spec = run.instance.streams
+            res = run.result
+            row: dict[str, Any] = {
+                **base,
+                "step": step,
+                "event": "initial" if event is None else event.kind,
+                "event_detail": "initial assignment" if event is None else event.detail,
+                "assignor": n,
+                "members": len(spec.clients),
+                "topics": len(spec.subtopologies or ()),
+                "partitions": len(spec.tasks),
+                "threads": sum(c.capacity for c in spec.clients),
+                "stateful_tasks": sum(1 for t in spec.tasks if t.stateful),
+                "status": res.status.value if res is not None else "error",
+                "seconds": float(res.seconds) if res is not None else None,
+                "rounds": 1 if res is not None else None,
+                "error": run.error or (f"reference optimum: {ref.error}" if ref.error else None),
+                **_streams_score_columns(run.metrics),
+                **_streams_gaps(run, ref),
+                "opt_status": ref.result.status.value if ref.result is not None else "error",
             }
             rows.append({c: row.get(c) for c in COLUMNS})
         runs_prev = runs

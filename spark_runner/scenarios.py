@@ -57,7 +57,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.random import PCG64, Generator
@@ -302,8 +302,12 @@ class ScenarioParams:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
-def scenario_id(params: ScenarioParams, seed: int) -> str:
-    """Stable id of the scenario generated from ``(params, seed)``.
+class _CanonicalParams(Protocol):
+    def canonical_json(self) -> str: ...
+
+
+def scenario_id(params: _CanonicalParams, seed: int) -> str:
+    """Stable id of the scenario generated from ``(params, seed)`` (consumer or Streams parameters).
 
     Examples
     --------
