@@ -170,6 +170,16 @@ ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLU
 COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
 
 
+def arrow_schema() -> Any:
+    """:data:`ROW_SCHEMA` as a ``pyarrow.Schema``: reading a sweep with it gives every column, null in
+    files written before a column existed (e.g. Streams columns in an older consumer sweep)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64(),
+             "boolean": pa.bool_()}
+    return pa.schema([pa.field(n, types[t]) for n, t in ROW_SCHEMA])
+
+
 # --------------------------------------------------------------------------- gaps
 
 

@@ -7,10 +7,13 @@
 - ``summary.csv``: the per-assignor table as CSV;
 - ``gaps.png`` (gap distributions per assignor), ``moves.png`` (mean
   cumulative moved partitions over the steps), ``solve_time.png`` (seconds
-  against instance size).
+  against instance size);
+- when the sweep has Kafka Streams rows (``protocol = streams``): Streams
+  tables (``summary_streams.csv``) and ``streams_gaps.png``.
 
 "Optimal on balance" means ``max_load_gap`` and ``sum_sq_gap`` are both zero:
-the assignor's load vector is as balanced as the optimum's.
+the assignor's load vector is as balanced as the optimum's.  For Streams it
+means ``active_balance_gap`` and ``total_balance_gap`` are both zero.
 """
 
 from __future__ import annotations
@@ -26,16 +29,18 @@ import numpy as np
 import pandas as pd
 
 from solver.errors import InstanceError, Problem
-from spark_runner.evaluate import OPTIMAL
+from spark_runner.evaluate import OPTIMAL, REFERENCE, STREAMS_OPTIMAL, arrow_schema
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
+STREAMS_GAPS = ("active_balance_gap", "total_balance_gap", "restoration_gap")
 STATS = ("mean", "p50", "p95", "max")
 
 
 #: The columns the report reads (a large sweep has millions of rows; params_json alone would be big).
-REPORT_COLUMNS = ("scenario_id", "step", "event", "members", "partitions", "status", "seconds", "rounds", "error",
-                  "valid", "copartition_violations", "moved", "max_load_gap", "sum_sq_gap", "excess_moves",
-                  "excess_moves_proven", "balance_optimal", "opt_status")
+REPORT_COLUMNS = ("scenario_id", "step", "event", "protocol", "members", "partitions", "status", "seconds", "rounds",
+                  "error", "valid", "copartition_violations", "moved", "max_load_gap", "sum_sq_gap", "excess_moves",
+                  "excess_moves_proven", "balance_optimal", "opt_status", "not_caught_up_actives",
+                  "moved_actives", "warmups", "probing_rebalance", "restoration_cost", *STREAMS_GAPS)
 
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -43,17 +48,24 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
     rows = Path(out) / "rows"
     if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
         raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(str(rows), format="parquet", partitioning="hive")
+    # the full row schema: columns added since older files were written (protocol, Streams) read as null
+    schema = arrow_schema()
+    part = ds.partitioning(pa.schema([schema.field("assignor")]), flavor="hive")
+    dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
     cols = None if columns is None else [*columns, "assignor"]
     df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
+    if "protocol" in df.columns:
+        df["protocol"] = df["protocol"].fillna("consumer").astype(str)
     return df
 
 
 def _order(names: Sequence[str]) -> list[str]:
-    return sorted(set(names), key=lambda n: (n == OPTIMAL, n))
+    refs = set(REFERENCE.values())
+    return sorted(set(names), key=lambda n: (n in refs, n))
 
 
 def _stat(s: pd.Series, how: str) -> float:
@@ -290,24 +302,144 @@ td.l{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #
 .note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}"""
 
 
+def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Streams rows, one row per assignor: validity, Streams gap statistics, moves, warm-ups, probing, time."""
+    out = []
+    for name in _order(df["assignor"].unique()):
+        g = df[df["assignor"] == name]
+        row: dict[str, Any] = {
+            "assignor": name,
+            "steps": len(g),
+            "scenarios": g["scenario_id"].nunique(),
+            "errors": int(g["error"].notna().sum()),
+            "invalid": int((g["valid"] == False).sum()),  # noqa: E712 (nullable column)
+            "not_caught_up": int(pd.to_numeric(g["not_caught_up_actives"]).fillna(0).gt(0).sum()),
+            "balance_optimal_share": _share(g["balance_optimal"]),
+        }
+        for gap in STREAMS_GAPS:
+            for how in STATS:
+                row[f"{gap}_{how}"] = _stat(g[gap], how)
+        row["moved_actives_mean"] = _stat(g["moved_actives"], "mean")
+        row["moved_actives_total"] = float(pd.to_numeric(g["moved_actives"]).sum())
+        row["restoration_cost_mean"] = _stat(g["restoration_cost"], "mean")
+        row["warmups_mean"] = _stat(g["warmups"], "mean")
+        row["probing_share"] = _share(g["probing_rebalance"])
+        row["seconds_mean"] = _stat(g["seconds"], "mean")
+        row["seconds_max"] = _stat(g["seconds"], "max")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str, ...]]]:
+    s = streams_summary_table(df)
+    sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
+    cols = ["assignor", "steps", "scenarios", "errors", "invalid", "not_caught_up", "balance_optimal_share",
+            "moved_actives_mean", "moved_actives_total", "restoration_cost_mean", "warmups_mean", "probing_share",
+            "seconds_mean", "seconds_max"]
+    sections.append(("Streams summary", "Kafka Streams steps per assignor. Gaps are measured against "
+                     f"{STREAMS_OPTIMAL} solved on the instance the assignor saw (its own previous tasks and lags); "
+                     "*balance optimal* = active_balance_gap = total_balance_gap = 0; *not_caught_up* = steps "
+                     "with a stateful active on a client that is not caught up while one is; *probing_share* = "
+                     "steps that asked for a probing rebalance.",
+                     s[cols], ("balance_optimal_share", "probing_share")))
+    for gap, what in (("active_balance_gap", "max active tasks per thread minus the optimum's"),
+                      ("total_balance_gap", "max replicas (actives, standbys, warm-ups) per thread minus the "
+                                            "optimum's"),
+                      ("restoration_gap", "state to restore (offsets) minus the optimum's; negative when the "
+                                          "assignment restores less at the price of balance")):
+        t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
+        sections.append((f"Streams {gap}", what, t, ()))
+    share = event_table(df, "balance_optimal", "share")
+    sections.append(("Streams balance optimal by event", "Share of Streams steps as balanced as the optimum, per "
+                     "event kind.", share, tuple(c for c in share.columns if c != "event")))
+    sections.append(("Streams moved actives by event", "Mean moved active tasks per event kind.",
+                     event_table(df, "moved_actives"), ()))
+    sections.append(("Streams restoration gap by event", "Mean restoration_gap per event kind.",
+                     event_table(df, "restoration_gap"), ()))
+    return sections
+
+
+def _streams_plot(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    heur = [n for n in _order(df["assignor"].unique()) if n != STREAMS_OPTIMAL]
+    fig, axes = plt.subplots(1, len(STREAMS_GAPS),
+                             figsize=(5 * len(STREAMS_GAPS), 0.45 * max(4, len(heur)) + 1.5))
+    for ax, gap in zip(np.atleast_1d(axes), STREAMS_GAPS, strict=True):
+        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
+        if any(d.size for d in data):
+            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
+                       flierprops={"markersize": 2, "alpha": 0.4})
+            ax.set_yticks(range(1, len(heur) + 1), heur)
+        else:
+            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
+            ax.set_yticks([])
+        ax.set_title(gap)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step (0 = as good as the optimum)")
+    fig.tight_layout()
+    fig.savefig(folder / "streams_gaps.png", dpi=110)
+    plt.close(fig)
+    return [("streams_gaps.png", "Kafka Streams gap distributions per assignor")]
+
+
+def _streams_notes(df: pd.DataFrame) -> list[str]:
+    notes = []
+    unproven = int((df["opt_status"] != "optimal").sum())
+    if unproven:
+        notes.append(f"Streams: {unproven} of {len(df)} step(s) have a reference optimum that is not proven "
+                     "(time limit); their gaps are against the best solution found.")
+    errs = df[df["error"].notna()]
+    for name, g in errs.groupby("assignor"):
+        notes.append(f"{name}: {len(g)} Streams step(s) raised, e.g. {g['error'].iloc[0]}")
+    return notes
+
+
+def _facts(consumer: pd.DataFrame, streams: pd.DataFrame) -> str:
+    parts = []
+    if len(consumer):
+        parts.append(f"{consumer['scenario_id'].nunique()} consumer scenario(s), "
+                     f"{consumer[consumer['assignor'] == OPTIMAL].shape[0] or len(consumer)} scenario-step(s), "
+                     f"{len(consumer)} row(s); assignors: {', '.join(_order(consumer['assignor'].unique()))}; "
+                     f"instance sizes {int(consumer['partitions'].min())}-{int(consumer['partitions'].max())} "
+                     f"topic-partitions, {int(consumer['members'].min())}-{int(consumer['members'].max())} members.")
+    if len(streams):
+        parts.append(f"{streams['scenario_id'].nunique()} Kafka Streams scenario(s), "
+                     f"{streams[streams['assignor'] == STREAMS_OPTIMAL].shape[0] or len(streams)} scenario-step(s), "
+                     f"{len(streams)} row(s); assignors: {', '.join(_order(streams['assignor'].unique()))}; "
+                     f"{int(streams['partitions'].min())}-{int(streams['partitions'].max())} tasks, "
+                     f"{int(streams['members'].min())}-{int(streams['members'].max())} clients.")
+    return " ".join(parts)
+
+
 def build_report(out: str | Path, title: str | None = None) -> Path:
     """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
     out = Path(out)
-    df = load_rows(out, REPORT_COLUMNS)
+    rows = load_rows(out, REPORT_COLUMNS)
     manifest = out / "manifest.json"
     meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
     title = title or meta.get("grid") or out.name
     folder = out / "report"
     folder.mkdir(parents=True, exist_ok=True)
-    plots = _plots(df, folder)
-    sections = _sections(df)
-    notes = _notes(df)
-    summary_table(df).to_csv(folder / "summary.csv", index=False)
-    n_scen = df["scenario_id"].nunique()
-    facts = (f"{n_scen} scenario(s), {df[df['assignor'] == OPTIMAL].shape[0] or len(df)} scenario-step(s), "
-             f"{len(df)} row(s); assignors: {', '.join(_order(df['assignor'].unique()))}; "
-             f"instance sizes {int(df['partitions'].min())}-{int(df['partitions'].max())} topic-partitions, "
-             f"{int(df['members'].min())}-{int(df['members'].max())} members.")
+    df = rows[rows["protocol"] != "streams"]
+    st = rows[rows["protocol"] == "streams"]
+    plots: list[tuple[str, str]] = []
+    sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
+    notes: list[str] = []
+    if len(df):
+        plots += _plots(df, folder)
+        sections += _sections(df)
+        notes += _notes(df)
+        summary_table(df).to_csv(folder / "summary.csv", index=False)
+    if len(st):
+        plots += _streams_plot(st, folder)
+        sections += _streams_sections(st)
+        notes += _streams_notes(st)
+        streams_summary_table(st).to_csv(folder / "summary_streams.csv", index=False)
+    facts = _facts(df, st)
 
     md = [f"# Sweep report: {title}", "", facts, ""]
     md += [f"> {n}" for n in notes] + ([""] if notes else [])
@@ -324,8 +456,10 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         parts.append(f"<h2>{html.escape(name)}</h2><p>{html.escape(what)}</p>{html_table(table, share_cols)}")
     parts.append("<h2>Plots</h2>")
     parts += [f"<h3>{html.escape(alt)}</h3><img src='{png}' alt='{html.escape(alt)}'>" for png, alt in plots]
+    csvs = " and ".join(f"<a href='{c}'>{c}</a>" for c in ("summary.csv", "summary_streams.csv")
+                        if (folder / c).exists())
     parts.append("<p>Rows: <code>rows/</code> (Parquet, partitioned by assignor); tables also in "
-                 "<a href='summary.md'>summary.md</a> and <a href='summary.csv'>summary.csv</a>.</p></body></html>")
+                 f"<a href='summary.md'>summary.md</a> and {csvs}.</p></body></html>")
     index = folder / "index.html"
     index.write_text("\n".join(parts), encoding="utf-8")
     return index

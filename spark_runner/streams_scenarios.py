@@ -383,11 +383,11 @@ def _carry(client: Client, tasks: Sequence[Task], held: Any, model: LagModel,
     given_replica = (set(held.standby) | set(held.warmup)) if held is not None else set()
     for t in tasks:
         if t.id in given_active:
-            if restarted and t.stateful:  # nothing runs on a restarting client: its checkpoint is a bit behind
+            if not restarted:
+                active.append(t.id)
+            elif t.stateful:  # nothing runs on a restarting client: its checkpoint is a bit behind
                 standby.append(t.id)
                 lags[t.id] = min(model.lag_growth, model.sizes[t.id])
-            else:
-                active.append(t.id)
             continue
         if not t.stateful:
             continue

@@ -32,6 +32,7 @@ import time
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,8 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.formats import read_document
-from spark_runner.evaluate import COLUMNS, OPTIMAL, ROW_SCHEMA
+from spark_runner.evaluate import COLUMNS, REFERENCE, ROW_SCHEMA
 from spark_runner.scenarios import FIELD_CHECKS, ScenarioParams, scenario_id
+from spark_runner.streams_scenarios import (
+    STREAMS_FIELD_CHECKS,
+    AnyParams,
+    StreamsScenarioParams,
+    protocol_of,
+)
 
 ROWS = "rows"
 REPORT = "report"
@@ -84,7 +91,7 @@ class Work:
 
     scenario_id: str
     seed: int
-    params: ScenarioParams
+    params: AnyParams
     evaluate: tuple[str, ...]
     write: tuple[str, ...]
     time_limit: float | None = None
@@ -92,6 +99,10 @@ class Work:
     def cost(self) -> float:
         """Rough relative cost, to spread expensive scenarios over tasks."""
         p = self.params
+        if isinstance(p, StreamsScenarioParams):
+            tasks = p.subtopologies * (p.partitions_min + p.partitions_max) / 2
+            # every assignor's step also solves its reference optimum
+            return (p.steps + 1) * 2 * len(self.evaluate) * (1 + p.clients * tasks * (1 + p.standby_replicas))
         size = p.members * p.topics * (p.partitions_min + p.partitions_max) / 2
         return (p.steps + 1) * len(self.evaluate) * (1 + size) * (3 if p.weights != "uniform" else 1)
 
@@ -105,11 +116,13 @@ class Grid:
     seeds: tuple[int, ...]
     assignors: tuple[str, ...]
     solver_time_limit: float | None
-    points: tuple[ScenarioParams, ...]
+    points: tuple[AnyParams, ...]
+    #: Assignor name -> protocol (``consumer`` / ``streams``).
+    protocols: Mapping[str, str] = dataclass_field(default_factory=dict)
 
-    def scenarios(self) -> list[tuple[str, int, ScenarioParams]]:
+    def scenarios(self) -> list[tuple[str, int, AnyParams]]:
         """Every distinct ``(scenario id, seed, params)``, grid order."""
-        out: dict[str, tuple[str, int, ScenarioParams]] = {}
+        out: dict[str, tuple[str, int, AnyParams]] = {}
         for p in self.points:
             for s in self.seeds:
                 sid = scenario_id(p, s)
@@ -117,9 +130,20 @@ class Grid:
         return list(out.values())
 
     @property
+    def grid_protocols(self) -> tuple[str, ...]:
+        """Protocols of the grid points (``consumer`` first)."""
+        present = {protocol_of(p) for p in self.points} or {"consumer"}
+        return tuple(x for x in ("consumer", "streams") if x in present)
+
+    def evaluated_for(self, protocol: str) -> tuple[str, ...]:
+        """Assignors evaluated on a scenario of ``protocol``: its selected ones plus its optimum."""
+        mine = [a for a in self.assignors if self.protocols.get(a, "consumer") == protocol]
+        return tuple(dict.fromkeys([*mine, REFERENCE[protocol]]))
+
+    @property
     def evaluated(self) -> tuple[str, ...]:
-        """Assignors evaluated per scenario: the selected ones plus the optimum."""
-        return tuple(dict.fromkeys([*self.assignors, OPTIMAL]))
+        """Every assignor evaluated somewhere in the grid: per protocol, the selected ones plus its optimum."""
+        return tuple(dict.fromkeys(a for proto in self.grid_protocols for a in self.evaluated_for(proto)))
 
 
 def _problems_from_pydantic(err: ValidationError) -> list[Problem]:
@@ -138,6 +162,7 @@ def _problems_from_pydantic(err: ValidationError) -> list[Problem]:
 
 
 _PARAM_NAMES = tuple(f.name for f in fields(ScenarioParams))
+_STREAMS_PARAM_NAMES = tuple(f.name for f in fields(StreamsScenarioParams))
 
 
 def _values(name: str, raw: Any) -> list[Any]:
@@ -151,12 +176,26 @@ def _values(name: str, raw: Any) -> list[Any]:
     return [raw]
 
 
-def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: list[Problem]) -> list[ScenarioParams]:
+def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: list[Problem]) -> list[AnyParams]:
+    """The grid points of one ``params`` mapping; ``protocol: streams`` selects the Streams generator."""
+    proto = params.get("protocol", "consumer")
+    if proto not in ("consumer", "streams"):
+        what = ("one protocol per params mapping (a list of mappings mixes protocols)" if isinstance(proto, list)
+                else f"must be consumer or streams; got {proto!r}")
+        problems.append(Problem(json_path((*loc, "protocol")), what))
+        return []
+    streams = proto == "streams"
+    cls: type[ScenarioParams] | type[StreamsScenarioParams] = StreamsScenarioParams if streams else ScenarioParams
+    known = _STREAMS_PARAM_NAMES if streams else _PARAM_NAMES
+    checks = STREAMS_FIELD_CHECKS if streams else FIELD_CHECKS
     grid: dict[str, list[Any]] = {}
     for name, raw in params.items():
         where = (*loc, name)
-        if name not in _PARAM_NAMES:
-            problems.append(Problem(json_path(where), f"unknown parameter (known: {', '.join(_PARAM_NAMES)})"))
+        if name == "protocol" and not streams:
+            continue  # consumer parameters have no protocol field (their scenario ids stay as they were)
+        if name not in known:
+            kind = "unknown Streams parameter" if streams else "unknown parameter"
+            problems.append(Problem(json_path(where), f"{kind} (known: {', '.join(known)})"))
             continue
         vals = _values(name, raw)
         if not vals:
@@ -164,7 +203,7 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
             continue
         listed = isinstance(raw, list) and (name != "events" or vals != [tuple(raw)])
         for i, v in enumerate(vals):
-            msg = FIELD_CHECKS[name](v)
+            msg = checks[name](v)
             if msg:
                 problems.append(Problem(json_path((*where, i) if listed else where), msg))
         grid[name] = vals
@@ -175,8 +214,8 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
     bad_combos = 0
     for combo in itertools.product(*(grid[n] for n in names)):
         values = dict(zip(names, combo, strict=True))
-        probe = ScenarioParams.__new__(ScenarioParams)
-        for f in fields(ScenarioParams):
+        probe = cls.__new__(cls)
+        for f in fields(cls):
             object.__setattr__(probe, f.name, values.get(f.name, f.default))
         issues = probe.problems()
         if issues:
@@ -186,7 +225,7 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
                 for field_name, msg in issues:
                     problems.append(Problem(json_path((*loc, field_name)), f"{msg} (combination {shown})"))
             continue
-        out.append(ScenarioParams(**values))
+        out.append(cls(**values))
     if bad_combos > 5:
         problems.append(Problem(json_path(loc), f"{bad_combos - 5} more invalid combination(s)"))
     return out
@@ -214,21 +253,34 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     except ValidationError as e:
         raise InstanceError(source, _problems_from_pydantic(e)) from None
     problems: list[Problem] = []
+    points: list[AnyParams] = []
+    blocks = spec.params if isinstance(spec.params, list) else [spec.params]
+    for i, block in enumerate(blocks):
+        loc: tuple[str | int, ...] = ("params", i) if isinstance(spec.params, list) else ("params",)
+        points.extend(_expand(block, loc, problems))
+    present = {protocol_of(p) for p in points}
+    if not points:
+        present = {"streams" if any(b.get("protocol") == "streams" for b in blocks) else "consumer"}
     known = _known_assignors()
-    if OPTIMAL not in known:
-        problems.append(Problem("", f"the optimum {OPTIMAL!r} is not registered; gaps need it"))
+    for proto in sorted(present):
+        if REFERENCE[proto] not in known:
+            problems.append(Problem("", f"the optimum {REFERENCE[proto]!r} is not registered; gaps need it"))
     if spec.assignors == "all":
         assignors = tuple(n for n, (kind, proto) in sorted(known.items())
-                          if kind == "heuristic" and proto == "consumer")
+                          if kind == "heuristic" and proto in present)
     else:
         assignors = tuple(dict.fromkeys(spec.assignors))
         for i, name in enumerate(spec.assignors):
             if name not in known:
                 problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r} "
                                         f"(known: {', '.join(sorted(known))})"))
-            elif known[name][1] != "consumer":
-                problems.append(Problem(f"assignors[{i}]", f"{name!r} is a {known[name][1]} assignor; "
-                                        "sweeps evaluate the consumer protocol"))
+            elif known[name][1] not in present:
+                problems.append(Problem(f"assignors[{i}]", f"{name!r} is a {known[name][1]} assignor but no params "
+                                        f"mapping generates {known[name][1]} scenarios"
+                                        + (" (add protocol: streams)" if known[name][1] == "streams" else "")))
+        for proto in sorted(present):
+            if not any(known.get(a, ("", ""))[1] == proto for a in assignors):
+                problems.append(Problem("assignors", f"no {proto} assignor listed for the {proto} scenarios"))
     if isinstance(spec.seeds, int):
         seeds = tuple(range(spec.seeds))
     elif isinstance(spec.seeds, SeedRange):
@@ -237,14 +289,11 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
         seeds = tuple(dict.fromkeys(spec.seeds))
         if not seeds:
             problems.append(Problem("seeds", "empty list of seeds"))
-    points: list[ScenarioParams] = []
-    blocks = spec.params if isinstance(spec.params, list) else [spec.params]
-    for i, block in enumerate(blocks):
-        loc: tuple[str | int, ...] = ("params", i) if isinstance(spec.params, list) else ("params",)
-        points.extend(_expand(block, loc, problems))
     if problems:
         raise InstanceError(source, problems)
-    return Grid(spec.name or Path(source).stem, source, seeds, assignors, spec.solver_time_limit, tuple(points))
+    protocols = {a: known[a][1] for a in assignors}
+    return Grid(spec.name or Path(source).stem, source, seeds, assignors, spec.solver_time_limit, tuple(points),
+                protocols)
 
 
 def read_grid(path: str | Path) -> Grid:
@@ -273,9 +322,10 @@ def plan(grid: Grid, done: set[tuple[str, str]]) -> list[Work]:
     """Pending work: per scenario, the assignors whose rows are missing (the optimum always runs)."""
     out = []
     for sid, seed, p in grid.scenarios():
-        missing = tuple(a for a in grid.evaluated if (sid, a) not in done)
+        evaluated = grid.evaluated_for(protocol_of(p))
+        missing = tuple(a for a in evaluated if (sid, a) not in done)
         if missing:
-            out.append(Work(sid, seed, p, grid.evaluated, missing, grid.solver_time_limit))
+            out.append(Work(sid, seed, p, evaluated, missing, grid.solver_time_limit))
     return out
 
 
