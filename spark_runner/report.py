@@ -203,17 +203,22 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- rendering
 
 
+def _int_fmt(n: int) -> str:
+    # the same grouping as large floats, so that one column reads alike
+    return f"{n:,}" if abs(n) >= 1000 else str(n)
+
+
 def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):
-        return str(int(v))
+        return _int_fmt(int(v))
     if isinstance(v, (float, np.floating)):
         v = float(v)
         if v.is_integer() and abs(v) < 1e12:
-            return str(int(v))
+            return _int_fmt(int(v))
         return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
     return str(v)
 

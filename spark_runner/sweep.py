@@ -258,9 +258,11 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     for i, block in enumerate(blocks):
         loc: tuple[str | int, ...] = ("params", i) if isinstance(spec.params, list) else ("params",)
         points.extend(_expand(block, loc, problems))
-    present = {protocol_of(p) for p in points}
-    if not points:
-        present = {"streams" if any(b.get("protocol") == "streams" for b in blocks) else "consumer"}
+    # The protocols the blocks declare, whether or not their values expanded cleanly; a block with a
+    # bad protocol leaves it unknown, and the assignor-protocol checks would only repeat that error.
+    declared = [b.get("protocol", "consumer") for b in blocks]
+    present = {d for d in declared if d in ("consumer", "streams")}
+    cross_check = len(present) == len(set(map(str, declared)))
     known = _known_assignors()
     for proto in sorted(present):
         if REFERENCE[proto] not in known:
@@ -274,11 +276,11 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
             if name not in known:
                 problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r} "
                                         f"(known: {', '.join(sorted(known))})"))
-            elif known[name][1] not in present:
+            elif cross_check and known[name][1] not in present:
                 problems.append(Problem(f"assignors[{i}]", f"{name!r} is a {known[name][1]} assignor but no params "
                                         f"mapping generates {known[name][1]} scenarios"
                                         + (" (add protocol: streams)" if known[name][1] == "streams" else "")))
-        for proto in sorted(present):
+        for proto in sorted(present if cross_check else ()):
             if not any(known.get(a, ("", ""))[1] == proto for a in assignors):
                 problems.append(Problem("assignors", f"no {proto} assignor listed for the {proto} scenarios"))
     if isinstance(spec.seeds, int):
