@@ -157,7 +157,7 @@ class StreamsScenarioParams:
         ``standby_replicas`` standbys on other random clients and stale copies
         on each remaining client with probability ``stale_share``; standby and
         stale lags drawn from the profile ``caught-up`` (``[0, L]``), ``near``
-        (``(L, 4L]``), ``far`` (half to all of the changelog) or ``mixed``
+        (``(L, min(4L, size)]``), ``far`` (half to all of the changelog) or ``mixed``
         (each of the three or no state, uniformly), ``L`` =
         ``acceptable_recovery_lag``.
     stale_share
@@ -539,7 +539,8 @@ class _Builder:
         if kind == "caught-up":
             return int(self.rng.integers(0, acc + 1))
         if kind == "near":
-            return int(self.rng.integers(acc + 1, 4 * acc + 2))
+            # never behind by more than the whole changelog (a size is at least acc + 1)
+            return int(self.rng.integers(acc + 1, min(4 * acc, self.sizes[tid]) + 1 if acc else 2))
         if kind == "far":
             size = self.sizes[tid]
             return int(self.rng.integers(max(acc + 1, size // 2), size + 1))

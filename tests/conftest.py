@@ -7,8 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from solver.formats import Record, read_instances
+
+# CI runs the property tests with a fixed derivation of examples (same inputs on every run), so that a
+# run is reproducible; locally they draw new examples each time. KASSIGN_HYPOTHESIS=random|ci overrides.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("random", print_blob=True)
+settings.load_profile(os.environ.get("KASSIGN_HYPOTHESIS", "ci" if os.environ.get("CI") else "random"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KASSIGN_SHARED", REPO.parent / "shared"))
