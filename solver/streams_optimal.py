@@ -32,10 +32,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from ortools.sat.python import cp_model
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
@@ -135,6 +137,8 @@ class _Model:
     """The CP-SAT model with one expression per stage."""
 
     def __init__(self, p: StreamsProblem) -> None:
+        from ortools.sat.python import cp_model  # imported on use: it pulls in pandas (~0.4 s)
+
         self.p = p
         md = cp_model.CpModel()
         self.model = md
@@ -334,6 +338,8 @@ def solve_streams(instance: Instance, params: Params) -> Result:
         if not isinstance(expr, int):
             m.hint(active, standby)
             m.model.minimize(expr)
+            from ortools.sat.python import cp_model
+
             solver = cp_model.CpSolver()
             remaining = max(deadline - time.perf_counter(), 0.05)
             solver.parameters.max_time_in_seconds = remaining / (len(stages) - k)
