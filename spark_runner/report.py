@@ -84,18 +84,30 @@ def _share(s: pd.Series) -> float:
     return float(s.astype(bool).mean()) if len(s) else math.nan
 
 
+def _counts(name: str, g: pd.DataFrame) -> dict[str, Any]:
+    """The columns every per-assignor table starts with: steps, scenarios, errors, invalid steps."""
+    return {
+        "assignor": name,
+        "steps": len(g),
+        "scenarios": g["scenario_id"].nunique(),
+        "errors": int(g["error"].notna().sum()),
+        "invalid": int((g["valid"] == False).sum()),  # noqa: E712 (nullable column)
+    }
+
+
+def _positive(col: pd.Series) -> int:
+    """Steps where a nullable count is above 0."""
+    return int(pd.to_numeric(col).fillna(0).gt(0).sum())
+
+
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per assignor: steps, errors, validity, gap statistics, balance-optimal share, moves, rounds, time."""
     out = []
     for name in _order(df["assignor"].unique()):
         g = df[df["assignor"] == name]
         row: dict[str, Any] = {
-            "assignor": name,
-            "steps": len(g),
-            "scenarios": g["scenario_id"].nunique(),
-            "errors": int(g["error"].notna().sum()),
-            "invalid": int((g["valid"] == False).sum()),  # noqa: E712 (nullable column)
-            "copartition_violations": int(pd.to_numeric(g["copartition_violations"]).fillna(0).gt(0).sum()),
+            **_counts(name, g),
+            "copartition_violations": _positive(g["copartition_violations"]),
         }
         for gap in GAPS:
             for how in STATS:
@@ -313,12 +325,8 @@ def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
     for name in _order(df["assignor"].unique()):
         g = df[df["assignor"] == name]
         row: dict[str, Any] = {
-            "assignor": name,
-            "steps": len(g),
-            "scenarios": g["scenario_id"].nunique(),
-            "errors": int(g["error"].notna().sum()),
-            "invalid": int((g["valid"] == False).sum()),  # noqa: E712 (nullable column)
-            "not_caught_up": int(pd.to_numeric(g["not_caught_up_actives"]).fillna(0).gt(0).sum()),
+            **_counts(name, g),
+            "not_caught_up": _positive(g["not_caught_up_actives"]),
             "balance_optimal_share": _share(g["balance_optimal"]),
         }
         for gap in STREAMS_GAPS:

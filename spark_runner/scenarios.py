@@ -57,7 +57,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 from numpy.random import PCG64, Generator
@@ -155,8 +155,65 @@ FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
 })
 
 
+class CheckedParams:
+    """Shared machinery of generator parameters (frozen dataclasses that inherit it).
+
+    ``_CHECKS`` maps each field to its check (one value -> message or None);
+    :meth:`_cross_problems` adds the rules between fields.  Construction
+    validates; :meth:`to_dict` / :meth:`from_dict` / :meth:`canonical_json`
+    give the JSON form that scenario ids hash.
+    """
+
+    _CHECKS: ClassVar[Mapping[str, Callable[[Any], str | None]]] = MappingProxyType({})
+    #: What an unknown key is called in :meth:`from_dict` errors.
+    _WHAT: ClassVar[str] = "parameter"
+
+    def __post_init__(self) -> None:
+        events = self.__dict__.get("events")
+        if isinstance(events, list):
+            object.__setattr__(self, "events", tuple(events))
+        problems = self.problems()
+        if problems:
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in problems))
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Every problem as ``(field, message)``; empty when the parameters are valid."""
+        out = []
+        for name, check in self._CHECKS.items():
+            msg = check(getattr(self, name))
+            if msg:
+                out.append((name, msg))
+        # rules between fields only once every field is valid on its own
+        return out or self._cross_problems()
+
+    def _cross_problems(self) -> list[tuple[str, str]]:
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (``events`` as a list)."""
+        d = asdict(self)  # type: ignore[call-overload]  # subclasses are dataclasses
+        d["events"] = list(d["events"])
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """Build from a dict (unknown keys raise ``ValueError``)."""
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown {cls._WHAT}(s): {', '.join(unknown)}")
+        d = dict(data)
+        if "events" in d and isinstance(d["events"], list):
+            d["events"] = tuple(d["events"])
+        return cls(**d)
+
+    def canonical_json(self) -> str:
+        """Stable JSON (sorted keys) used for scenario ids."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
 @dataclass(frozen=True)
-class ScenarioParams:
+class ScenarioParams(CheckedParams):
     """Generator parameters of one scenario family (a point of a sweep grid).
 
     Attributes
@@ -233,22 +290,10 @@ class ScenarioParams:
     min_members: int | None = None
     max_partitions: int | None = None
 
-    def __post_init__(self) -> None:
-        if isinstance(self.events, list):
-            object.__setattr__(self, "events", tuple(self.events))
-        problems = self.problems()
-        if problems:
-            raise ValueError("; ".join(f"{k}: {v}" for k, v in problems))
+    _CHECKS = FIELD_CHECKS
 
-    def problems(self) -> list[tuple[str, str]]:
-        """Every problem as ``(field, message)``; empty when the parameters are valid."""
+    def _cross_problems(self) -> list[tuple[str, str]]:
         out = []
-        for name, check in FIELD_CHECKS.items():
-            msg = check(getattr(self, name))
-            if msg:
-                out.append((name, msg))
-        if out:
-            return out
         if self.partitions_min > self.partitions_max:
             out.append(("partitions_max", f"must be >= partitions_min ({self.partitions_min})"))
         spare = 1 if self.subscription == "two-groups" else 0
@@ -278,28 +323,6 @@ class ScenarioParams:
     def member_floor(self) -> int:
         """The effective floor on the group size."""
         return self.min_members if self.min_members is not None else max(1, self.members // 2)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (``events`` as a list)."""
-        d = asdict(self)
-        d["events"] = list(self.events)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ScenarioParams:
-        """Build from a dict (unknown keys raise ``ValueError``)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown parameter(s): {', '.join(unknown)}")
-        d = dict(data)
-        if "events" in d and isinstance(d["events"], list):
-            d["events"] = tuple(d["events"])
-        return cls(**d)
-
-    def canonical_json(self) -> str:
-        """Stable JSON (sorted keys) used for scenario ids."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 class _CanonicalParams(Protocol):

@@ -50,10 +50,9 @@ Events (what the next rebalance sees)
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -71,7 +70,15 @@ from solver.streams_model import (
     Subtopology,
     Task,
 )
-from spark_runner.scenarios import ScenarioParams, _choice, _float_range, _int_at_least, _optional, scenario_id
+from spark_runner.scenarios import (
+    CheckedParams,
+    ScenarioParams,
+    _choice,
+    _float_range,
+    _int_at_least,
+    _optional,
+    scenario_id,
+)
 
 PROTOCOL = "streams"
 STREAMS_EVENT_KINDS = (
@@ -130,7 +137,7 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
 
 
 @dataclass(frozen=True)
-class StreamsScenarioParams:
+class StreamsScenarioParams(CheckedParams):
     """Generator parameters of one Streams scenario family (``protocol: streams`` in a grid).
 
     Attributes
@@ -206,22 +213,11 @@ class StreamsScenarioParams:
     min_clients: int | None = None
     max_tasks: int | None = None
 
-    def __post_init__(self) -> None:
-        if isinstance(self.events, list):
-            object.__setattr__(self, "events", tuple(self.events))
-        problems = self.problems()
-        if problems:
-            raise ValueError("; ".join(f"{k}: {v}" for k, v in problems))
+    _CHECKS = STREAMS_FIELD_CHECKS
+    _WHAT = "Streams parameter"
 
-    def problems(self) -> list[tuple[str, str]]:
-        """Every problem as ``(field, message)``; empty when the parameters are valid."""
+    def _cross_problems(self) -> list[tuple[str, str]]:
         out = []
-        for name, check in STREAMS_FIELD_CHECKS.items():
-            msg = check(getattr(self, name))
-            if msg:
-                out.append((name, msg))
-        if out:
-            return out
         if self.threads_min > self.threads_max:
             out.append(("threads_max", f"must be >= threads_min ({self.threads_min})"))
         if self.partitions_min > self.partitions_max:
@@ -244,28 +240,6 @@ class StreamsScenarioParams:
     def client_floor(self) -> int:
         """The effective floor on the number of clients."""
         return self.min_clients if self.min_clients is not None else max(1, self.clients // 2)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (``events`` as a list)."""
-        d = asdict(self)
-        d["events"] = list(self.events)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StreamsScenarioParams:
-        """Build from a dict (unknown keys raise ``ValueError``)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown Streams parameter(s): {', '.join(unknown)}")
-        d = dict(data)
-        if "events" in d and isinstance(d["events"], list):
-            d["events"] = tuple(d["events"])
-        return cls(**d)
-
-    def canonical_json(self) -> str:
-        """Stable JSON (sorted keys) used for scenario ids (contains ``"protocol":"streams"``)."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 AnyParams = ScenarioParams | StreamsScenarioParams
