@@ -358,6 +358,8 @@ def solve_streams(instance: Instance, params: Params) -> Result:
             proven[k] = True
         values[k] = current
         bounds[k] = current if proven[k] else min(bounds[k], current)
+        # a bound that meets the value proves the stage even when CP-SAT stopped at its time limit
+        proven[k] = proven[k] or bounds[k] >= current
     status = Status.OPTIMAL if all(proven) else Status.FEASIBLE
     return _result(p, active, standby, status, stages, values, bounds, t0, engine)
 
