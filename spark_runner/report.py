@@ -144,6 +144,24 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
 # --------------------------------------------------------------------------- plots
 
 
+def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, ...], title: str) -> Any:
+    """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller)."""
+    fig, axes = plt.subplots(1, len(gaps), figsize=(5 * len(gaps), 0.45 * max(4, len(heur)) + 1.5))
+    for ax, gap in zip(np.atleast_1d(axes), gaps, strict=True):
+        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
+        if any(d.size for d in data):
+            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
+                       flierprops={"markersize": 2, "alpha": 0.4})
+            ax.set_yticks(range(1, len(heur) + 1), heur)
+        else:
+            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
+            ax.set_yticks([])
+        ax.set_title(gap)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(title)
+    return fig
+
+
 def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     import matplotlib
 
@@ -155,19 +173,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     colors = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(_order(df["assignor"].unique()))}
 
     # 1. gap distributions
-    fig, axes = plt.subplots(1, len(GAPS), figsize=(5 * len(GAPS), 0.45 * max(4, len(heur)) + 1.5))
-    for ax, gap in zip(np.atleast_1d(axes), GAPS, strict=True):
-        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
-        if any(d.size for d in data):
-            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
-                       flierprops={"markersize": 2, "alpha": 0.4})
-            ax.set_yticks(range(1, len(heur) + 1), heur)
-        else:
-            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
-            ax.set_yticks([])
-        ax.set_title(gap)
-        ax.grid(axis="x", alpha=0.3)
-    fig.suptitle("Gap to the optimum per step (0 = as good as the optimum)")
+    fig = _gap_boxplots(plt, df, heur, GAPS, "Gap to the optimum per step (0 = as good as the optimum)")
     fig.tight_layout()
     fig.savefig(folder / "gaps.png", dpi=110)
     plt.close(fig)
@@ -379,20 +385,8 @@ def _streams_plot(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     import matplotlib.pyplot as plt
 
     heur = [n for n in _order(df["assignor"].unique()) if n != STREAMS_OPTIMAL]
-    fig, axes = plt.subplots(1, len(STREAMS_GAPS),
-                             figsize=(5 * len(STREAMS_GAPS), 0.45 * max(4, len(heur)) + 1.5))
-    for ax, gap in zip(np.atleast_1d(axes), STREAMS_GAPS, strict=True):
-        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
-        if any(d.size for d in data):
-            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
-                       flierprops={"markersize": 2, "alpha": 0.4})
-            ax.set_yticks(range(1, len(heur) + 1), heur)
-        else:
-            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
-            ax.set_yticks([])
-        ax.set_title(gap)
-        ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step (0 = as good as the optimum)")
+    fig = _gap_boxplots(plt, df, heur, STREAMS_GAPS,
+                        f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step (0 = as good as the optimum)")
     fig.tight_layout()
     fig.savefig(folder / "streams_gaps.png", dpi=110)
     plt.close(fig)

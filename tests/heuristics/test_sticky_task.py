@@ -9,6 +9,7 @@ from heuristics._java import hashmap_order
 from heuristics.sticky_task import sticky_task, task_java_hash
 from solver.formats import parse_instance
 from solver.result import Params
+from tests.heuristics.streams_checks import assert_actives_and_standbys
 
 A = "00000000-0000-0000-0000-00000000000a"
 B = "00000000-0000-0000-0000-00000000000b"
@@ -75,10 +76,4 @@ def instances(draw):
 @given(instances())
 def test_invariants(i):
     a = sticky_task(i, Params()).assignment
-    spec = i.streams
-    assert sorted(t for ca in a.clients.values() for t in ca.active) == sorted(spec.task_ids)
-    need = min(spec.config.num_standby_replicas, len(spec.clients) - 1)
-    for t in spec.tasks:
-        holders = [c for c, ca in a.clients.items() if t.id in ca.standby]
-        assert len(holders) == (need if t.stateful else 0)
-        assert all(t.id not in a.get(c).active for c in holders)
+    assert_actives_and_standbys(i, a)
