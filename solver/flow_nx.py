@@ -30,7 +30,7 @@ class NxItem:
     rack: tuple[int, ...]  # per eligible member
 
 
-def nx_items(instance: Instance, unit_owner: str = "first-topic") -> list[NxItem]:
+def nx_items(instance: Instance) -> list[NxItem]:
     """Every item of ``instance`` with its costs (unit move costs per topic-partition)."""
     view = GroupView(instance)
     prev = view.previous_owners
@@ -61,19 +61,14 @@ def nx_items(instance: Instance, unit_owner: str = "first-topic") -> list[NxItem
         elig = view.unit_eligible(g)
         for p in range(view.limits[group[0]]):
             tps = tuple((t, p) for t in group)
-            if unit_owner == "first-topic":
-                o = int(prev[group[0]][p])
-                total = sum(mcost(t, p) for t in group)
-                move = tuple(0 if o < 0 or o == m else total for m in elig)
-            else:
-                move = tuple(sum(mcost(t, p) for t in group if prev[t][p] >= 0 and prev[t][p] != m) for m in elig)
+            # each topic-partition of the unit counts when its own previous owner is not m
+            move = tuple(sum(mcost(t, p) for t in group if prev[t][p] >= 0 and prev[t][p] != m) for m in elig)
             rack = tuple(sum(rack_miss(t, p, m) for t in group) for m in elig)
             items.append(NxItem(tps, elig, move, rack))
     return items
 
 
-def nx_solve(instance: Instance, order: Sequence[str] = ("balance", "moves", "racks"),
-             unit_owner: str = "first-topic") -> dict[str, int]:
+def nx_solve(instance: Instance, order: Sequence[str] = ("balance", "moves", "racks")) -> dict[str, int]:
     """Lexicographic optimum by networkx network simplex.
 
     Returns
@@ -82,7 +77,7 @@ def nx_solve(instance: Instance, order: Sequence[str] = ("balance", "moves", "ra
         ``sum_sq_items`` (sum of squared item counts), ``moves``, ``racks``
         of an optimal flow, and ``loads`` (item count per member).
     """
-    items = nx_items(instance, unit_owner)
+    items = nx_items(instance)
     n = len(instance.members)
     total = len(items)
     max_move = sum(max(it.move, default=0) for it in items)
@@ -121,7 +116,7 @@ def nx_solve(instance: Instance, order: Sequence[str] = ("balance", "moves", "ra
 
 
 def brute_force(instance: Instance, order: Sequence[str] = ("balance", "moves", "racks"),
-                unit_owner: str = "first-topic", limit: int = 200_000) -> dict[str, int]:
+                limit: int = 200_000) -> dict[str, int]:
     """Lexicographic optimum by enumerating every assignment of items (tiny instances only).
 
     ``balance`` here is the sum of squared item counts.  Raises ``ValueError``
@@ -130,7 +125,7 @@ def brute_force(instance: Instance, order: Sequence[str] = ("balance", "moves", 
     import itertools
     import math
 
-    items = nx_items(instance, unit_owner)
+    items = nx_items(instance)
     size = math.prod(len(it.eligible) for it in items)
     if size > limit:
         raise ValueError(f"{size} assignments, above the limit {limit}")

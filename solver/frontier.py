@@ -73,7 +73,7 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     from solver.gaps import _unit_move_costs
 
     instance = _unit_move_costs(instance)  # the budget counts moved topic-partitions, as the scorer's moved
-    ic = build_classes(instance, unit_owner="per-partition")
+    ic = build_classes(instance)
     caps = np.array([m.capacity for m in instance.members], dtype=np.float64)
     racks = [m.rack for m in instance.members]
     points: list[dict[str, Any]] = []

@@ -110,7 +110,7 @@ def fewest_moves(instance: Instance, max_load: float, *, time_limit: float = 10.
     """
     inst = _unit_move_costs(instance)
     view = GroupView(inst)
-    ic = build_classes(inst, view, unit_owner="per-partition", not_joinable=not_joinable)
+    ic = build_classes(inst, view, not_joinable=not_joinable)
     if ic.total_items == 0:
         return 0, True
     caps = np.array([m.capacity for m in inst.members], dtype=np.float64)

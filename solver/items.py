@@ -194,8 +194,7 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_classes(
-    instance: Instance, view: GroupView | None = None, unit_owner: str = "first-topic",
-    not_joinable: bool = True,
+    instance: Instance, view: GroupView | None = None, not_joinable: bool = True,
 ) -> ItemClasses:
     """Aggregate the items of ``instance`` into classes.
 
@@ -205,13 +204,6 @@ def build_classes(
         Consumer-protocol instance.
     view
         Pre-computed group view.
-    unit_owner
-        Previous ownership of co-partition units.  ``"first-topic"``: a unit's
-        previous owner is the previous owner of its partition in the group's
-        first topic, and a unit that changes owner moves all its
-        topic-partitions (the rule of the reference optima: a join task
-        moves as a whole).  ``"per-partition"``: every topic-partition keeps
-        its own previous owner (the scorer's ``moved``).
     not_joinable
         Include not-joinable partitions as single items (default) or leave
         them out.
@@ -236,8 +228,6 @@ def build_classes(
     >>> ic.count.tolist(), ic.owners
     ([2, 2], [(), ((0, 1.0),)])
     """
-    if unit_owner not in ("first-topic", "per-partition"):
-        raise ValueError(f"unit_owner must be 'first-topic' or 'per-partition', not {unit_owner!r}")
     view = view or GroupView(instance)
     members = instance.members
     prev = view.previous_owners
@@ -407,11 +397,6 @@ def build_classes(
                     total += mv
                 rsig_l.append(rack_ids.keys[r] if r >= 0 else None)  # type: ignore[arg-type]
             owners = tuple(sorted(owned.items()))  # type: ignore[assignment]
-            if unit_owner == "first-topic":
-                # the unit belongs to the owner of its first topic's partition and moves as a whole
-                o0 = row[0]
-                total = sum(float(umc[row[2 * k + 1 + j]]) for j in range(k)) if o0 >= 0 else 0.0
-                owners = ((o0, total),) if o0 >= 0 else ()
             wv = float(uw[row[2 * k]])
             sig_id = sig_ids(tuple(rsig_l))
             keys.append((1, e, wv, owners, sig_id, k, total))

@@ -177,10 +177,7 @@ def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:
         ``objective`` (see module docstring), ``time_limit`` (CP-SAT, seconds;
         default 30), ``seed``, ``options`` (``workers``: CP-SAT workers, 1 =
         deterministic; ``interleave``: deterministic interleaved portfolio;
-        ``max_vars``: CP-SAT neighbourhood threshold;
-        ``unit_owner``: ``first-topic`` (default) or ``per-partition``, how a
-        co-partition unit's previous owner and moves are counted, see
-        :func:`solver.items.build_classes`).
+        ``max_vars``: CP-SAT neighbourhood threshold).
     engine
         ``"auto"``, ``"flow"`` or ``"cpsat"``.
 
@@ -199,10 +196,7 @@ def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:
         raise InfeasibleError("the optimal consumer solver needs a consumer-protocol instance")
     order, weights = parse_objective(params.objective)
     view = GroupView(instance)
-    unit_owner = str((params.options or {}).get("unit_owner", "first-topic"))
-    if unit_owner not in ("first-topic", "per-partition"):
-        raise InfeasibleError(f"option unit_owner must be first-topic or per-partition, not {unit_owner!r}")
-    ic = build_classes(instance, view, unit_owner)
+    ic = build_classes(instance, view)
     if ic.total_items == 0 or not instance.members:
         return _empty(instance, t0)
     why = flow_fits(instance, ic, order)

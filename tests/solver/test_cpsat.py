@@ -16,9 +16,9 @@ from solver.scoring import score
 from tests.solver.optimal_strategies import instances
 
 
-def _brute(inst, unit_owner="first-topic"):
+def _brute(inst):
     """Lexicographic (max load, sum of squares, moves) over every assignment."""
-    items = nx_items(inst, unit_owner)
+    items = nx_items(inst)
     caps = np.array([m.capacity for m in inst.members])
 
     def w(it):
