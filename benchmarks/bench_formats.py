@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from solver.formats import read_instance
-from solver.semantics import previous_owners
+from solver.io import read_instance
+from solver.model.semantics import previous_owners
 
 
 def build(topics: int, partitions: int, members: int) -> dict:

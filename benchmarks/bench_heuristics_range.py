@@ -26,10 +26,10 @@ from types import MappingProxyType
 import numpy as np
 
 import heuristics  # noqa: F401  (registers every assignor)
+from heuristics.kip848.server_range import server_range_owner_arrays
+from heuristics.kip848.uniform import uniform_flat
 from heuristics.range import range_owner_arrays
 from heuristics.roundrobin import roundrobin_owner_arrays
-from heuristics.server_range import server_range_owner_arrays
-from heuristics.uniform import uniform_flat
 from solver import registry
 from solver.model import Assignment, Instance, Member, Topic
 from solver.result import Params

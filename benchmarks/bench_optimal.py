@@ -48,7 +48,7 @@ TARGET = {"equal": 0.35, "non-equal": 9.0, "leave-10pct": 5.4, "leave-10pct-rack
 
 
 def _round_robin_leave(n_topics: int, n_parts: int, n_members: int, leave: bool) -> Instance:
-    from solver.formats import parse_instance
+    from solver.io import parse_instance
 
     topics = {f"t{i}": n_parts for i in range(n_topics)}
     owned: list[dict[str, list[int]]] = [{} for _ in range(n_members)]
@@ -64,7 +64,7 @@ def _round_robin_leave(n_topics: int, n_parts: int, n_members: int, leave: bool)
 
 
 def _weighted(seed: int = 1) -> Instance:
-    from solver.formats import parse_instance
+    from solver.io import parse_instance
 
     rng = np.random.default_rng(seed)
     n, m = 10_000, 200
@@ -115,10 +115,10 @@ def _peak_rss_mib() -> float:
 MINIMAL = """
 import sys, time
 t0 = time.perf_counter()
-from solver.formats import read_instance, dumps, write_atomic
-from solver.optimal import solve
+from solver.io import read_instance, dumps, write_atomic
+from solver.consumer.optimal import solve
 from solver.result import Params
-from spark_runner.output import result_document
+from spark_runner.cli.output import result_document
 inst = read_instance(sys.argv[1])
 res = solve(inst, Params(time_limit=float(sys.argv[3])))
 write_atomic(sys.argv[2], dumps(result_document(inst, "optimal", res)) + "\\n")
@@ -170,7 +170,7 @@ def e2e(case: str, scale: float, time_limit: float) -> dict[str, tuple[float, fl
     every command module, Spark's included); ``minimal``: a fresh interpreter
     that only reads, solves and writes.
     """
-    from solver.formats import dumps, instance_to_dict
+    from solver.io import dumps, instance_to_dict
 
     inst = build(case, scale)
     with tempfile.TemporaryDirectory() as d:

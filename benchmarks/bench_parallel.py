@@ -5,7 +5,7 @@ Run::
     python -m benchmarks.bench_parallel [--processes 2]
 
 The same scenarios as ``bench_sweep --part scaling`` are evaluated by the pure
-function :func:`spark_runner.evaluate.evaluate_scenario` in a ``multiprocessing``
+function :func:`spark_runner.sweep.evaluate.evaluate_scenario` in a ``multiprocessing``
 pool (fork, one scenario per chunk, after a warm-up of four scenarios).  The
 ratio of the two wall times is the machine's own parallel ceiling for this
 work, the yardstick for Spark's ``local[1]`` / ``local[2]`` speed-up.
@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from benchmarks.bench_sweep import SCALING_GRID
-from spark_runner.evaluate import evaluate_scenario
-from spark_runner.sweep import Grid, parse_grid
+from spark_runner.sweep.evaluate import evaluate_scenario
+from spark_runner.sweep.run import Grid, parse_grid
 
 _GRID: Grid = parse_grid(SCALING_GRID, "bench-scaling")
 

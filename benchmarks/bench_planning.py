@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from solver.model import Instance
-from solver.planning import PlanConfig, Planner, consumer_items, minimum, plan
+from solver.planning.plan import PlanConfig, Planner, consumer_items, minimum, plan
 
 
 def build(topics: int = 20, partitions: int = 500, members: int = 80, seed: int = 42) -> Instance:

@@ -17,10 +17,10 @@ import time
 import uuid
 from typing import Any
 
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from solver.result import Params
-from solver.streams_optimal import solve_streams
-from solver.streams_scoring import score_streams
+from solver.streams.optimal import solve_streams
+from solver.streams.scoring import score_streams
 
 
 def build(tasks: int, clients: int, standbys: int, seed: int = 7) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def main() -> None:
     print("  score:", {k: m[k] for k in ("valid", "max_active_load", "max_total_load", "restoration_cost",
                                           "moved_actives")})
     try:
-        from heuristics.high_availability import high_availability
+        from heuristics.streams.high_availability import high_availability
 
         t1 = time.perf_counter()
         ha = high_availability(inst, Params())

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_runner.sweep import parse_grid, run_sweep, start_spark
+from spark_runner.sweep.run import parse_grid, run_sweep, start_spark
 
 SCALING_GRID: dict[str, Any] = {
     "name": "bench-scaling",
@@ -64,7 +64,7 @@ def _warm(spark: Any, cores: int) -> None:
     import pandas as pd
 
     def load(batches: Any) -> Any:
-        from spark_runner.evaluate import load_registry
+        from spark_runner.sweep.evaluate import load_registry
 
         load_registry()
         for pdf in batches:
@@ -116,7 +116,7 @@ def scaling(log: Any, repeat: int = 1) -> dict[str, Any]:
 
 def pure(log: Any) -> dict[str, Any]:
     """The scaling grid evaluated in this process, without Spark (the floor Spark's overhead adds to)."""
-    from spark_runner.evaluate import evaluate_scenario
+    from spark_runner.sweep.evaluate import evaluate_scenario
 
     grid = parse_grid(SCALING_GRID, "bench-scaling")
     t0 = time.perf_counter()

@@ -27,7 +27,7 @@ def next_round(instance: Instance, assignment: Assignment) -> Instance:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t": 2}, "members": [
     ...     {"id": "a", "topics": ["t"], "generation": 4}, {"id": "b", "topics": ["t"], "generation": 3}]})
     >>> nxt = next_round(inst, Assignment.from_lists({"a": {"t": [0, 1]}, "b": {}}))

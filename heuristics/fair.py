@@ -31,9 +31,9 @@ import numpy as np
 
 from heuristics._java import java_string_key
 from solver.model import Assignment, Instance
+from solver.model.semantics import subscribers
 from solver.registry import register
 from solver.result import Params, Result
-from solver.semantics import subscribers
 
 
 def topic_order(instance: Instance, subs: dict[str, tuple[int, ...]] | None = None) -> list[str]:
@@ -54,7 +54,7 @@ def topic_order(instance: Instance, subs: dict[str, tuple[int, ...]] | None = No
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"a": 1, "b": 3, "c": 2, "z": 5},
     ...     "members": [{"id": "m1", "topics": ["a", "b", "c"]}, {"id": "m2", "topics": ["c"]}]})
     >>> topic_order(inst)
@@ -178,7 +178,7 @@ def fair(instance: Instance, params: Params) -> Result:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
     ...     "members": [{"id": "C0", "topics": ["t0"]}, {"id": "C1", "topics": ["t0", "t1"]}]})
     >>> fair(inst, Params()).assignment.to_lists()

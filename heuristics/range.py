@@ -66,7 +66,7 @@ def subscriber_positions(instance: Instance, order: Sequence[int]) -> dict[str, 
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"a": 1, "b": 1}, "members": [
     ...     {"id": "x", "topics": ["a", "b"]}, {"id": "y", "topics": ["b"]}, {"id": "z", "topics": ["a", "b"]}]})
     >>> {t: v.tolist() for t, v in subscriber_positions(inst, [2, 1, 0]).items()}
@@ -219,7 +219,7 @@ def range_assign(instance: Instance) -> Assignment:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
     ...     "members": [{"id": "C1", "topics": ["t0", "t1"]}, {"id": "C0", "topics": ["t0", "t1"]}]})
     >>> range_assign(inst).to_lists()

@@ -28,7 +28,7 @@ def roundrobin_assign(instance: Instance) -> Assignment:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"t0": 3, "t1": 3},
     ...     "members": [{"id": "C0", "topics": ["t0", "t1"]}, {"id": "C1", "topics": ["t0", "t1"]}]})
     >>> roundrobin_assign(inst).to_lists()

@@ -27,10 +27,10 @@ Per unit group (KIP step numbers):
    ownership by looking at the epoch number").  The KIP is silent on two
    claims at the same highest epoch; an epoch cannot tell which one is true,
    so the unit gets no previous owner - the project-wide rule of
-   :func:`solver.semantics.previous_owners` (KAFKA-12984).  The KIP's example
+   :func:`solver.model.semantics.previous_owners` (KAFKA-12984).  The KIP's example
    code keeps whichever claim it meets first in ``HashMap`` order, which is an
    accident of hashing, not a rule.  The resolution is per *unit*, not per
-   topic-partition as in :func:`solver.semantics.previous_owners`: one
+   topic-partition as in :func:`solver.model.semantics.previous_owners`: one
    epoch decides the whole unit, so the generic resolver is not reused.
 3. **Unowned partitions**: eligible units nobody claims, ascending.
 4. **Draft**: the members subscribing to at least one topic of the group
@@ -83,9 +83,9 @@ import numpy as np
 
 from heuristics._java import java_string_key
 from solver.model import Assignment, Instance
+from solver.model.semantics import subscribers
 from solver.registry import register
 from solver.result import Params, Result
-from solver.semantics import subscribers
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def unit_groups(instance: Instance) -> list[UnitGroup]:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"z": 2, "a": 3, "b": 4, "c": 1},
     ...     "copartition": [["b", "a"]], "members": []})
     >>> [(g.topics, g.limit) for g in unit_groups(inst)]
@@ -355,7 +355,7 @@ def stream_join_sticky(instance: Instance, params: Params) -> Result:
 
     Examples
     --------
-    >>> from solver.formats import parse_instance
+    >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "topics": {"a": 3, "b": 4},
     ...     "copartition": [["a", "b"]], "members": [
     ...     {"id": "x", "topics": ["a", "b"], "owned": {"a": [0, 1, 2]}, "generation": 4},

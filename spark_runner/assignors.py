@@ -8,7 +8,7 @@ from solver import registry
 from solver.registry import AssignorSpec
 
 #: Modules that register assignors or solvers when imported.
-REGISTRANTS = ("heuristics", "solver.optimal", "solver.streams_optimal")
+REGISTRANTS = ("heuristics", "solver.consumer.optimal", "solver.streams.optimal")
 
 
 def load_all() -> list[AssignorSpec]:

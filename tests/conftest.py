@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from solver.formats import Record, read_instances
+from solver.io import Record, read_instances
 
 # CI runs the property tests with a fixed derivation of examples (same inputs on every run), so that a
 # run is reproducible; locally they draw new examples each time. KASSIGN_HYPOTHESIS=random|ci overrides.
@@ -74,7 +74,7 @@ def spark():  # type: ignore[no-untyped-def]
     ``local[2]`` with task retries (``local[2,4]``: local mode otherwise gives each task one
     attempt), bound to 127.0.0.1, UI off, few shuffle partitions.
     """
-    from spark_runner.sweep import start_spark
+    from spark_runner.sweep.run import start_spark
 
     session = start_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
                           app_name="kassign-tests")

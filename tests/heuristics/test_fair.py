@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from heuristics._java import java_string_key
 from heuristics.fair import _fill, fair, topic_order
 from solver import registry
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from solver.model import Instance
+from solver.model.scoring import score
 from solver.result import Params
-from solver.scoring import score
 from tests.conftest import seed_records
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import heuristics.range as range_mod
 from heuristics.range import member_info_order, range_assign, range_owners
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from tests.conftest import seed_records
 
 

@@ -12,7 +12,7 @@ import heuristics.roundrobin as rr_mod
 from heuristics._java import java_string_key
 from heuristics.range import member_info_key
 from heuristics.roundrobin import roundrobin_assign
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from tests.conftest import seed_records
 
 

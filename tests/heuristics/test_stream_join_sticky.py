@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 from heuristics.stream_join_sticky import draft, resolve_claims, stream_join_sticky, unit_groups
 from solver import registry
-from solver.formats import parse_instance
+from solver.io import parse_instance
 from solver.model import Assignment, Instance
+from solver.model.scoring import score
+from solver.model.semantics import GroupView
 from solver.result import Params
-from solver.scoring import score
-from solver.semantics import GroupView
 from tests.conftest import seed_records
 
 

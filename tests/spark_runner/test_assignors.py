@@ -37,7 +37,7 @@ import json, sys
 from spark_runner.assignors import get
 spec = get(sys.argv[1])
 print(json.dumps({"name": spec.name, "heuristics": "heuristics.range" in sys.modules,
-                  "optimal": "solver.optimal" in sys.modules,
+                  "optimal": "solver.consumer.optimal" in sys.modules,
                   "cp_model": "ortools.sat.python.cp_model" in sys.modules}))
 """
 

@@ -1,0 +1,169 @@
+"""Balance-movement Pareto frontier: for each movement budget, the best achievable balance.
+
+For budgets ``B = 0 .. M*`` (``M*`` = moves of the most balanced assignment
+with fewest moves) the frontier point is the most balanced assignment with
+moved cost ``<= B`` (maximum load, then sum of squared loads, then fewest
+moves).  Moves are counted per topic-partition as the scorer does, so that
+heuristics can be placed on the same axes.
+
+Engines: when every item has the same load, capacities are equal, all items
+share one eligible set and all owned items have the same move cost, the budget
+is one gate arc in the min-cost flow network (exact and fast); otherwise each
+point is a CP-SAT solve with a moves cap (status per point).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solver.consumer.cpsat import solve_cpsat
+from solver.consumer.flow import solve_flow
+from solver.consumer.items import ItemClasses, build_classes
+from solver.model import Instance
+from solver.result import Params
+
+DEFAULT_POINT_LIMIT = 10.0
+
+
+def _budgets(top: int, max_points: int) -> list[int]:
+    if top + 1 <= max_points:
+        return list(range(top + 1))
+    return sorted({round(x) for x in np.linspace(0, top, max_points)})
+
+
+def _loads(ic: ItemClasses, flows: Sequence[tuple[int, int, int]], caps: np.ndarray) -> np.ndarray:
+    load = np.zeros(ic.n_members)
+    for c, m, k in flows:
+        load[m] += k * float(ic.weight[c])
+    return load / caps
+
+
+def _flow_ok(instance: Instance, ic: ItemClasses) -> bool:
+    if len({m.capacity for m in instance.members}) > 1:
+        return False
+    if len(set(ic.weight[ic.count > 0].tolist())) > 1:
+        return False
+    if len(set(ic.cls_elig.tolist())) > 1:
+        return False
+    return len({float(c) for c in ic.owned_cost[ic.owned_cost > 0].tolist()}) <= 1
+
+
+def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -> dict[str, Any]:
+    """The frontier as a JSON-ready dict.
+
+    Returns
+    -------
+    dict
+        ``engine``, ``optimum_moves`` (``M*``), ``points``: one per budget with
+        ``budget``, ``max_load``, ``sum_sq``, ``moved``, ``proven``.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 4}, "members": [
+    ...     {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
+    ...     {"id": "b", "topics": ["T"]}]})
+    >>> [(p["budget"], p["max_load"]) for p in compute_frontier(inst, Params())["points"]]
+    [(0, 4.0), (1, 3.0), (2, 2.0)]
+    """
+    from solver.consumer.gaps import _unit_move_costs
+
+    instance = _unit_move_costs(instance)  # the budget counts moved topic-partitions, as the scorer's moved
+    ic = build_classes(instance)
+    caps = np.array([m.capacity for m in instance.members], dtype=np.float64)
+    racks = [m.rack for m in instance.members]
+    points: list[dict[str, Any]] = []
+    if ic.total_items == 0 or not instance.members:
+        return {"instance": instance.name, "engine": "none", "optimum_moves": 0,
+                "points": [{"budget": 0, "max_load": 0.0, "sum_sq": 0.0, "moved": 0.0, "proven": True}]}
+    tl = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
+    use_flow = _flow_ok(instance, ic)
+
+    def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, bool]:
+        if use_flow:
+            if budget is None:
+                out = solve_flow(ic, racks, order=("balance", "moves"))
+            else:
+                out = solve_flow(ic, racks, order=("balance", "moves"), move_budget=round(budget))
+            return out.flows, out.moved_cost_int / out.move_scale, True
+        cout = solve_cpsat(ic, caps, racks, stages=("max_load", "sum_sq", "moves"), time_limit=tl,
+                           seed=params.seed, moves_cap=budget)
+        proven = all(r.proven for r in cout.stages) and cout.exact and not cout.restricted
+        return cout.flows, cout.stages[-1].value, proven
+
+    _, top, _ = solve_at(None)
+    for b in _budgets(round(top), max_points):
+        flows, moved, proven = solve_at(float(b))
+        loads = _loads(ic, flows, caps)
+        points.append({"budget": b, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum()),
+                       "moved": moved, "proven": proven})
+    return {"instance": instance.name, "engine": "flow" if use_flow else "cpsat", "optimum_moves": top,
+            "points": points}
+
+
+def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,
+          err: Any = None) -> list[dict[str, Any]]:
+    """Each heuristic's (moved, max_load, sum_sq) and the frontier's best balance at its moves.
+
+    ``specs`` are registry specs (:class:`solver.registry.AssignorSpec`) of the heuristics to place.
+    """
+    from solver.consumer.gaps import member_loads
+    from solver.model.scoring import score
+
+    by_name = {s.name: s for s in specs}
+    chosen = sorted(by_name)
+    out = []
+    pts = doc["points"]
+    for name in chosen:
+        try:
+            res = by_name[name].run(instance, params)
+        except Exception as e:  # refused input: reported, not fatal
+            if err is not None:
+                err.print(f"{name}: {type(e).__name__}: {e}", markup=False)
+            continue
+        s = score(instance, res.assignment)
+        loads = member_loads(instance, res.assignment)
+        moved = int(s["moved"])
+        # best frontier point with budget <= moved (budgets are sampled: the closest below)
+        below = [p for p in pts if p["budget"] <= moved] or pts[:1]
+        best = below[-1]
+        out.append({"assignor": name, "valid": s["valid"], "moved": moved, "max_load": float(loads.max()),
+                    "sum_sq": float((loads**2).sum()), "frontier_max_load": best["max_load"],
+                    "frontier_sum_sq": best["sum_sq"],
+                    "on_frontier": bool(np.isclose(float((loads**2).sum()), best["sum_sq"]))})
+    return out
+
+
+def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
+    """PNG: max load and sum of squares against moves, heuristics as labelled points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = doc["points"]
+    xs = [p["budget"] for p in pts]
+    heur = doc.get("heuristics", [])
+    x_end = max([xs[-1], *[h["moved"] for h in heur]])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, label in ((axes[0], "max_load", "max load"), (axes[1], "sum_sq", "sum of squared loads")):
+        ys = [p[key] for p in pts]
+        # beyond the optimum's moves the best balance stays the optimum's
+        ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
+        for h in heur:
+            ok = h["valid"]
+            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if ok else "x")
+            ax.annotate(h["assignor"] + ("" if ok else " (invalid)"), (h["moved"], h[key]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel("moved topic-partitions (budget)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8)
+    fig.suptitle(f"balance-movement frontier: {doc.get('instance') or 'instance'} ({doc['engine']})")
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+    plt.close(fig)

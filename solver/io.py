@@ -1,0 +1,408 @@
+"""Reading and writing ``kassign/v1`` instances and assignments of either protocol (JSON, YAML, JSON lines).
+
+Consumer-protocol documents are parsed here; ``protocol: streams`` documents are
+handed to :mod:`solver.streams.format`.  The file layer (syntax, JSON lines,
+atomic writes) is :mod:`solver.model.files`, re-exported here.
+
+Every error names the file, the line for JSON lines, and the JSON path of the
+problem; all problems of a document are collected before raising
+:class:`~solver.errors.InstanceError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from solver.errors import InstanceError, Problem, json_path
+from solver.model import FORMAT, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
+from solver.model.files import (
+    _open_lines,
+    dumps,
+    is_batch,
+    json_safe,
+    read_document,
+    write_atomic,
+)
+from solver.model.schema import META_KEYS, AssignmentSpec, ConsumerInstanceSpec
+
+# --------------------------------------------------------------------------- reading raw data
+
+
+def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
+    out = []
+    for e in err.errors():
+        loc = prefix + tuple(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key missing"
+        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
+            msg = f"expected {FORMAT!r}"
+        out.append(Problem(json_path(loc), msg))
+    return out
+
+
+@dataclass(frozen=True)
+class Record:
+    """One instance read from a file, with where it came from.
+
+    Attributes
+    ----------
+    source
+        ``file`` or ``file:line N``.
+    line
+        1-based line number for JSON lines, ``0`` for single documents.
+    id
+        The record's ``id`` (or the instance's ``name``), may be empty.
+    instance
+        The parsed instance.
+    raw
+        The whole record as read (``expected``, ``tags``... for fixtures).
+    """
+
+    source: str
+    line: int
+    id: str
+    instance: Instance
+    raw: Mapping[str, Any]
+
+
+def _unwrap(data: Any) -> tuple[Any, tuple[str, ...]]:
+    """Records carry the instance under ``instance``; returns (instance data, path prefix)."""
+    if isinstance(data, dict) and "instance" in data and "format" not in data:
+        return data["instance"], ("instance",)
+    return data, ()
+
+
+def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[Record | InstanceError]:
+    """Yield every record of a file: one for a JSON/YAML file, one per line for JSON lines.
+
+    Invalid records are yielded as :class:`InstanceError` (not raised) so that
+    a caller can report every bad line; with ``stop_on_error`` the first is
+    raised instead.
+    """
+    source = str(path)
+    if not is_batch(path):
+        try:
+            data = read_document(path)
+            inst_data, prefix = _unwrap(data)
+            inst = parse_instance(inst_data, source, prefix)
+            rid = str(data.get("id", "")) if isinstance(data, dict) and prefix else ""
+            yield Record(source, 0, rid or inst.name, inst, data if isinstance(data, dict) else {})
+        except InstanceError as e:
+            if stop_on_error:
+                raise
+            yield e
+        return
+    with _open_lines(path) as fh:
+        try:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                where = f"{source}:line {lineno}"
+                try:
+                    try:
+                        data = json.loads(text)
+                    except json.JSONDecodeError as e:
+                        raise InstanceError(
+                            where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]
+                        ) from None
+                    inst_data, prefix = _unwrap(data)
+                    inst = parse_instance(inst_data, where, prefix)
+                    rid = str(data.get("id", "")) if prefix else ""
+                    yield Record(where, lineno, rid or inst.name, inst, data)
+                except InstanceError as e:
+                    if stop_on_error:
+                        raise
+                    yield e
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            err = InstanceError(source, [Problem("", f"cannot read: {e}")])
+            if stop_on_error:
+                raise err from None
+            yield err
+
+
+def read_instance(path: str | Path) -> Instance:
+    """Read exactly one instance from a JSON or YAML file.
+
+    Raises
+    ------
+    InstanceError
+        With every problem found, each naming its JSON path.
+    """
+    if is_batch(path):
+        raise InstanceError(str(path), [Problem("", "expected one instance (.json/.yaml), got a JSON lines file")])
+    rec = next(iter_records(path, stop_on_error=True))
+    assert isinstance(rec, Record)
+    return rec.instance
+
+
+def merge_errors(source: str, errors: list[InstanceError]) -> InstanceError:
+    """Fold the errors of several records (``file:line N``) into one error for ``source``."""
+    problems: list[Problem] = []
+    for e in errors:
+        where = e.source[len(source) + 1:] if e.source.startswith(source + ":") else ""
+        for p in e.problems:
+            path = f"{where}: {p.path}" if where and p.path else (where or p.path)
+            problems.append(Problem(path, p.message))
+    return InstanceError(source, problems)
+
+
+def read_instances(path: str | Path) -> list[Record]:
+    """Read every record of a file; raise one error listing every bad record."""
+    records: list[Record] = []
+    errors: list[InstanceError] = []
+    for rec in iter_records(path):
+        if isinstance(rec, InstanceError):
+            errors.append(rec)
+        else:
+            records.append(rec)
+    if errors:
+        raise merge_errors(str(path), errors)
+    return records
+
+
+# --------------------------------------------------------------------------- instance parsing
+
+
+def parse_instance(data: Any, source: str = "<input>", prefix: tuple[str | int, ...] = ()) -> Instance:
+    """Validate a decoded document and build an :class:`Instance`.
+
+    Parameters
+    ----------
+    data
+        The decoded JSON/YAML value.
+    source
+        File name used in error messages.
+    prefix
+        JSON path of the instance inside the document (``("instance",)`` for records).
+
+    Raises
+    ------
+    InstanceError
+        With every problem found.
+    """
+    if not isinstance(data, dict):
+        raise InstanceError(source, [Problem(json_path(prefix), "expected a JSON object (an instance)")])
+    protocol = data.get("protocol", "consumer")
+    if protocol == "streams":
+        from solver.streams import format as streams_format  # the Streams protocol has its own package
+
+        return streams_format.parse_streams_instance(data, source, prefix)
+    structural: list[Problem] = []
+    spec: ConsumerInstanceSpec | None = None
+    try:
+        spec = ConsumerInstanceSpec.model_validate(data)
+    except ValidationError as e:
+        structural = _pydantic_problems(e, prefix)
+    # Cross-field checks run on the raw data too, so one run reports every problem.
+    semantic = [Problem(json_path(prefix + loc), msg) for loc, msg in consumer_problems(data)]
+    seen = {p.path for p in structural}
+    problems = structural + [p for p in semantic if p.path not in seen]
+    if problems or spec is None:
+        raise InstanceError(source, problems)
+    return _build_consumer(spec)
+
+
+def _n_partitions(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        n = value.get("partitions")
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n
+    return None
+
+
+def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Cross-field problems of a consumer document, checked defensively on raw data.
+
+    Returns ``(location, message)`` pairs: unknown topics in subscriptions,
+    ``owned`` and ``copartition``; partitions out of range or listed twice;
+    duplicate member ids; per-partition lists of the wrong length.
+    """
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    raw_topics = data.get("topics")
+    topics: dict[str, int | None] = {}
+    if isinstance(raw_topics, dict):
+        for name, t in raw_topics.items():
+            n = _n_partitions(t)
+            topics[name] = n
+            if name == "":
+                out.append((("topics",), "empty topic name"))
+            if isinstance(t, dict) and n is not None:
+                for key in ("weights", "move_costs", "racks"):
+                    values = t.get(key)
+                    if isinstance(values, list) and len(values) != n:
+                        out.append((("topics", name, key), f"has {len(values)} entries, topic has {n} partitions"))
+    members = data.get("members")
+    seen: dict[str, int] = {}
+    for i, m in enumerate(members if isinstance(members, list) else []):
+        if not isinstance(m, dict):
+            continue
+        mid = m.get("id")
+        if isinstance(mid, str):
+            if mid in seen:
+                out.append((("members", i, "id"), f"duplicate member id {mid!r} (also members[{seen[mid]}])"))
+            else:
+                seen[mid] = i
+        subs = m.get("topics")
+        listed: set[str] = set()
+        for j, t in enumerate(subs if isinstance(subs, list) else []):
+            if not isinstance(t, str):
+                continue
+            if t not in topics:
+                out.append((("members", i, "topics", j), f"topic {t!r} not in topics"))
+            if t in listed:
+                out.append((("members", i, "topics", j), f"topic {t!r} listed twice"))
+            listed.add(t)
+        owned = m.get("owned")
+        for t, parts in (owned.items() if isinstance(owned, dict) else ()):
+            if t not in topics:
+                out.append((("members", i, "owned", t), "topic not in topics"))
+                continue
+            n = topics[t]
+            if n is None or not isinstance(parts, list):
+                continue
+            try:
+                lo, hi = (min(parts), max(parts)) if parts else (0, 0)
+                fast = isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi < n
+            except TypeError:  # a non-number among the partitions: pydantic reports it
+                fast = False
+            if fast and (len(parts) < 2 or len(set(parts)) == len(parts)):
+                continue  # the common case: all in range, no repeats
+            ints = [(k, p) for k, p in enumerate(parts) if isinstance(p, int) and not isinstance(p, bool)]
+            oor = [(k, p) for k, p in ints if p < 0 or p >= n]
+            for k, p in oor[:5]:
+                out.append((("members", i, "owned", t, k), f"partition {p} out of range ({t} has {n} partitions)"))
+            if len(oor) > 5:
+                out.append((("members", i, "owned", t), f"{len(oor) - 5} more partitions out of range"))
+            values = [p for _, p in ints]
+            if len(set(values)) != len(values):
+                arr = np.sort(np.asarray(values, dtype=np.int64))
+                dup = int(arr[1:][arr[1:] == arr[:-1]][0])
+                out.append((("members", i, "owned", t), f"partition {dup} listed twice"))
+    groups = data.get("copartition")
+    in_group: dict[str, int] = {}
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        if not isinstance(group, list):
+            continue
+        if len({t for t in group if isinstance(t, str)}) < 2:
+            out.append((("copartition", g), "a co-partition group needs at least two distinct topics"))
+        for j, t in enumerate(group):
+            if not isinstance(t, str):
+                continue
+            if t not in topics:
+                out.append((("copartition", g, j), f"topic {t!r} not in topics"))
+            elif t in in_group and in_group[t] != g:
+                out.append((("copartition", g, j), f"topic {t!r} already in copartition[{in_group[t]}]"))
+            in_group.setdefault(t, g)
+    return out
+
+
+def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
+    """Build the immutable instance from a document that passed every check."""
+    topics: dict[str, Topic] = {}
+    for name, t in spec.topics.items():
+        weights = frozen_array(t.weights, np.float64) if t.weights is not None else None
+        costs = frozen_array(t.move_costs, np.float64) if t.move_costs is not None else None
+        racks = tuple(tuple(r) for r in t.racks) if t.racks is not None else None
+        topics[name] = Topic(name, t.partitions, t.id, weights, costs, racks)
+    members = []
+    for m in spec.members:
+        members.append(
+            Member(m.id, tuple(m.topics), OwnedMap.from_lists(m.owned), m.generation, m.instance_id, m.rack,
+                   m.capacity)
+        )
+    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    groups = tuple(tuple(g) for g in spec.copartition)
+    return Instance(spec.name, "consumer", topics, tuple(members), groups, None, meta)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _clean_float(x: float) -> float | int:
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def instance_to_dict(inst: Instance) -> dict[str, Any]:
+    """Serialise an instance to ``kassign/v1`` (shorthand topics where possible)."""
+    if inst.protocol == "streams":
+        from solver.streams import format as streams_format
+
+        return streams_format.streams_instance_to_dict(inst)
+    topics: dict[str, Any] = {}
+    for name, t in inst.topics.items():
+        if t.id is None and t.weights is None and t.move_costs is None and t.racks is None:
+            topics[name] = t.partitions
+            continue
+        obj: dict[str, Any] = {"partitions": t.partitions}
+        if t.id is not None:
+            obj["id"] = t.id
+        if t.weights is not None:
+            obj["weights"] = [_clean_float(x) for x in t.weights.tolist()]
+        if t.move_costs is not None:
+            obj["move_costs"] = [_clean_float(x) for x in t.move_costs.tolist()]
+        if t.racks is not None:
+            obj["racks"] = [list(r) for r in t.racks]
+        topics[name] = obj
+    members = []
+    for m in inst.members:
+        obj = {"id": m.id, "topics": list(m.topics)}
+        if m.owned:
+            obj["owned"] = {t: a.tolist() for t, a in m.owned.items()}
+        if m.generation != -1:
+            obj["generation"] = m.generation
+        if m.instance_id is not None:
+            obj["instance_id"] = m.instance_id
+        if m.rack is not None:
+            obj["rack"] = m.rack
+        if m.capacity != 1.0:
+            obj["capacity"] = _clean_float(m.capacity)
+        members.append(obj)
+    out: dict[str, Any] = {"format": FORMAT, "name": inst.name, "protocol": "consumer",
+                           "topics": topics, "members": members}
+    if inst.copartition:
+        out["copartition"] = [list(g) for g in inst.copartition]
+    out.update(inst.meta)
+    return out
+
+
+def assignment_document(
+    inst: Instance, assignor: str, assignment: Assignment, stats: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The output document: canonical sorted assignment, every member present."""
+    doc: dict[str, Any] = {"format": FORMAT, "assignor": assignor,
+                           "assignment": assignment.canonical(inst.member_ids)}
+    if stats is not None:
+        doc["stats"] = json_safe(dict(stats))
+    return doc
+
+
+def read_assignment(path: str | Path) -> Assignment:
+    """Read an assignment document (``{"assignment": {...}}``) or a bare mapping."""
+    source = str(path)
+    data = read_document(path)
+    if isinstance(data, dict) and "assignment" not in data:
+        data = {"assignment": data}
+    try:
+        spec = AssignmentSpec.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _pydantic_problems(e)) from None
+    return Assignment.from_lists(spec.assignment)
+
+
+__all__ = [  # the document layer is re-exported: callers read and write through this one module
+    "Record", "assignment_document", "consumer_problems", "dumps", "instance_to_dict", "is_batch",
+    "iter_records", "json_safe", "merge_errors", "parse_instance", "read_assignment", "read_document",
+    "read_instance", "read_instances", "write_atomic",
+]

@@ -1,0 +1,64 @@
+"""Rules of thumb people size with today (KEDA, first/best-fit decreasing, one per partition) against the minimum.
+
+See :mod:`solver.planning.plan` for the model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from solver.planning.config import PlanConfig
+from solver.planning.minimum import Minimum, greedy_count
+from solver.planning.planner import Planner
+
+
+def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[dict[str, Any]]:
+    """Instance counts people's rules of thumb ask for, against the proven minimum.
+
+    - ``keda``: KEDA's Kafka scaler, ``ceil(total lag / lagThreshold)`` capped
+      at the partition count (its default without ``allowIdleConsumers``).
+      The weights are read as lag (meaningful with ``--catch-up-seconds``).
+    - ``first-fit-decreasing``, ``best-fit-decreasing``: the classic greedy packings.
+    - ``one-partition-per-consumer``: one instance per item (a co-partition unit
+      counts once: its partitions must sit together).
+
+    Parameters
+    ----------
+    pl
+        The planning run (items, integer data, fleets).
+    mn
+        The minimum instance count (``vs_min`` and ``fits`` compare with it).
+    cfg
+        Planning parameters (``lag_threshold``, ``catch_up_seconds``).
+    protocol
+        ``consumer`` or ``streams`` (the rules are the same for both).
+
+    Returns
+    -------
+    list of dict
+        One entry per rule: ``name``, ``instances``, ``rule``, ``vs_min``, ``fits``.
+    """
+    items = pl.items
+    out: list[dict[str, Any]] = []
+    total_lag = float(items.raw.sum())
+    keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), items.partitions) if total_lag > 0 else 0
+    out.append({"name": "keda", "instances": int(keda),
+                "rule": f"ceil(total lag {total_lag:g} / lagThreshold {cfg.lag_threshold:g}), "
+                        f"capped at {items.partitions} partitions"
+                        + ("" if cfg.catch_up_seconds is not None else " (weights read as lag)"),
+                "weights_as_lag": cfg.catch_up_seconds is not None})
+    for name, bf in (("first-fit-decreasing", False), ("best-fit-decreasing", True)):
+        cnt, _ = greedy_count(pl, best_fit=bf)
+        out.append({"name": name, "instances": int(cnt), "rule": "greedy packing, largest item first"})
+    out.append({"name": "one-partition-per-consumer", "instances": items.n_items,
+                "rule": "one instance per partition (co-partition unit)"})
+    for b in out:
+        b["vs_min"] = (b["instances"] - mn.min_instances) if mn.proof_kind != "gap" and \
+            mn.min_instances is not None else None
+        if mn.proof_kind != "gap" and mn.min_instances is not None:
+            b["fits"] = bool(b["instances"] >= mn.min_instances)
+        else:
+            b["fits"] = True if b["instances"] >= mn.upper_bound else (
+                False if b["instances"] < mn.lower_bound else None)
+    return out

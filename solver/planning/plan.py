@@ -1,0 +1,193 @@
+"""Offline capacity planning: how many instances, what scaling costs, what failure costs.
+
+The question of an SRE sizing a consumer group (or a Kafka Streams
+application), answered with proofs.  The model, in one place:
+
+*Items.*  A partition is an item; a co-partition unit (partition ``i`` of every
+topic of a ``copartition`` group, KIP-315) is one item that cannot be split.  Its
+*load* is the sum of its partitions' ``weights`` (bytes/s, records/s ...).  With
+``catch_up_seconds`` the weights are read as *lag* (records behind) and the load
+is ``lag / catch_up_seconds``: the consumption rate that drains the backlog in
+that time.  Partitions of a co-partition group at or above the group's smallest
+partition count are not joinable (KIP-315 leaves them unassigned) and carry no
+load here.  Streams: each stateful task's active and its
+``num_standby_replicas`` standbys are items of one *anti-affinity group* (they
+must sit on distinct instances); see :func:`streams_items`.
+
+*Instances.*  An instance holds load up to ``capacity`` (same unit as the
+loads).  A member's ``capacity`` field is a multiplier: member ``j`` holds
+``capacity * members[j].capacity``.  The plan for ``n`` instances keeps ``n`` of
+today's members when ``n <= m`` (the ``m`` members of the input; *which* ones is
+chosen by the optimisation: the cheapest to keep) and adds ``n - m`` new
+instances of multiplier ``new_capacity`` (default 1) when ``n > m``.  Every
+instance is a replica of the same application: it may take any planned item
+(the union of the members' subscriptions is planned; differing subscriptions
+are reported in ``notes``).
+
+*Minimum.*  The smallest ``n`` for which an assignment within capacity exists.
+Feasibility is shown by an assignment; minimality by a lower bound equal to
+``n`` (``proof_kind = "bound"``) or by CP-SAT proving ``n - 1`` infeasible
+(``"cp-sat"``); when neither closes in the time limit the gap is reported
+(``"gap"``).  With different capacities the ``n`` largest instances are the
+best choice for feasibility (a packing into smaller instances also fits into
+larger ones), so feasibility of ``n`` is checked on them.
+
+*Per ``n``.*  ``max_utilisation``: the best-balanced assignment's busiest
+instance (load / capacity), minimised.  ``moved_state`` then
+``moved_partitions``: the fewest moves (lexicographically: ``move_costs`` first,
+then partitions) from the current assignment (members' ``owned``, previous-owner
+rules of design.md) to any assignment within capacity on ``n`` instances.  A
+partition *moves* when it had a previous owner and ends on another instance
+(also when its owner is removed).  ``kafka_*``: what Kafka's cooperative-sticky
+does on the same kept instances (run until settled); it balances partition
+counts, not loads, so it may not fit.  Resilience: after losing *any* ``K``
+instances of the plan, does the load fit on the survivors, and the worst case
+of the fewest moves needed (see :func:`resilience`).
+
+*Code.*  This module is the entry point (:func:`plan`, the JSON document) and
+re-exports the public names of the modules doing the work:
+:mod:`solver.planning.config` (parameters, checks), :mod:`solver.planning.items`
+(items), :mod:`solver.planning.planner` (fleets, integer data),
+:mod:`solver.planning.minimum` (minimum and proof), :mod:`solver.planning.balance`
+and :mod:`solver.planning.moves` / :mod:`solver.planning.moves_greedy` (per-``n``
+balance and fewest moves), :mod:`solver.planning.resilience` (N-K),
+:mod:`solver.planning.kafka` (Kafka's answer), :mod:`solver.planning.baselines`
+(rules of thumb) and :mod:`solver.planning.rows` (one table row).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from solver.model import Instance
+from solver.planning.balance import Balance, balance
+from solver.planning.baselines import baselines
+from solver.planning.binpacking import FloatArray, IntArray
+from solver.planning.config import EPS, SAT_PAIR_LIMIT, PlanConfig, PlanUsageError, check_config, parse_range
+from solver.planning.items import PlanItems, consumer_items, streams_items
+from solver.planning.kafka import KafkaFn, KafkaRun, kafka_consumer, kafka_streams
+from solver.planning.minimum import Minimum, feasible, greedy_count, lower_bound, minimum
+from solver.planning.moves import Moves, fewest_moves, move_costs_matrix, moves_bound
+from solver.planning.moves_greedy import greedy_moves
+from solver.planning.planner import Fleet, Planner, check_items
+from solver.planning.resilience import RESILIENCE_ENUM_LIMIT, RESILIENCE_SAT_LIMIT, Resilience, resilience
+from solver.planning.rows import default_range, plan_row
+
+__all__ = [
+    "EPS",
+    "RESILIENCE_ENUM_LIMIT",
+    "RESILIENCE_SAT_LIMIT",
+    "SAT_PAIR_LIMIT",
+    "Balance",
+    "Fleet",
+    "FloatArray",
+    "IntArray",
+    "KafkaFn",
+    "KafkaRun",
+    "Minimum",
+    "Moves",
+    "PlanConfig",
+    "PlanItems",
+    "PlanUsageError",
+    "Planner",
+    "Resilience",
+    "balance",
+    "baselines",
+    "check_config",
+    "check_items",
+    "consumer_items",
+    "default_range",
+    "feasible",
+    "fewest_moves",
+    "greedy_count",
+    "greedy_moves",
+    "kafka_consumer",
+    "kafka_streams",
+    "lower_bound",
+    "minimum",
+    "move_costs_matrix",
+    "moves_bound",
+    "parse_range",
+    "plan",
+    "resilience",
+    "streams_items",
+]
+
+
+def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
+         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Capacity plan of ``instance`` (see this module's docstring); returns the JSON document.
+
+    Parameters
+    ----------
+    instance
+        Consumer or Streams instance.
+    cfg
+        Capacity, resilience K, range, catch-up seconds, KEDA threshold, limits.
+    kafka_assignor
+        A registry spec (``cooperative-sticky`` / ``high-availability``) to
+        compare with, or ``None`` (the ``kafka_*`` columns say ``unavailable``).
+    progress
+        Called with short messages while working (for stderr).
+
+    Raises
+    ------
+    PlanUsageError
+        For a request that makes no sense (capacity <= 0, empty range ...).
+    solver.errors.InfeasibleError
+        When an item is larger than every instance (no count fits).
+    """
+    check_config(cfg)
+    say = progress or (lambda _m: None)
+    t0 = time.perf_counter()
+    if instance.protocol == "streams":
+        items = streams_items(instance, cfg.active_load, cfg.standby_load)
+    else:
+        items = consumer_items(instance, cfg.catch_up_seconds)
+    pl = Planner(items, cfg)
+    check_items(pl)
+    say(f"{items.n_items} items, total load {items.raw.sum() / items.divisor:g}: proving the minimum")
+    mn = minimum(pl)
+    lo, hi = cfg.range if cfg.range is not None else default_range(mn, pl.m, cfg.resilience)
+    rows = []
+    kafka_fn = kafka_streams if instance.protocol == "streams" else kafka_consumer
+    for n in range(lo, hi + 1):
+        say(f"n = {n}")
+        rows.append(plan_row(pl, instance, mn, n, cfg, kafka_assignor, kafka_fn))
+    doc: dict[str, Any] = {
+        "format": "kassign/v1",
+        "kind": "plan",
+        "name": instance.name,
+        "protocol": instance.protocol,
+        "capacity": cfg.capacity,
+        "load_unit": "lag/s" if cfg.catch_up_seconds else "weight",
+        "catch_up_seconds": cfg.catch_up_seconds,
+        "items": items.n_items,
+        "partitions": items.partitions,
+        "not_joinable": items.not_joinable,
+        "total_load": float(items.raw.sum() / items.divisor),
+        "largest_item": float(items.raw.max() / items.divisor) if items.n_items else 0.0,
+        "current_instances": pl.m,
+        "identical_instances": pl.identical,
+        "exact_arithmetic": pl.ints.exact,
+        "min_instances": mn.min_instances,
+        "lower_bound": mn.lower_bound,
+        "lower_bound_name": mn.bound_name,
+        "upper_bound": mn.upper_bound,
+        "proof_kind": mn.proof_kind,
+        "proof": mn.proof,
+        "min_seconds": round(mn.seconds, 3),
+        "resilience": cfg.resilience,
+        "range": [lo, hi],
+        "rows": rows,
+        "baselines": baselines(pl, mn, cfg, instance.protocol),
+        "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
+        "notes": list(items.notes) + ([] if pl.ints.exact else [
+            "loads are not exact decimals: integer rounding is conservative (sizes up for packings, down for "
+            "proofs)"]),
+        "seconds": 0.0,
+    }
+    doc["seconds"] = round(time.perf_counter() - t0, 3)
+    return doc

@@ -1,0 +1,277 @@
+"""Flow certificates for the Streams optimum's default stage order.
+
+Exact pieces, each an OR-Tools min-cost-flow / max-flow:
+
+* **Active balance.**  Whether every task can get an active within per-client
+  limits ``floor(Z / w_c)`` is a bipartite flow (tasks -> allowed clients);
+  binary search over the possible values of ``Z`` gives the optimum with a
+  proof (the next lower value is infeasible).
+* **Replica relaxation.**  Dropping only the per-client *active* limits
+  leaves a flow: every stateful task sends one unit (its active) to one of its
+  caught-up clients and ``standbys`` units to other clients, all on distinct
+  clients (unit-capacity arcs, one node per task and caught-up client);
+  every stateless task sends one unit anywhere; clients take at most
+  ``floor(Z_T / w_c)``.  Its feasibility bounds ``total_balance`` from below;
+  its min cost (restoration first, then a reward for keeping a previous
+  active's client among the holders) bounds ``restoration`` and ``movement``:
+  a solution with the same restoration keeps at most as many previous owners.
+* **Realisation.**  The relaxation's holders become an assignment when the
+  actives can be matched to caught-up holders within the active limits (a
+  second flow, preferring previous owners).  When it succeeds at the bounds,
+  every stage is proven optimal; otherwise the CP-SAT model takes over from
+  this solution as a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from ortools.graph.python import min_cost_flow
+
+if TYPE_CHECKING:
+    from solver.streams.problem import StreamsProblem
+
+
+def _solve(tails: list[int] | np.ndarray, heads: list[int] | np.ndarray, caps: list[int] | np.ndarray,
+           costs: list[int] | np.ndarray, n_nodes: int,
+           src: int, snk: int, demand: int) -> tuple[int, np.ndarray, int]:
+    f = min_cost_flow.SimpleMinCostFlow()
+    arcs = f.add_arcs_with_capacity_and_unit_cost(
+        np.asarray(tails, dtype=np.int32), np.asarray(heads, dtype=np.int32),
+        np.asarray(caps, dtype=np.int64), np.asarray(costs, dtype=np.int64))
+    f.set_node_supply(src, demand)
+    f.set_node_supply(snk, -demand)
+    f.solve_max_flow_with_min_cost()
+    return int(f.maximum_flow()), np.asarray(f.flows(arcs)), int(f.optimal_cost())
+
+
+def _candidates(p: StreamsProblem, lo: int, per_client_max: int) -> list[int]:
+    vals = {w * k for w in set(p.weight) for k in range(per_client_max + 1)}
+    return sorted(v for v in vals if v >= lo)
+
+
+def active_caps(p: StreamsProblem, z: int) -> list[int]:
+    """Per-client limits ``floor(z / w_c)`` (at most the number of tasks)."""
+    return [min(z // w, p.n_tasks) for w in p.weight]
+
+
+def actives_fit(p: StreamsProblem, z: int) -> bool:
+    """Can every task get an active on an allowed client with per-thread load <= ``z``?"""
+    caps = active_caps(p, z)
+    src, snk = p.n_tasks + p.n_clients, p.n_tasks + p.n_clients + 1
+    tails, heads, cap, cost = [], [], [], []
+    for t in range(p.n_tasks):
+        tails.append(src)
+        heads.append(t)
+        cap.append(1)
+        cost.append(0)
+        for c in p.allowed_active[t]:
+            tails.append(t)
+            heads.append(p.n_tasks + c)
+            cap.append(1)
+            cost.append(0)
+    for c in range(p.n_clients):
+        tails.append(p.n_tasks + c)
+        heads.append(snk)
+        cap.append(caps[c])
+        cost.append(0)
+    flow, _, _ = _solve(tails, heads, cap, cost, snk + 1, src, snk, p.n_tasks)
+    return flow == p.n_tasks
+
+
+def _smallest(values: list[int], ok: Callable[[int], bool]) -> int | None:
+    lo, hi = 0, len(values) - 1
+    if hi < 0 or not ok(values[hi]):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(values[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return values[lo]
+
+
+def min_active_balance(p: StreamsProblem) -> int:
+    """The optimal ``active_balance`` (scaled), proven by flows."""
+    total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
+    lo = -(-p.scale * p.n_tasks // total_cap) if total_cap else 0
+    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: actives_fit(p, z))
+    assert z is not None, "every task fits when one client may take all"
+    return z
+
+
+@dataclass
+class Relaxation:
+    """Holders per task from the replica relaxation and its cost parts."""
+
+    holders: list[list[int]]
+    restoration: int
+    kept_prev: int
+
+
+def _task_client_arcs(p: StreamsProblem) -> tuple[np.ndarray, np.ndarray]:
+    n, m = p.n_tasks, p.n_clients
+    return np.repeat(np.arange(n), m), n + np.tile(np.arange(m), n)
+
+
+def replicas(p: StreamsProblem, z_total: int, with_costs: bool) -> Relaxation | None:
+    """Solve the replica relaxation with per-client totals ``floor(z_total / w_c)``; ``None`` if infeasible.
+
+    Every stateful task with caught-up clients sends one unit (its active)
+    from an *active* node that reaches only those clients and its standbys
+    from a *standby* node that reaches every client; a unit-capacity node per
+    (task, caught-up client) keeps the replicas on distinct clients.  Only the
+    per-client active limits are relaxed.
+    """
+    n, m = p.n_tasks, p.n_clients
+    big = n + 1
+    anchored = [t for t in range(n) if p.stateful[t] and len(p.allowed_active[t]) < m]
+    # nodes: tasks 0..n-1 (the standby node for anchored tasks, the only node otherwise),
+    # clients n..n+m-1, active nodes, pair nodes, source, sink
+    a_node = {t: n + m + i for i, t in enumerate(anchored)}
+    pair_base = n + m + len(anchored)
+    pairs = [(t, c) for t in anchored for c in p.allowed_active[t]]
+    src = pair_base + len(pairs)
+    snk = src + 1
+    stateful = np.asarray(p.stateful)
+    supply = np.where(stateful, 1 + p.standbys, 1).astype(np.int64)
+    demand = int(supply.sum())
+    cost_tc = (p.cost_matrix * big - p.prev_matrix) if with_costs else np.zeros((n, m), dtype=np.int64)
+    in_pair = np.zeros((n, m), dtype=bool)
+    for t, c in pairs:
+        in_pair[t, c] = True
+    anchored_mask = np.zeros(n, dtype=bool)
+    anchored_mask[anchored] = True
+    supply_main = supply - anchored_mask.astype(np.int64)
+    tt, cc = np.nonzero(~in_pair)
+    tails = [np.full(n, src), tt, n + np.arange(m)]
+    heads = [np.arange(n), n + cc, np.full(m, snk)]
+    caps = [supply_main, np.ones(tt.size, dtype=np.int64), np.asarray(active_caps(p, z_total), dtype=np.int64)]
+    costs = [np.zeros(n, dtype=np.int64), cost_tc[tt, cc], np.zeros(m, dtype=np.int64)]
+    if pairs:
+        pt = np.asarray([t for t, _ in pairs])
+        pc = np.asarray([c for _, c in pairs])
+        pn = pair_base + np.arange(len(pairs))
+        an = np.asarray([a_node[t] for t in anchored])
+        tails += [np.full(len(anchored), src), np.asarray([a_node[t] for t in pt]), pt, pn]
+        heads += [an, pn, pn, n + pc]
+        caps += [np.ones(len(anchored), dtype=np.int64), np.ones(len(pairs), dtype=np.int64),
+                 np.ones(len(pairs), dtype=np.int64), np.ones(len(pairs), dtype=np.int64)]
+        costs += [np.zeros(len(anchored), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64),
+                  np.zeros(len(pairs), dtype=np.int64), cost_tc[pt, pc]]
+    flow, flows, _ = _solve(np.concatenate(tails), np.concatenate(heads), np.concatenate(caps),
+                            np.concatenate(costs), snk + 1, src, snk, demand)
+    if flow != demand:
+        return None
+    held = np.zeros((n, m), dtype=bool)
+    off = n
+    held[tt, cc] = flows[off:off + tt.size] > 0
+    if pairs:
+        off = n + tt.size + m + len(anchored) + 2 * len(pairs)
+        held[pt, pc] |= flows[off:off + len(pairs)] > 0
+    holders = [np.flatnonzero(row).tolist() for row in held]
+    restore = int((p.cost_matrix * held)[stateful].sum())
+    kept = int((held & (p.prev_matrix > 0)).any(axis=1).sum())
+    return Relaxation(holders, restore, kept)
+
+
+def actives_first(p: StreamsProblem, z_active: int, z_total: int,
+                  holders: list[list[int]] | None = None) -> tuple[list[int], list[list[int]]] | None:
+    """A feasible solution within both limits: actives by min-cost flow, then standbys by min-cost
+    flow on the remaining room; ``None`` if either flow falls short.
+
+    Without ``holders`` an active costs its restoration (then leaving its
+    previous owner costs 1).  With the relaxation's ``holders``, an active on a
+    holder is free and one elsewhere costs its restoration minus that of the
+    dearest holder it would replace: a repair of the relaxation.
+    """
+    n, m = p.n_tasks, p.n_clients
+    src, snk = n + m, n + m + 1
+    big = n + 1
+    cap_a = np.minimum(active_caps(p, z_active), active_caps(p, z_total))
+    tails, heads, costs = [], [], []
+    for t in range(n):
+        hs = set(holders[t]) if holders is not None else set()
+        dearest = max((int(p.cost_matrix[t, c]) for c in hs), default=0)
+        for c in p.allowed_active[t]:
+            tails.append(t)
+            heads.append(n + c)
+            base = 0 if c in hs else int(p.cost_matrix[t, c]) - (dearest if hs else 0)
+            costs.append(base * big + (0 if p.prev_matrix[t, c] else 1))
+    k = len(tails)
+    all_t = np.concatenate([np.full(n, src), np.asarray(tails, dtype=np.int64), n + np.arange(m)])
+    all_h = np.concatenate([np.arange(n), np.asarray(heads, dtype=np.int64), np.full(m, snk)])
+    caps = np.concatenate([np.ones(n + k, dtype=np.int64), cap_a])
+    cost = np.concatenate([np.zeros(n, dtype=np.int64), np.asarray(costs, dtype=np.int64),
+                           np.zeros(m, dtype=np.int64)])
+    flow, flows, _ = _solve(all_t, all_h, caps, cost, snk + 1, src, snk, n)
+    if flow != n:
+        return None
+    active = [-1] * n
+    for i in np.flatnonzero(flows[n:n + k]).tolist():
+        active[tails[i]] = heads[i] - n
+    loads = np.bincount(np.asarray(active), minlength=m)
+    room = np.asarray(active_caps(p, z_total)) - loads
+    if (room < 0).any():
+        return None
+    stateful = np.asarray(p.stateful)
+    supply = np.where(stateful, p.standbys, 0)
+    demand = int(supply.sum())
+    tc_t, tc_h = _task_client_arcs(p)
+    tc_cap = np.ones(n * m, dtype=np.int64)
+    tc_cap[np.arange(n) * m + np.asarray(active)] = 0  # not beside its own active
+    tails2 = np.concatenate([np.full(n, src), tc_t, n + np.arange(m)])
+    heads2 = np.concatenate([np.arange(n), tc_h, np.full(m, snk)])
+    caps2 = np.concatenate([supply, tc_cap, room])
+    costs2 = np.concatenate([np.zeros(n, dtype=np.int64), p.cost_matrix.ravel(), np.zeros(m, dtype=np.int64)])
+    flow2, flows2, _ = _solve(tails2, heads2, caps2, costs2, snk + 1, src, snk, demand)
+    if flow2 != demand:
+        return None
+    held = flows2[n:n + n * m].reshape(n, m) > 0
+    return active, [np.flatnonzero(row).tolist() for row in held]
+
+
+def min_total_balance_bound(p: StreamsProblem, z_active: int) -> int:
+    """Smallest ``total_balance`` (scaled) for which the replica relaxation is feasible: a lower bound."""
+    total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
+    reps = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(p.n_tasks))
+    lo = max(z_active, -(-p.scale * reps // total_cap) if total_cap else 0)
+    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: replicas(p, z, False) is not None)
+    assert z is not None
+    return z
+
+
+def match_actives(p: StreamsProblem, holders: list[list[int]], z_active: int) -> list[int] | None:
+    """Pick each task's active among its caught-up holders within the active limits (previous owner preferred)."""
+    caps = active_caps(p, z_active)
+    n, m = p.n_tasks, p.n_clients
+    src, snk = n + m, n + m + 1
+    tails, heads, cap, cost = [], [], [], []
+    arcs: list[tuple[int, int]] = []
+    for t in range(n):
+        tails.append(src)
+        heads.append(t)
+        cap.append(1)
+        cost.append(0)
+        start = len(tails)
+        allowed = set(p.allowed_active[t])
+        for c in holders[t]:
+            if c in allowed:
+                tails.append(t)
+                heads.append(n + c)
+                cap.append(1)
+                cost.append(0 if c in p.prev_active[t] else 1)
+        arcs.append((start, len(tails)))
+    for c in range(m):
+        tails.append(n + c)
+        heads.append(snk)
+        cap.append(caps[c])
+        cost.append(0)
+    flow, flows, _ = _solve(tails, heads, cap, cost, snk + 1, src, snk, n)
+    if flow != n:
+        return None
+    return [next(heads[i] - n for i in range(a, b) if flows[i]) for a, b in arcs]

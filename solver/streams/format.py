@@ -1,0 +1,374 @@
+"""The Kafka Streams protocol of ``kassign/v1``: schema, validation, reading and writing.
+
+An instance gives either explicit ``tasks``::
+
+    {"format": "kassign/v1", "protocol": "streams",
+     "tasks": [{"id": "0_3", "stateful": true, "stores": 2}],
+     "clients": [{"id": "c1", "process_id": "<uuid>", "capacity": 2,
+                  "active": ["0_3"], "standby": [], "lags": {}}],
+     "config": {"num_standby_replicas": 1}}
+
+or ``subtopologies`` from which the tasks are derived as Kafka's
+``PartitionGrouper`` does (one task ``"<id>_<p>"`` per partition number ``p``
+below the largest partition count of the subtopology's source topics)::
+
+    "subtopologies": [{"id": 0, "source_topics": {"orders": 6, "payments": 4},
+                       "stateful": true, "stores": 2}]
+
+Every problem is reported at once with its JSON path, as on the consumer side.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from solver.errors import InstanceError, Problem, json_path
+from solver.model import FORMAT, Instance
+from solver.model.schema import META_KEYS
+from solver.streams.model import (
+    Client,
+    StreamsAssignment,
+    StreamsConfig,
+    StreamsSpec,
+    Subtopology,
+    Task,
+    parse_task_id,
+    task_sort_key,
+)
+
+NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+#: A Java long (lags, offsets): Kafka cannot represent more.
+NonNegLong = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
+PosInt = Annotated[int, Field(strict=True, ge=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskSpec(_Strict):
+    """An explicit task."""
+
+    id: StrictStr
+    stateful: StrictBool = True
+    stores: NonNegInt | None = None
+
+
+class SubtopologySpec(_Strict):
+    """A subtopology: source topics with partition counts, statefulness, state stores."""
+
+    id: NonNegInt
+    source_topics: dict[str, NonNegInt]
+    stateful: StrictBool = True
+    stores: NonNegInt | None = None
+
+
+class ClientSpec(_Strict):
+    """A Kafka Streams client (one process)."""
+
+    id: Annotated[str, Field(strict=True, min_length=1)]
+    process_id: StrictStr
+    capacity: PosInt = 1
+    rack: StrictStr | None = None
+    active: list[StrictStr] = Field(default_factory=list)
+    standby: list[StrictStr] = Field(default_factory=list)
+    lags: dict[str, NonNegLong] = Field(default_factory=dict)
+
+
+class ConfigSpec(_Strict):
+    """Assignment configs (defaults are Kafka's)."""
+
+    num_standby_replicas: NonNegInt = 0
+    acceptable_recovery_lag: NonNegLong = 10000
+    max_warmup_replicas: PosInt = 2
+    balance_factor: PosInt = 1
+    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000)] = 600000
+
+
+class StreamsInstanceSpec(_Strict):
+    """The Streams protocol document."""
+
+    format: Literal["kassign/v1"]
+    name: StrictStr = ""
+    protocol: Literal["streams"]
+    tasks: list[TaskSpec] | None = None
+    subtopologies: list[SubtopologySpec] | None = None
+    clients: list[ClientSpec] = Field(default_factory=list)
+    config: ConfigSpec = Field(default_factory=ConfigSpec)
+    source: Any = None
+    notes: Any = None
+    expected: Any = None
+    facts: Any = None
+    description: Any = None
+
+
+def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...]) -> list[Problem]:
+    out = []
+    for e in err.errors():
+        loc = prefix + tuple(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key missing"
+        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
+            msg = f"expected {FORMAT!r}"
+        out.append(Problem(json_path(loc), msg))
+    return out
+
+
+def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
+                           prefix: tuple[str | int, ...] = ()) -> Instance:
+    """Validate a Streams protocol document and build an :class:`~solver.model.Instance`.
+
+    Parameters
+    ----------
+    data
+        The decoded document (``protocol`` is ``"streams"``).
+    source
+        File name used in error messages.
+    prefix
+        JSON path of the instance inside the document.
+
+    Returns
+    -------
+    Instance
+        ``protocol == "streams"``, no topics or members, ``streams`` holds a
+        :class:`~solver.streams.model.StreamsSpec`.
+
+    Raises
+    ------
+    InstanceError
+        With every problem found, each with its JSON path.
+
+    Examples
+    --------
+    >>> inst = parse_streams_instance({"format": "kassign/v1", "protocol": "streams",
+    ...     "subtopologies": [{"id": 1, "source_topics": {"a": 2, "b": 3}}],
+    ...     "clients": [{"id": "c", "process_id": "00000000-0000-0000-0000-000000000001"}]})
+    >>> inst.streams.task_ids
+    ('1_0', '1_1', '1_2')
+    """
+    try:
+        spec = StreamsInstanceSpec.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _pydantic_problems(e, prefix)) from None
+    problems: list[Problem] = []
+
+    def bad(loc: tuple[str | int, ...], msg: str) -> None:
+        problems.append(Problem(json_path(prefix + loc), msg))
+
+    tasks: list[Task] = []
+    subtopologies: tuple[Subtopology, ...] | None = None
+    if spec.tasks is not None and spec.subtopologies is not None:
+        bad(("subtopologies",), "give either 'tasks' or 'subtopologies', not both")
+    elif spec.tasks is None and spec.subtopologies is None:
+        bad((), "give 'tasks' or 'subtopologies'")
+    if spec.tasks is not None:
+        tasks = _explicit_tasks(spec.tasks, bad)
+    elif spec.subtopologies is not None:
+        subtopologies, tasks = _derived_tasks(spec.subtopologies, bad)
+    by_id = {t.id: t for t in tasks}
+
+    clients = _clients(spec.clients, by_id, bad)
+    if problems:
+        raise InstanceError(source, problems)
+    c = spec.config
+    config = StreamsConfig(c.num_standby_replicas, c.acceptable_recovery_lag, c.max_warmup_replicas,
+                           c.balance_factor, c.probing_rebalance_interval_ms)
+    streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies)
+    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    return Instance(spec.name, "streams", {}, (), (), streams, meta)
+
+
+def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for i, t in enumerate(specs):
+        try:
+            parse_task_id(t.id)
+        except ValueError as e:
+            bad(("tasks", i, "id"), str(e))
+            continue
+        if t.id in seen:
+            bad(("tasks", i, "id"), f"duplicate task id {t.id!r} (also tasks[{seen[t.id]}])")
+            continue
+        seen[t.id] = i
+        if not t.stateful and t.stores:
+            bad(("tasks", i, "stores"), "a stateless task has no state stores")
+        tasks.append(Task(t.id, t.stateful, t.stores))
+    return tasks
+
+
+def _derived_tasks(specs: list[SubtopologySpec], bad: Any) -> tuple[tuple[Subtopology, ...], list[Task]]:
+    subs: list[Subtopology] = []
+    tasks: list[Task] = []
+    seen: dict[int, int] = {}
+    for i, s in enumerate(specs):
+        if s.id in seen:
+            bad(("subtopologies", i, "id"), f"duplicate subtopology id {s.id} (also subtopologies[{seen[s.id]}])")
+            continue
+        seen[s.id] = i
+        if not s.source_topics:
+            bad(("subtopologies", i, "source_topics"), "a subtopology needs at least one source topic")
+        if not s.stateful and s.stores:
+            bad(("subtopologies", i, "stores"), "a stateless subtopology has no state stores")
+        sub = Subtopology(s.id, tuple(s.source_topics.items()), s.stateful, s.stores)
+        subs.append(sub)
+        tasks.extend(Task(tid, s.stateful, s.stores) for tid in sub.task_ids())
+    return tuple(subs), tasks
+
+
+def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> list[Client]:
+    clients: list[Client] = []
+    ids: dict[str, int] = {}
+    pids: dict[str, int] = {}
+    for i, c in enumerate(specs):
+        if c.id in ids:
+            bad(("clients", i, "id"), f"duplicate client id {c.id!r} (also clients[{ids[c.id]}])")
+        ids.setdefault(c.id, i)
+        pid = c.process_id
+        try:
+            pid = str(uuid.UUID(c.process_id))
+        except ValueError:
+            bad(("clients", i, "process_id"), f"{c.process_id!r} is not a UUID")
+        else:
+            if pid in pids:
+                bad(("clients", i, "process_id"),
+                    f"duplicate process id (also clients[{pids[pid]}]); one process is one client")
+            pids.setdefault(pid, i)
+        held: dict[str, str] = {}
+        for kind in ("active", "standby"):
+            for j, tid in enumerate(getattr(c, kind)):
+                where = ("clients", i, kind, j)
+                if tid not in tasks:
+                    bad(where, f"task {tid!r} not in tasks")
+                elif tid in held:
+                    bad(where, f"task {tid!r} already listed in {held[tid]}")
+                elif kind == "standby" and not tasks[tid].stateful:
+                    bad(where, f"task {tid!r} is stateless and cannot have a standby")
+                held.setdefault(tid, kind)
+        for tid in c.lags:
+            lag_at: tuple[str | int, ...] = ("clients", i, "lags", tid)
+            if tid not in tasks:
+                bad(lag_at, "task not in tasks")
+            elif not tasks[tid].stateful:
+                bad(lag_at, "a stateless task has no lag")
+            elif held.get(tid) == "active":
+                bad(lag_at, "task is in active (an active task is caught up: give no lag)")
+        clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
+                              {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}))
+    return clients
+
+
+def _safe_key(tid: str) -> tuple[int, int, str]:
+    try:
+        return (*task_sort_key(tid), "")
+    except ValueError:
+        return (1 << 62, 0, tid)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
+    """Serialise a Streams instance to ``kassign/v1`` (the inverse of :func:`parse_streams_instance`)."""
+    spec: StreamsSpec = instance.streams
+    out: dict[str, Any] = {"format": FORMAT, "name": instance.name, "protocol": "streams"}
+    if spec.subtopologies is not None:
+        subs = []
+        for s in spec.subtopologies:
+            obj: dict[str, Any] = {"id": s.id, "source_topics": dict(s.source_topics), "stateful": s.stateful}
+            if s.stores is not None:
+                obj["stores"] = s.stores
+            subs.append(obj)
+        out["subtopologies"] = subs
+    else:
+        tasks = []
+        for t in spec.tasks:
+            obj = {"id": t.id, "stateful": t.stateful}
+            if t.stores is not None:
+                obj["stores"] = t.stores
+            tasks.append(obj)
+        out["tasks"] = tasks
+    clients = []
+    for c in spec.clients:
+        obj = {"id": c.id, "process_id": c.process_id, "capacity": c.capacity}
+        if c.rack is not None:
+            obj["rack"] = c.rack
+        obj.update({"active": list(c.active), "standby": list(c.standby), "lags": dict(c.lags)})
+        clients.append(obj)
+    out["clients"] = clients
+    cfg = spec.config
+    config: dict[str, Any] = {
+        "num_standby_replicas": cfg.num_standby_replicas,
+        "acceptable_recovery_lag": cfg.acceptable_recovery_lag,
+        "max_warmup_replicas": cfg.max_warmup_replicas,
+        "balance_factor": cfg.balance_factor,
+    }
+    if cfg.probing_rebalance_interval_ms != StreamsConfig().probing_rebalance_interval_ms:
+        config["probing_rebalance_interval_ms"] = cfg.probing_rebalance_interval_ms
+    out["config"] = config
+    out.update(instance.meta)
+    return out
+
+
+# --------------------------------------------------------------------------- assignments
+
+
+class _ClientTasksSpec(_Strict):
+    active: list[StrictStr] = Field(default_factory=list)
+    standby: list[StrictStr] = Field(default_factory=list)
+    warmup: list[StrictStr] = Field(default_factory=list)
+
+
+class _StreamsAssignmentDoc(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    assignment: dict[str, _ClientTasksSpec]
+    probing_rebalance: StrictBool = False
+
+
+def parse_streams_assignment(data: Any, instance: Instance, source: str = "<input>") -> StreamsAssignment:
+    """Validate an assignment document against a Streams instance.
+
+    Unknown clients and unknown task ids are errors (with JSON paths); an
+    assignment that breaks the Streams rules (a task twice, a standby beside
+    its active) is *not* an error here: the scorer reports it.
+    """
+    if isinstance(data, dict) and "assignment" not in data:
+        data = {"assignment": data}
+    try:
+        doc = _StreamsAssignmentDoc.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _pydantic_problems(e, ())) from None
+    spec: StreamsSpec = instance.streams
+    known_clients = set(spec.client_ids)
+    known_tasks = set(spec.task_ids)
+    problems: list[Problem] = []
+    for cid, ct in doc.assignment.items():
+        if cid not in known_clients:
+            problems.append(Problem(json_path(("assignment", cid)), "client not in the instance"))
+        for kind in ("active", "standby", "warmup"):
+            for j, tid in enumerate(getattr(ct, kind)):
+                if tid not in known_tasks:
+                    problems.append(Problem(json_path(("assignment", cid, kind, j)), f"task {tid!r} not in tasks"))
+    if problems:
+        raise InstanceError(source, problems)
+    lists = {cid: {"active": ct.active, "standby": ct.standby, "warmup": ct.warmup}
+             for cid, ct in doc.assignment.items()}
+    for cid in spec.client_ids:
+        lists.setdefault(cid, {})
+    return StreamsAssignment.from_lists(lists, doc.probing_rebalance)
+
+
+def read_streams_assignment(path: str | Path, instance: Instance) -> StreamsAssignment:
+    """Read a Streams assignment document (output of ``kassign assign``) for ``instance``."""
+    from solver.model.files import read_document
+
+    return parse_streams_assignment(read_document(path), instance, str(path))

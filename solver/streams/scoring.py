@@ -1,0 +1,172 @@
+"""Metrics of a Kafka Streams assignment (``protocol: streams``).
+
+Stable names (JSON keys / Parquet columns):
+
+``valid``, ``violations``, ``unassigned_tasks``, ``duplicate_actives``,
+``standby_shortfall``, ``not_caught_up_actives``, ``max_active_load``,
+``min_active_load``, ``active_spread``, ``max_total_load``, ``min_total_load``,
+``total_spread``, ``restoration_cost``, ``moved_actives``, ``standbys``,
+``warmups``, ``probing_rebalance``.
+
+Loads are tasks per stream thread (divided by the client's ``capacity``);
+*total* loads count actives, standbys and warm-ups (each replica runs on the
+client).  ``restoration_cost`` uses the optimum's definition
+(:func:`solver.streams.model.restore_costs`): the lag of every placed stateful
+replica (active, standby or warm-up) on its client, 0 for the previous active,
+the full restore for a client without state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.model import Instance
+from solver.streams.model import StreamsAssignment, StreamsSpec, is_caught_up, restore_costs
+
+STREAMS_METRIC_NAMES = (
+    "valid",
+    "violations",
+    "unassigned_tasks",
+    "duplicate_actives",
+    "standby_shortfall",
+    "not_caught_up_actives",
+    "max_active_load",
+    "min_active_load",
+    "active_spread",
+    "max_total_load",
+    "min_total_load",
+    "total_spread",
+    "restoration_cost",
+    "moved_actives",
+    "standbys",
+    "warmups",
+    "probing_rebalance",
+)
+
+MAX_LISTED = 50
+
+
+def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str, Any]:
+    """Score a Streams assignment against its instance.
+
+    Parameters
+    ----------
+    instance
+        A ``protocol: streams`` instance.
+    assignment
+        The assignment (clients absent from it hold nothing).
+
+    Returns
+    -------
+    dict
+        Every metric of :data:`STREAMS_METRIC_NAMES`.
+
+    Notes
+    -----
+    ``valid`` holds when every task has exactly one active, no client holds a
+    task twice (active, standby, warm-up), no stateless task has a standby or
+    warm-up, every stateful task has at least ``min(num_standby_replicas,
+    clients - 1)`` standbys (warm-ups not counted), and every stateful active
+    is on a caught-up client whenever the task has one.  ``violations`` lists
+    the broken rules (at most 50 lines).  ``moved_actives`` counts tasks that
+    had a previous active and now run on another client.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "protocol": "streams",
+    ...     "tasks": [{"id": "0_0"}, {"id": "0_1"}],
+    ...     "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001", "active": ["0_0"]},
+    ...                 {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002"}]})
+    >>> s = score_streams(inst, StreamsAssignment.from_lists({"a": {"active": ["0_0"]}, "b": {"active": ["0_1"]}}))
+    >>> s["valid"], s["max_active_load"], s["restoration_cost"], s["moved_actives"]
+    (True, 1.0, 10001, 0)
+    """
+    spec: StreamsSpec = instance.streams
+    clients = spec.clients
+    idx = {c.id: i for i, c in enumerate(clients)}
+    viol: list[str] = []
+    n_viol = 0
+
+    def bad(msg: str) -> None:
+        nonlocal n_viol
+        n_viol += 1
+        if len(viol) < MAX_LISTED:
+            viol.append(msg)
+
+    for cid in assignment.clients:
+        if cid not in idx:
+            bad(f"{cid}: not a client of the instance")
+    holders_active: dict[str, list[int]] = {t: [] for t in spec.task_ids}
+    holders_standby: dict[str, list[int]] = {t: [] for t in spec.task_ids}
+    holders_warm: dict[str, list[int]] = {t: [] for t in spec.task_ids}
+    n_active = [0] * len(clients)
+    n_total = [0] * len(clients)
+    for c, cl in enumerate(clients):
+        ca = assignment.get(cl.id)
+        seen: set[str] = set()
+        for kind, store in (("active", holders_active), ("standby", holders_standby), ("warmup", holders_warm)):
+            for t in getattr(ca, kind):
+                if t not in store:
+                    bad(f"{cl.id}: unknown task {t}")
+                    continue
+                if t in seen:
+                    bad(f"{cl.id}: holds task {t} twice")
+                seen.add(t)
+                store[t].append(c)
+                n_total[c] += 1
+                if kind == "active":
+                    n_active[c] += 1
+
+    required = min(spec.config.num_standby_replicas, max(len(clients) - 1, 0))
+    unassigned = dup = shortfall = not_caught = restore = moved = 0
+    for task in spec.tasks:
+        act = holders_active[task.id]
+        if not act:
+            unassigned += 1
+            bad(f"task {task.id}: no active")
+        elif len(act) > 1:
+            dup += 1
+            bad(f"task {task.id}: {len(act)} actives")
+        if not task.stateful:
+            if holders_standby[task.id] or holders_warm[task.id]:
+                bad(f"task {task.id}: stateless task with a standby or warm-up")
+        else:
+            if len(holders_standby[task.id]) < required:
+                shortfall += required - len(holders_standby[task.id])
+                bad(f"task {task.id}: {len(holders_standby[task.id])} standbys, {required} required")
+            caught = [c for c, cl in enumerate(clients) if is_caught_up(spec, cl, task)]
+            for c in act:
+                if caught and c not in caught:
+                    not_caught += 1
+                    bad(f"task {task.id}: active on {clients[c].id}, which is not caught up")
+            costs = restore_costs(spec, task)
+            restore += sum(costs[c] for c in act + holders_standby[task.id] + holders_warm[task.id])
+        prev = [c for c, cl in enumerate(clients) if task.id in cl.active]
+        if prev and act and not any(c in prev for c in act):
+            moved += 1
+
+    def loads(counts: list[int]) -> list[float]:
+        return [n / cl.capacity for n, cl in zip(counts, clients, strict=True)]
+
+    la, lt = loads(n_active), loads(n_total)
+    extra = n_viol - len(viol)
+    return {
+        "valid": n_viol == 0,
+        "violations": viol + ([f"... and {extra} more"] if extra > 0 else []),
+        "unassigned_tasks": unassigned,
+        "duplicate_actives": dup,
+        "standby_shortfall": shortfall,
+        "not_caught_up_actives": not_caught,
+        "max_active_load": max(la, default=0.0),
+        "min_active_load": min(la, default=0.0),
+        "active_spread": (max(la) - min(la)) if la else 0.0,
+        "max_total_load": max(lt, default=0.0),
+        "min_total_load": min(lt, default=0.0),
+        "total_spread": (max(lt) - min(lt)) if lt else 0.0,
+        "restoration_cost": restore,
+        "moved_actives": moved,
+        "standbys": sum(len(v) for v in holders_standby.values()),
+        "warmups": sum(len(v) for v in holders_warm.values()),
+        "probing_rebalance": bool(assignment.probing_rebalance),
+    }

@@ -1,0 +1,460 @@
+"""Kafka Streams ``SubscriptionInfo`` bytes: encode, decode, and turn a group's subscriptions into an instance.
+
+Every Kafka Streams consumer (one per stream thread) sends its client's
+``SubscriptionInfo`` as the consumer-protocol ``userData``; the group leader
+decodes them to build the assignment input.  All integers are big-endian.
+
+Layouts (``layout=``)
+
+``"kafka"`` - what Apache Kafka ships (``SubscriptionInfoData.json``, versions 1-11)::
+
+    version                 int32                      v1+
+    latestSupportedVersion  int32                      v3+
+    processId               16 bytes (msb, lsb)        v1+
+    prevTasks               int32 n, n x TaskId        v1-v6  (previous actives)
+    standbyTasks            int32 n, n x TaskId        v1-v6
+    userEndPoint            int32 n, n bytes (UTF-8)   v2+    ("host:port")
+    taskOffsetSums          int32 n, n x TaskOffsetSum v7+    (KIP-441)
+    uniqueField             int8                       v8+
+    errorCode               int32                      v9+
+    clientTags              int32 n, n x (bytes key, bytes value)   v11+
+
+    TaskId         = int32 topicGroupId, int32 partition
+    TaskOffsetSum  = v7-v9:  int32 topicGroupId, int32 n, n x (int32 partition, int64 offsetSum)
+                     v10+:   int32 topicGroupId, int32 partition, int64 offsetSum,
+                             int16 n + n bytes namedTopology (n = -1: null)
+
+  Versions 4, 5 and 6 share version 3's layout (their changes were in
+  ``AssignmentInfo``).  KIP-441 shipped as version 7: instead of task lists,
+  each client reports an *offset sum* per task it has state for;
+  ``Task.LATEST_OFFSET`` (-2) marks a task it runs as an active, -3
+  (``UNKNOWN_OFFSET_SUM``) an unknown sum.
+
+``"kip441-draft"`` - the version 5 the KIP-441 page proposes (seed 001), never shipped::
+
+    VersionId int32, LatestSupportVersionId int32, ClientUUID 16 bytes,
+    StoreLags int32 n, n x (StoreId, int32 lag), EndPoint int32 n + n bytes
+
+  The KIP leaves ``StoreId`` open; kassign encodes it as the task
+  (int32 topicGroupId, int32 partition) and the store name (int16 n + n bytes),
+  so that store lags add up to task lags.  The seed's version 4 is the
+  ``"kafka"`` layout's version 4.
+
+``"kip262"`` - KIP-262 (seed 003, rejected): versions 1-6 with
+``TaskId = int32 topicGroupId, int32 partition, int32 numberOfStateStores``.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from solver.streams.model import parse_task_id, task_sort_key
+
+Layout = Literal["kafka", "kip441-draft", "kip262"]
+LAYOUTS: tuple[str, ...] = ("kafka", "kip441-draft", "kip262")
+#: Highest version of the ``"kafka"`` layout understood here.
+MAX_KAFKA_VERSION = 11
+#: ``Task.LATEST_OFFSET``: the client runs the task as an active.
+LATEST_OFFSET_SUM = -2
+#: ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``.
+UNKNOWN_OFFSET_SUM = -3
+
+
+class SubscriptionDecodeError(ValueError):
+    """Bytes that do not follow the layout (with the byte offset)."""
+
+
+@dataclass(frozen=True)
+class SubscriptionInfo:
+    """One decoded ``SubscriptionInfo``.
+
+    Attributes
+    ----------
+    version, latest_supported_version
+        Protocol versions (``latest_supported_version`` is -1 before v3).
+    process_id
+        The client's process UUID (all threads of one client share it).
+    prev_tasks, standby_tasks
+        v1-v6: previous active and standby task ids.
+    user_end_point
+        ``application.server`` (``host:port``) or ``""``.
+    task_offset_sums
+        v7+: ``(task id, offset sum)`` pairs.
+    unique_field, error_code
+        v8+ / v9+ fields.
+    client_tags
+        v11+: ``(key, value)`` pairs (KIP-708 rack-aware standbys).
+    store_lags
+        ``"kip441-draft"``: ``(task id, store name, lag)`` triples.
+    task_stores
+        ``"kip262"``: number of state stores per task id.
+    named_topologies
+        v10+: task id -> named topology, for tasks that carry one.
+    """
+
+    version: int
+    process_id: str
+    latest_supported_version: int = -1
+    prev_tasks: tuple[str, ...] = ()
+    standby_tasks: tuple[str, ...] = ()
+    user_end_point: str = ""
+    task_offset_sums: tuple[tuple[str, int], ...] = ()
+    unique_field: int = 0
+    error_code: int = 0
+    client_tags: tuple[tuple[str, str], ...] = ()
+    store_lags: tuple[tuple[str, str, int], ...] = ()
+    task_stores: Mapping[str, int] = field(default_factory=dict)
+    named_topologies: Mapping[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def i8(self, v: int) -> None:
+        self.parts.append(struct.pack(">b", v))
+
+    def i16(self, v: int) -> None:
+        self.parts.append(struct.pack(">h", v))
+
+    def i32(self, v: int) -> None:
+        self.parts.append(struct.pack(">i", v))
+
+    def i64(self, v: int) -> None:
+        self.parts.append(struct.pack(">q", v))
+
+    def uuid(self, s: str) -> None:
+        self.parts.append(uuid.UUID(s).bytes)
+
+    def bytes32(self, b: bytes) -> None:
+        self.i32(len(b))
+        self.parts.append(b)
+
+    def str16(self, s: str | None) -> None:
+        if s is None:
+            self.i16(-1)
+            return
+        b = s.encode("utf-8")
+        self.i16(len(b))
+        self.parts.append(b)
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def _sorted_ids(ids: Iterable[str]) -> list[str]:
+    return sorted(ids, key=task_sort_key)
+
+
+def encode(info: SubscriptionInfo, layout: Layout = "kafka") -> bytes:
+    """Serialise ``info`` in ``layout`` at ``info.version``.
+
+    Examples
+    --------
+    >>> info = SubscriptionInfo(4, "00000000-0000-0000-0000-000000000001", 4, ("0_1",), (), "h:1")
+    >>> b = encode(info)
+    >>> len(b), b[:8].hex(), decode(b) == info
+    (47, '0000000400000004', True)
+    """
+    v = info.version
+    w = _Writer()
+    if layout == "kip441-draft":
+        if v != 5:
+            raise ValueError("the KIP-441 draft layout is version 5 only")
+        w.i32(v)
+        w.i32(info.latest_supported_version)
+        w.uuid(info.process_id)
+        w.i32(len(info.store_lags))
+        for task, store, lag in info.store_lags:
+            s, p = parse_task_id(task)
+            w.i32(s)
+            w.i32(p)
+            w.str16(store)
+            w.i32(lag)
+        w.bytes32(info.user_end_point.encode("utf-8"))
+        return w.getvalue()
+    if layout == "kip262" and not 1 <= v <= 6:
+        raise ValueError("the KIP-262 TaskId layout applies to versions 1-6")
+    if layout == "kafka" and not 1 <= v <= MAX_KAFKA_VERSION:
+        raise ValueError(f"version {v} not in 1..{MAX_KAFKA_VERSION}")
+    w.i32(v)
+    if v >= 3:
+        w.i32(info.latest_supported_version)
+    w.uuid(info.process_id)
+    if v <= 6:
+        for tasks in (info.prev_tasks, info.standby_tasks):
+            w.i32(len(tasks))
+            for t in tasks:
+                s, p = parse_task_id(t)
+                w.i32(s)
+                w.i32(p)
+                if layout == "kip262":
+                    w.i32(info.task_stores.get(t, 0))
+    if v >= 2:
+        w.bytes32(info.user_end_point.encode("utf-8"))
+    if v >= 7:
+        sums = dict(info.task_offset_sums)
+        if v <= 9:
+            groups: dict[int, list[tuple[int, int]]] = {}
+            for t in _sorted_ids(sums):
+                s, p = parse_task_id(t)
+                groups.setdefault(s, []).append((p, sums[t]))
+            w.i32(len(groups))
+            for s, parts in groups.items():
+                w.i32(s)
+                w.i32(len(parts))
+                for p, off in parts:
+                    w.i32(p)
+                    w.i64(off)
+        else:
+            w.i32(len(sums))
+            for t in _sorted_ids(sums):
+                s, p = parse_task_id(t)
+                w.i32(s)
+                w.i32(p)
+                w.i64(sums[t])
+                w.str16(info.named_topologies.get(t))
+    if v >= 8:
+        w.i8(info.unique_field)
+    if v >= 9:
+        w.i32(info.error_code)
+    if v >= 11:
+        w.i32(len(info.client_tags))
+        for k, val in info.client_tags:
+            w.bytes32(k.encode("utf-8"))
+            w.bytes32(val.encode("utf-8"))
+    return w.getvalue()
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def _take(self, n: int, what: str) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise SubscriptionDecodeError(
+                f"byte {self.pos}: {what} needs {n} bytes, {len(self.data) - self.pos} left")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def i8(self, what: str) -> int:
+        return int(struct.unpack(">b", self._take(1, what))[0])
+
+    def i16(self, what: str) -> int:
+        return int(struct.unpack(">h", self._take(2, what))[0])
+
+    def i32(self, what: str) -> int:
+        return int(struct.unpack(">i", self._take(4, what))[0])
+
+    def i64(self, what: str) -> int:
+        return int(struct.unpack(">q", self._take(8, what))[0])
+
+    def count(self, what: str) -> int:
+        at = self.pos
+        n = self.i32(what)
+        if n < 0:
+            raise SubscriptionDecodeError(f"byte {at}: {what} has negative length {n}")
+        return n
+
+    def uuid(self, what: str) -> str:
+        return str(uuid.UUID(bytes=self._take(16, what)))
+
+    def bytes32(self, what: str) -> bytes:
+        return self._take(self.count(what), what)
+
+    def str16(self, what: str) -> str | None:
+        n = self.i16(what)
+        return None if n < 0 else self._take(n, what).decode("utf-8")
+
+    def task(self, what: str) -> str:
+        s = self.i32(what)
+        p = self.i32(what)
+        return f"{s}_{p}"
+
+
+def peek_version(data: bytes) -> int:
+    """The version field (first int32) of encoded bytes."""
+    return _Reader(data).i32("version")
+
+
+def decode(data: bytes, layout: Layout = "kafka") -> SubscriptionInfo:
+    """Parse ``data`` (one subscription's ``userData``) in ``layout``.
+
+    Raises
+    ------
+    SubscriptionDecodeError
+        Truncated data, trailing bytes, an unsupported version, with the byte offset.
+    """
+    r = _Reader(data)
+    v = r.i32("version")
+    if layout == "kip441-draft":
+        if v != 5:
+            raise SubscriptionDecodeError(f"byte 0: the KIP-441 draft layout is version 5, got {v}")
+        latest = r.i32("latestSupportedVersion")
+        pid = r.uuid("processId")
+        lags = []
+        for _ in range(r.count("storeLags")):
+            t = r.task("StoreId")
+            store = r.str16("StoreId store name") or ""
+            lags.append((t, store, r.i32("lag")))
+        ep = r.bytes32("endPoint").decode("utf-8")
+        _done(r)
+        return SubscriptionInfo(v, pid, latest, user_end_point=ep, store_lags=tuple(lags))
+    top = 6 if layout == "kip262" else MAX_KAFKA_VERSION
+    if not 1 <= v <= top:
+        raise SubscriptionDecodeError(f"byte 0: version {v} not supported by the {layout!r} layout (1..{top})")
+    latest = r.i32("latestSupportedVersion") if v >= 3 else -1
+    pid = r.uuid("processId")
+    prev: list[str] = []
+    standby: list[str] = []
+    stores: dict[str, int] = {}
+    if v <= 6:
+        for target, name in ((prev, "prevTasks"), (standby, "standbyTasks")):
+            for _ in range(r.count(name)):
+                t = r.task(name)
+                if layout == "kip262":
+                    stores[t] = r.i32("numberOfStateStores")
+                target.append(t)
+    ep = r.bytes32("userEndPoint").decode("utf-8") if v >= 2 else ""
+    sums: list[tuple[str, int]] = []
+    named: dict[str, str] = {}
+    if v >= 7:
+        for _ in range(r.count("taskOffsetSums")):
+            s = r.i32("topicGroupId")
+            if v <= 9:
+                for _ in range(r.count("partitionToOffsetSum")):
+                    p = r.i32("partition")
+                    sums.append((f"{s}_{p}", r.i64("offsetSum")))
+            else:
+                p = r.i32("partition")
+                off = r.i64("offsetSum")
+                nt = r.str16("namedTopology")
+                sums.append((f"{s}_{p}", off))
+                if nt is not None:
+                    named[f"{s}_{p}"] = nt
+    unique = r.i8("uniqueField") if v >= 8 else 0
+    err = r.i32("errorCode") if v >= 9 else 0
+    tags: list[tuple[str, str]] = []
+    if v >= 11:
+        for _ in range(r.count("clientTags")):
+            k = r.bytes32("clientTag key").decode("utf-8")
+            tags.append((k, r.bytes32("clientTag value").decode("utf-8")))
+    _done(r)
+    return SubscriptionInfo(v, pid, latest, tuple(prev), tuple(standby), ep, tuple(sums), unique, err,
+                            tuple(tags), (), stores, named)
+
+
+def _done(r: _Reader) -> None:
+    if r.pos != len(r.data):
+        raise SubscriptionDecodeError(f"byte {r.pos}: {len(r.data) - r.pos} trailing bytes")
+
+
+# --------------------------------------------------------------------------- to an instance
+
+
+def subscriptions_to_instance(
+    infos: Sequence[SubscriptionInfo],
+    *,
+    tasks: Sequence[Mapping[str, Any]] | None = None,
+    end_offsets: Mapping[str, int] | None = None,
+    config: Mapping[str, Any] | None = None,
+    name: str = "",
+) -> dict[str, Any]:
+    """Build a ``kassign/v1`` Streams instance document from a group's subscriptions.
+
+    Subscriptions with the same process id are the threads of one client:
+    its ``capacity`` is their number (Kafka counts consumers per process the
+    same way) and its previous tasks are their union.
+
+    Parameters
+    ----------
+    infos
+        Decoded subscriptions, one per consumer (stream thread).
+    tasks
+        The application's tasks (``[{"id", "stateful", "stores"}]``); by
+        default every task any client mentions, as stateful (stores from
+        KIP-262 data when present).
+    end_offsets
+        Task id -> end offset sum of its changelogs; turns v7+ offset sums into
+        lags (``lag = end - offsetSum``).  Without it, tasks with state are
+        previous standbys without lags (taken as caught up).
+    config
+        The ``config`` object of the instance.
+    name
+        Instance name.
+
+    Returns
+    -------
+    dict
+        A Streams instance document (``parse_instance`` validates it).
+    """
+    clients: dict[str, dict[str, Any]] = {}
+    stores: dict[str, int] = {}
+    seen_tasks: list[str] = []
+    for info in infos:
+        if info.named_topologies:
+            raise ValueError("named topologies are not supported (task ids would not be '<subtopology>_<partition>')")
+        c = clients.setdefault(info.process_id, {"process_id": info.process_id, "capacity": 0, "active": [],
+                                                 "standby": [], "lags": {}, "_ep": info.user_end_point})
+        c["capacity"] += 1
+        stores.update(info.task_stores)
+        active = list(info.prev_tasks)
+        standby = list(info.standby_tasks)
+        lags: dict[str, int] = {}
+        for t, off in info.task_offset_sums:
+            if off == LATEST_OFFSET_SUM:
+                active.append(t)
+            else:
+                standby.append(t)
+                if end_offsets is not None and t in end_offsets and off != UNKNOWN_OFFSET_SUM:
+                    lags[t] = max(end_offsets[t] - off, 0)
+        by_task: dict[str, int] = {}
+        for t, _store, lag in info.store_lags:
+            by_task[t] = by_task.get(t, 0) + lag
+            standby.append(t)
+        lags.update(by_task)
+        for t in active:
+            if t not in c["active"]:
+                c["active"].append(t)
+        for t in standby:
+            if t not in c["standby"] and t not in active:
+                c["standby"].append(t)
+        c["lags"].update(lags)
+        seen_tasks.extend(active + standby)
+    out_clients = []
+    used: set[str] = set()
+    for pid, c in clients.items():
+        cid = c.pop("_ep") or f"client-{pid[:8]}"
+        base, k = cid, 1
+        while cid in used:
+            k += 1
+            cid = f"{base}#{k}"
+        used.add(cid)
+        c["standby"] = [t for t in c["standby"] if t not in c["active"]]
+        c["lags"] = {t: lag for t, lag in c["lags"].items() if t not in c["active"]}
+        c["active"] = _sorted_ids(c["active"])
+        c["standby"] = _sorted_ids(c["standby"])
+        out_clients.append({"id": cid, **c})
+    if tasks is None:
+        task_list: list[dict[str, Any]] = []
+        for t in _sorted_ids(set(seen_tasks)):
+            obj: dict[str, Any] = {"id": t, "stateful": True}
+            if t in stores:
+                obj["stores"] = stores[t]
+            task_list.append(obj)
+    else:
+        task_list = [dict(t) for t in tasks]
+    return {"format": "kassign/v1", "name": name, "protocol": "streams", "tasks": task_list,
+            "clients": out_clients, "config": dict(config or {})}

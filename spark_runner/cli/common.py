@@ -1,0 +1,101 @@
+"""What every ``kassign`` command shares: exit codes, consoles, option parsing, reading records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from solver.errors import InstanceError, KassignError
+from solver.io import Record, is_batch, iter_records, merge_errors
+from solver.result import Params, Result
+from spark_runner.assignors import get as get_assignor
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INFEASIBLE = 3
+EXIT_DATA = 65
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+stdout = Console(highlight=False, soft_wrap=True)
+
+class UsageError(KassignError):
+    """A command line that cannot be carried out as given."""
+
+    exit_code = EXIT_USAGE
+
+
+def _describe(rec: Record) -> str:
+    inst = rec.instance
+    if inst.protocol == "streams":
+        return f"streams, {_count(inst.streams, 'clients')} clients, {_count(inst.streams, 'tasks')} tasks"
+    return (f"consumer, {len(inst.members)} members, {len(inst.topics)} topics, "
+            f"{inst.total_partitions} partitions")
+
+
+def _count(obj: Any, attr: str) -> int:
+    return len(getattr(obj, attr, ()) or ())
+
+
+def _parse_options(options: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for opt in options or []:
+        key, sep, value = opt.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option expects KEY=VALUE, got {opt!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _params(time_limit: float | None, seed: int, objective: str | None, options: dict[str, Any]) -> Params:
+    if time_limit is not None and time_limit <= 0:
+        raise UsageError("--time-limit must be positive")
+    obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
+    return Params(time_limit=time_limit, seed=seed, objective=obj, options=options)
+
+
+def _run(name: str, rec: Record, params: Params) -> Result:
+    spec = get_assignor(name)
+    return spec.run(rec.instance, params)
+
+
+def _records(path: Path) -> list[Record]:
+    records: list[Record] = []
+    errors: list[InstanceError] = []
+    for rec in iter_records(path):
+        (errors if isinstance(rec, InstanceError) else records).append(rec)  # type: ignore[arg-type]
+    if errors:
+        raise merge_errors(str(path), errors) if is_batch(path) else errors[0]
+    return records
+
+
+def _progress(items: list[Record], label: str, enabled: bool) -> Iterator[Record]:
+    if not enabled:
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=stderr, transient=True) as prog:
+        task = prog.add_task(label, total=len(items))
+        for item in items:
+            yield item
+            prog.advance(task)
+
+
+# --------------------------------------------------------------------------- score
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return "\n".join(map(str, v)) if v else "-"
+    return str(v)

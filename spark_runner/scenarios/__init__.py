@@ -1,0 +1,2 @@
+"""Generated rebalance scenarios: :mod:`~spark_runner.scenarios.consumer` (consumer groups) and
+:mod:`~spark_runner.scenarios.streams` (Kafka Streams applications), deterministic from (parameters, seed)."""

@@ -1,0 +1,663 @@
+"""Kafka Streams rebalance scenarios: clients, tasks, lags and events, generated from (parameters, seed).
+
+The Streams counterpart of :mod:`spark_runner.scenarios.consumer`.  A
+:class:`StreamsScenario` is an initial ``protocol: streams``
+:class:`~solver.model.Instance`, a tuple of concrete :class:`StreamsEvent`
+objects and a :class:`LagModel` (changelog sizes and rates).  Every random
+choice is made once by :func:`generate_streams` from
+``numpy.random.Generator(PCG64(seed))``; :func:`apply_streams_event` is pure::
+
+    next_instance = apply_streams_event(instance, event, assignment, scenario.lag_model)
+
+Carry-over (what a client reports at step ``n + 1`` after the assignor's step ``n`` output)
+----------------------------------------------------------------------------------------------
+* a task the assignor gave the client as an **active** is a previous active
+  (caught up, Kafka's ``LATEST_OFFSET``);
+* a task given as a **standby or warm-up** is a previous standby whose lag
+  shrinks by ``restore_rate`` (from its lag at step ``n``; from the task's
+  full changelog size when the client had no state), never below 0;
+* a task the client has state for but was not given keeps the state and
+  falls behind by ``lag_growth`` (a former active starts from 0), capped at
+  the changelog size;
+* no state stays no state.  Stateless tasks never have lags.
+
+Events (what the next rebalance sees)
+-------------------------------------
+``join`` / ``scale-out``
+    one / ``scale_k`` new clients (fresh process id, threads drawn, no state),
+    appended to the client list.
+``leave`` / ``scale-in``
+    one / ``scale_k`` clients leave with their state.
+``crash``
+    a client's process dies with its state directory: it comes back under
+    the same name but a new process id (Kafka keeps the process id in the
+    state directory since KAFKA-10716, so losing the state loses the id) and
+    no state.
+``rolling-restart``
+    a block of consecutive steps, one per client in list order: the client
+    restarts with the same process id and its state on disk, rejoining at the
+    end of the list.  Nothing runs on it at the rebalance, so (as Kafka's
+    task offset sums report it) its former actives become standbys with lag
+    ``lag_growth`` and its standbys fall behind by ``lag_growth``.
+``lag-drift``
+    time passes without a membership change (a probing rebalance): the usual
+    restoration progress, and every stale lag (state without a replica) is
+    multiplied by a per-task lognormal factor (sigma ``drift``).
+``partition-expansion``
+    a sub-topology's source topic gains partitions: new tasks with no state
+    anywhere (stateful ones get a changelog size).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.random import PCG64, Generator
+
+from solver.model import Instance
+from solver.streams.model import (
+    LATEST_OFFSET,
+    NO_STATE,
+    Client,
+    StreamsAssignment,
+    StreamsConfig,
+    StreamsSpec,
+    Subtopology,
+    Task,
+)
+from spark_runner.scenarios.consumer import (
+    CheckedParams,
+    ScenarioParams,
+    _choice,
+    _float_range,
+    _int_at_least,
+    _optional,
+    scenario_id,
+)
+
+PROTOCOL = "streams"
+STREAMS_EVENT_KINDS = (
+    "join",
+    "leave",
+    "crash",
+    "rolling-restart",
+    "scale-out",
+    "scale-in",
+    "lag-drift",
+    "partition-expansion",
+)
+#: Initial state: ``fresh`` (no previous assignment, no state) or a running
+#: application whose standbys and stale copies have lags of that profile.
+INITIAL_STATES = ("fresh", "caught-up", "near", "far", "mixed")
+
+
+def _events_check(v: Any) -> str | None:
+    if not isinstance(v, (tuple, list)) or not v:
+        return "expected a non-empty list of event kinds"
+    bad = [e for e in v if e not in STREAMS_EVENT_KINDS]
+    if bad:
+        return f"unknown Streams event kind(s) {', '.join(map(repr, bad))}; known: {', '.join(STREAMS_EVENT_KINDS)}"
+    if len(set(v)) != len(v):
+        return "an event kind is listed twice"
+    return None
+
+
+#: Field name -> check of one value (None when fine), for the grid validator.
+STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
+    "protocol": _choice((PROTOCOL,)),
+    "clients": _int_at_least(1),
+    "threads_min": _int_at_least(1),
+    "threads_max": _int_at_least(1),
+    "subtopologies": _int_at_least(1),
+    "partitions_min": _int_at_least(1),
+    "partitions_max": _int_at_least(1),
+    "stateful_share": _float_range(0.0, 1.0),
+    "stores_max": _int_at_least(1),
+    "standby_replicas": _int_at_least(0),
+    "acceptable_recovery_lag": _int_at_least(0),
+    "max_warmup_replicas": _int_at_least(1),
+    "initial": _choice(INITIAL_STATES),
+    "stale_share": _float_range(0.0, 1.0),
+    "state_size": _int_at_least(1),
+    "restore_rate": _int_at_least(0),
+    "lag_growth": _int_at_least(0),
+    "drift": _float_range(0.0, 5.0),
+    "steps": _int_at_least(0),
+    "events": _events_check,
+    "scale_k": _int_at_least(1),
+    "max_clients": _optional(_int_at_least(1)),
+    "min_clients": _optional(_int_at_least(1)),
+    "max_tasks": _optional(_int_at_least(1)),
+})
+
+
+@dataclass(frozen=True)
+class StreamsScenarioParams(CheckedParams):
+    """Generator parameters of one Streams scenario family (``protocol: streams`` in a grid).
+
+    Attributes
+    ----------
+    protocol
+        Always ``"streams"`` (the switch that selects this generator).
+    clients
+        Initial number of Kafka Streams clients (processes).
+    threads_min, threads_max
+        Stream threads (``capacity``) per client, uniform in the range.
+    subtopologies
+        Sub-topologies; each has one source topic whose partition count is
+        uniform in ``[partitions_min, partitions_max]`` (one task per partition).
+    stateful_share
+        Probability that a sub-topology is stateful (at least one is, when > 0).
+    stores_max
+        A stateful sub-topology has between 1 and ``stores_max`` state stores (KIP-262).
+    standby_replicas, acceptable_recovery_lag, max_warmup_replicas
+        The application's ``num.standby.replicas``, ``acceptable.recovery.lag``
+        and ``max.warmup.replicas``.
+    initial
+        ``fresh``: no previous assignment and no state.  Otherwise a running
+        application: each task's previous active on a random client,
+        ``standby_replicas`` standbys on other random clients and stale copies
+        on each remaining client with probability ``stale_share``; standby and
+        stale lags drawn from the profile ``caught-up`` (``[0, L]``), ``near``
+        (``(L, min(4L, size)]``), ``far`` (half to all of the changelog) or ``mixed``
+        (each of the three or no state, uniformly), ``L`` =
+        ``acceptable_recovery_lag``.
+    stale_share
+        See ``initial``.
+    state_size
+        Median changelog size of a stateful task in offsets (lognormal, sigma
+        0.5, at least ``acceptable_recovery_lag + 1``): what a full restore costs.
+    restore_rate
+        Offsets a standby or warm-up restores between two rebalances.
+    lag_growth
+        Offsets by which state without a replica falls behind per rebalance.
+    drift
+        Sigma of the per-task lognormal factor of ``lag-drift``.
+    steps, events, scale_k
+        As for the consumer generator (event kinds of :data:`STREAMS_EVENT_KINDS`).
+    max_clients, min_clients
+        Caps on the number of clients (``None``: ``2 * clients + scale_k`` and
+        ``max(1, clients // 2)``).
+    max_tasks
+        Cap on the number of tasks for ``partition-expansion`` (``None``: no cap;
+        the initial tasks must fit).
+    """
+
+    protocol: str = PROTOCOL
+    clients: int = 4
+    threads_min: int = 1
+    threads_max: int = 2
+    subtopologies: int = 2
+    partitions_min: int = 4
+    partitions_max: int = 8
+    stateful_share: float = 0.75
+    stores_max: int = 2
+    standby_replicas: int = 1
+    acceptable_recovery_lag: int = 10000
+    max_warmup_replicas: int = 2
+    initial: str = "fresh"
+    stale_share: float = 0.25
+    state_size: int = 100000
+    restore_rate: int = 50000
+    lag_growth: int = 2000
+    drift: float = 0.5
+    steps: int = 10
+    events: tuple[str, ...] = STREAMS_EVENT_KINDS
+    scale_k: int = 2
+    max_clients: int | None = None
+    min_clients: int | None = None
+    max_tasks: int | None = None
+
+    _CHECKS = STREAMS_FIELD_CHECKS
+    _WHAT = "Streams parameter"
+
+    def _cross_problems(self) -> list[tuple[str, str]]:
+        out = []
+        if self.threads_min > self.threads_max:
+            out.append(("threads_max", f"must be >= threads_min ({self.threads_min})"))
+        if self.partitions_min > self.partitions_max:
+            out.append(("partitions_max", f"must be >= partitions_min ({self.partitions_min})"))
+        if self.max_clients is not None and self.max_clients < self.clients:
+            out.append(("max_clients", f"must be >= clients ({self.clients})"))
+        if self.min_clients is not None and self.min_clients > self.clients:
+            out.append(("min_clients", f"must be <= clients ({self.clients})"))
+        if self.max_tasks is not None and self.subtopologies * self.partitions_max > self.max_tasks:
+            out.append(("max_tasks", f"must be >= subtopologies * partitions_max "
+                                     f"({self.subtopologies * self.partitions_max})"))
+        return out
+
+    @property
+    def client_cap(self) -> int:
+        """The effective cap on the number of clients."""
+        return self.max_clients if self.max_clients is not None else 2 * self.clients + self.scale_k
+
+    @property
+    def client_floor(self) -> int:
+        """The effective floor on the number of clients."""
+        return self.min_clients if self.min_clients is not None else max(1, self.clients // 2)
+
+
+AnyParams = ScenarioParams | StreamsScenarioParams
+
+
+def params_from_dict(data: Mapping[str, Any]) -> AnyParams:
+    """Consumer or Streams parameters, by the ``protocol`` key (absent or ``consumer``: consumer).
+
+    Examples
+    --------
+    >>> type(params_from_dict({"protocol": "streams", "clients": 3})).__name__
+    'StreamsScenarioParams'
+    >>> type(params_from_dict({"members": 3})).__name__
+    'ScenarioParams'
+    """
+    proto = data.get("protocol", "consumer")
+    if proto == PROTOCOL:
+        return StreamsScenarioParams.from_dict(data)
+    if proto != "consumer":
+        raise ValueError(f"protocol must be 'consumer' or 'streams', got {proto!r}")
+    return ScenarioParams.from_dict({k: v for k, v in data.items() if k != "protocol"})
+
+
+def protocol_of(params: AnyParams) -> str:
+    """``"streams"`` or ``"consumer"``."""
+    return PROTOCOL if isinstance(params, StreamsScenarioParams) else "consumer"
+
+
+# --------------------------------------------------------------------------- lag model and events
+
+
+@dataclass(frozen=True)
+class LagModel:
+    """How lags evolve between rebalances (fixed for a scenario).
+
+    Attributes
+    ----------
+    sizes
+        Changelog size (offsets) of every stateful task the scenario ever has.
+    restore_rate, lag_growth
+        See :class:`StreamsScenarioParams`.
+    """
+
+    sizes: Mapping[str, int]
+    restore_rate: int
+    lag_growth: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes", MappingProxyType(dict(self.sizes)))
+
+
+@dataclass(frozen=True)
+class NewClient:
+    """A client joining (no state)."""
+
+    id: str
+    process_id: str
+    capacity: int
+
+
+@dataclass(frozen=True)
+class StreamsEvent:
+    """One concrete change; :func:`apply_streams_event` turns it into the next instance.
+
+    Attributes
+    ----------
+    kind
+        One of :data:`STREAMS_EVENT_KINDS`.
+    remove
+        Clients that leave.
+    add
+        Clients that join, appended in this order.
+    crash
+        ``(client id, new process id)``: the client loses its state and its id.
+    restart
+        Clients that restart with their state (moved to the end of the list).
+    subtopologies
+        Sub-topologies replaced (``partition-expansion``), in full.
+    factors
+        ``(task id, factor)`` multiplying stale lags (``lag-drift``).
+    detail
+        Human-readable description.
+    """
+
+    kind: str
+    remove: tuple[str, ...] = ()
+    add: tuple[NewClient, ...] = ()
+    crash: tuple[tuple[str, str], ...] = ()
+    restart: tuple[str, ...] = ()
+    subtopologies: tuple[Subtopology, ...] = ()
+    factors: tuple[tuple[str, float], ...] = ()
+    detail: str = ""
+
+
+def _lag_now(client: Client, task: Task) -> int | None:
+    """The client's lag at this step: 0 for a previous active, None for no state."""
+    lag = client.lag_for(task)
+    if lag == LATEST_OFFSET:
+        return 0
+    return None if lag == NO_STATE else lag
+
+
+def _tasks_of(subs: Sequence[Subtopology]) -> list[Task]:
+    tasks = [Task(tid, s.stateful, s.stores) for s in subs for tid in s.task_ids()]
+    return sorted(tasks, key=lambda t: t.key)
+
+
+def _carry(client: Client, tasks: Sequence[Task], held: Any, model: LagModel,
+           factors: Mapping[str, float], restarted: bool) -> Client:
+    """The client's next state from its state now and what the assignor gave it (``held``)."""
+    active: list[str] = []
+    standby: list[str] = []
+    lags: dict[str, int] = {}
+    given_active = set(held.active) if held is not None else set()
+    given_replica = (set(held.standby) | set(held.warmup)) if held is not None else set()
+    for t in tasks:
+        if t.id in given_active:
+            if not restarted:
+                active.append(t.id)
+            elif t.stateful:  # nothing runs on a restarting client: its checkpoint is a bit behind
+                standby.append(t.id)
+                lags[t.id] = min(model.lag_growth, model.sizes[t.id])
+            continue
+        if not t.stateful:
+            continue
+        now = _lag_now(client, t)
+        if t.id in given_replica:
+            size = model.sizes[t.id]
+            lag = max(0, (size if now is None else now) - model.restore_rate)
+            if restarted:
+                lag = min(size, lag + model.lag_growth)
+            standby.append(t.id)
+            lags[t.id] = lag
+        elif now is not None:
+            grown = now + model.lag_growth
+            if t.id in factors:
+                grown = round(grown * factors[t.id])
+            lags[t.id] = min(model.sizes[t.id], grown)
+    return Client(client.id, client.process_id, client.capacity, client.rack, tuple(active), tuple(standby), lags)
+
+
+def apply_streams_event(
+    instance: Instance, event: StreamsEvent, assignment: StreamsAssignment | None, model: LagModel
+) -> Instance:
+    """The Streams application after ``event``, with previous tasks and lags from ``assignment``.
+
+    Parameters
+    ----------
+    instance
+        The state the assignment was computed for.
+    event
+        The change to apply.
+    assignment
+        An assignor's output on ``instance`` (``None``: nobody held anything,
+        stale state still ages).
+    model
+        Changelog sizes and rates of the scenario.
+
+    Returns
+    -------
+    Instance
+        The next ``protocol: streams`` instance (see the module docstring for
+        the carry-over rules).
+    """
+    spec: StreamsSpec = instance.streams
+    subs = {s.id: s for s in spec.subtopologies or ()}
+    for s in event.subtopologies:
+        subs[s.id] = s
+    sub_list = tuple(sorted(subs.values(), key=lambda s: s.id))
+    tasks = _tasks_of(sub_list)
+    removed = set(event.remove)
+    crashed = dict(event.crash)
+    restarted = set(event.restart)
+    factors = dict(event.factors)
+    kept: list[Client] = []
+    moved: list[Client] = []
+    for c in spec.clients:
+        if c.id in removed:
+            continue
+        if c.id in crashed:
+            kept.append(Client(c.id, crashed[c.id], c.capacity, c.rack))
+            continue
+        held = assignment.clients.get(c.id) if assignment is not None else None
+        nxt = _carry(c, tasks, held, model, factors, c.id in restarted)
+        (moved if c.id in restarted else kept).append(nxt)
+    clients = [*kept, *moved, *(Client(n.id, n.process_id, n.capacity) for n in event.add)]
+    new_spec = StreamsSpec(tuple(tasks), tuple(clients), spec.config, sub_list)
+    return Instance(instance.name, "streams", {}, (), (), new_spec)
+
+
+def strip_state(instance: Instance) -> Instance:
+    """``instance`` without previous tasks or lags (what the group looks like to the generator)."""
+    spec: StreamsSpec = instance.streams
+    clients = tuple(Client(c.id, c.process_id, c.capacity, c.rack) for c in spec.clients)
+    return Instance(instance.name, "streams", {}, (), (), StreamsSpec(spec.tasks, clients, spec.config,
+                                                                      spec.subtopologies))
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+@dataclass(frozen=True)
+class StreamsScenario:
+    """An initial Streams application state, the events that follow it and its lag model.
+
+    Attributes
+    ----------
+    id
+        :func:`~spark_runner.scenarios.consumer.scenario_id` of ``(params, seed)``.
+    params, seed
+        What generated it.
+    initial
+        The application before the first assignment.
+    events
+        One event per later step.
+    lag_model
+        Changelog sizes and rates, for :func:`apply_streams_event`.
+    """
+
+    id: str
+    params: StreamsScenarioParams
+    seed: int
+    initial: Instance
+    events: tuple[StreamsEvent, ...]
+    lag_model: LagModel
+
+    def states(self) -> list[Instance]:
+        """The application at every step with nothing assigned in between (step 0 is ``initial``)."""
+        out = [self.initial]
+        for ev in self.events:
+            out.append(apply_streams_event(out[-1], ev, None, self.lag_model))
+        return out
+
+
+class _Builder:
+    """Mutable generator state; every random draw goes through ``self.rng``."""
+
+    def __init__(self, params: StreamsScenarioParams, seed: int) -> None:
+        self.p = params
+        self.rng = Generator(PCG64(seed))
+        self.client_counter = 0
+        self.sizes: dict[str, int] = {}
+
+    def process_id(self) -> str:
+        return str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
+
+    def new_client(self) -> NewClient:
+        cid = f"c{self.client_counter}"
+        self.client_counter += 1
+        cap = int(self.rng.integers(self.p.threads_min, self.p.threads_max + 1))
+        return NewClient(cid, self.process_id(), cap)
+
+    def size(self) -> int:
+        p = self.p
+        s = round(float(self.rng.lognormal(np.log(p.state_size), 0.5)))
+        return max(s, p.acceptable_recovery_lag + 1)
+
+    def add_sizes(self, sub: Subtopology) -> None:
+        if sub.stateful:
+            for tid in sub.task_ids():
+                if tid not in self.sizes:
+                    self.sizes[tid] = self.size()
+
+    def lag(self, tid: str) -> int | None:
+        """A lag from the initial profile (None: no state)."""
+        p = self.p
+        acc = p.acceptable_recovery_lag
+        kind = p.initial
+        if kind == "mixed":
+            kind = ("caught-up", "near", "far", "none")[int(self.rng.integers(4))]
+        if kind == "caught-up":
+            return int(self.rng.integers(0, acc + 1))
+        if kind == "near":
+            # never behind by more than the whole changelog (a size is at least acc + 1)
+            return int(self.rng.integers(acc + 1, min(4 * acc, self.sizes[tid]) + 1 if acc else 2))
+        if kind == "far":
+            size = self.sizes[tid]
+            return int(self.rng.integers(max(acc + 1, size // 2), size + 1))
+        return None
+
+
+def _initial(b: _Builder) -> Instance:
+    p = b.p
+    subs = []
+    flags = b.rng.random(p.subtopologies) < p.stateful_share
+    if p.stateful_share > 0 and not flags.any():
+        flags[int(b.rng.integers(p.subtopologies))] = True
+    for i in range(p.subtopologies):
+        n = int(b.rng.integers(p.partitions_min, p.partitions_max + 1))
+        stateful = bool(flags[i])
+        stores = int(b.rng.integers(1, p.stores_max + 1)) if stateful else 0
+        sub = Subtopology(i, ((f"source-{i}", n),), stateful, stores)
+        subs.append(sub)
+        b.add_sizes(sub)
+    new = [b.new_client() for _ in range(p.clients)]
+    tasks = _tasks_of(subs)
+    active: list[list[str]] = [[] for _ in new]
+    standby: list[list[str]] = [[] for _ in new]
+    lags: list[dict[str, int]] = [{} for _ in new]
+    if p.initial != "fresh":
+        m = len(new)
+        for t in tasks:
+            owner = int(b.rng.integers(m))
+            active[owner].append(t.id)
+            if not t.stateful:
+                continue
+            others = [c for c in range(m) if c != owner]
+            k = min(p.standby_replicas, len(others))
+            picks = set(b.rng.choice(others, size=k, replace=False).tolist()) if k else set()
+            for c in others:
+                if c in picks:
+                    lag = b.lag(t.id)
+                    if lag is not None:
+                        standby[c].append(t.id)
+                        lags[c][t.id] = lag
+                elif b.rng.random() < p.stale_share:
+                    lag = b.lag(t.id)
+                    if lag is not None:
+                        lags[c][t.id] = lag
+    clients = tuple(Client(n.id, n.process_id, n.capacity, None, tuple(a), tuple(s), lg)
+                    for n, a, s, lg in zip(new, active, standby, lags, strict=True))
+    config = StreamsConfig(p.standby_replicas, p.acceptable_recovery_lag, p.max_warmup_replicas)
+    return Instance("", "streams", {}, (), (), StreamsSpec(tuple(tasks), clients, config, tuple(subs)))
+
+
+def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
+    n = len(inst.streams.clients)
+    p = b.p
+    if kind == "join":
+        return n + 1 <= p.client_cap
+    if kind == "scale-out":
+        return n + p.scale_k <= p.client_cap
+    if kind == "leave":
+        return n - 1 >= p.client_floor
+    if kind == "scale-in":
+        return n - p.scale_k >= p.client_floor
+    if kind in ("crash", "rolling-restart"):
+        return n >= 1
+    if kind == "lag-drift":
+        return True
+    # partition-expansion
+    return p.max_tasks is None or p.max_tasks - len(inst.streams.tasks) >= 1
+
+
+def _draw(b: _Builder, inst: Instance, kind: str) -> StreamsEvent:
+    rng = b.rng
+    clients = inst.streams.clients
+    if kind in ("join", "scale-out"):
+        add = tuple(b.new_client() for _ in range(1 if kind == "join" else b.p.scale_k))
+        what = f"join {add[0].id}" if kind == "join" else f"scale out by {len(add)}"
+        return StreamsEvent(kind, add=add, detail=what)
+    if kind in ("leave", "scale-in"):
+        k = 1 if kind == "leave" else b.p.scale_k
+        idx = sorted(rng.choice(len(clients), size=k, replace=False).tolist())
+        gone = tuple(clients[i].id for i in idx)
+        return StreamsEvent(kind, remove=gone, detail=f"{kind} {', '.join(gone)}")
+    if kind == "crash":
+        c = clients[int(rng.integers(len(clients)))]
+        pid = b.process_id()
+        return StreamsEvent(kind, crash=((c.id, pid),), detail=f"crash {c.id} (state lost, new process id)")
+    if kind == "lag-drift":
+        stateful = [t.id for t in inst.streams.tasks if t.stateful]
+        f = rng.lognormal(0.0, b.p.drift, size=len(stateful))
+        factors = tuple((tid, round(float(x), 4)) for tid, x in zip(stateful, f.tolist(), strict=True))
+        return StreamsEvent(kind, factors=factors, detail=f"time passes (probing rebalance), drift sigma {b.p.drift}")
+    if kind == "partition-expansion":
+        subs = inst.streams.subtopologies or ()
+        s = subs[int(rng.integers(len(subs)))]
+        old = max(n for _, n in s.source_topics)
+        grow = old
+        if b.p.max_tasks is not None:
+            grow = max(1, min(old, b.p.max_tasks - len(inst.streams.tasks)))
+        new_n = old + int(rng.integers(1, grow + 1))
+        sub = Subtopology(s.id, tuple((name, new_n) for name, _ in s.source_topics), s.stateful, s.stores)
+        b.add_sizes(sub)
+        return StreamsEvent(kind, subtopologies=(sub,), detail=f"sub-topology {s.id}: {old} -> {new_n} tasks")
+    raise ValueError(f"unknown Streams event kind {kind!r}")
+
+
+def generate_streams(params: StreamsScenarioParams, seed: int) -> StreamsScenario:
+    """Generate the Streams scenario of ``(params, seed)``; the same inputs give the same scenario.
+
+    Examples
+    --------
+    >>> s = generate_streams(StreamsScenarioParams(clients=3, steps=4), seed=7)
+    >>> len(s.initial.streams.clients), len(s.events)
+    (3, 4)
+    >>> generate_streams(StreamsScenarioParams(clients=3, steps=4), seed=7) == s
+    True
+    """
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    b = _Builder(params, int(seed))
+    first = _initial(b)
+    sid = scenario_id(params, int(seed))
+    initial = Instance(f"scenario-{sid}", "streams", {}, (), (), first.streams)
+    events: list[StreamsEvent] = []
+    state = strip_state(initial)
+    pending: list[str] = []
+    # membership and tasks only: the stripped state has no lags, so the sizes are never read
+    no_lags = LagModel({}, 0, 0)
+    while len(events) < params.steps:
+        if pending:
+            cid = pending.pop(0)
+            total = len(state.streams.clients)
+            ev = StreamsEvent("rolling-restart", restart=(cid,),
+                              detail=f"restart {total - len(pending)}/{total}: {cid} (state kept)")
+        else:
+            kinds = [k for k in params.events if _applicable(b, state, k)]
+            if not kinds:
+                break
+            kind = kinds[int(b.rng.integers(len(kinds)))]
+            if kind == "rolling-restart":
+                pending = [c.id for c in state.streams.clients]
+                continue
+            ev = _draw(b, state, kind)
+        events.append(ev)
+        state = apply_streams_event(state, ev, None, no_lags)
+    model = LagModel(b.sizes, params.restore_rate, params.lag_growth)
+    return StreamsScenario(sid, params, int(seed), initial, tuple(events), model)
+

@@ -1,0 +1,530 @@
+"""Evaluate one scenario: every selected assignor and the optimum, carried through every step.
+
+:func:`evaluate_scenario` is a pure function of ``(params, seed, assignors,
+solver_time_limit)``: it generates the scenario, runs each assignor on the
+initial group, then applies each event with *that assignor's own* previous
+output as the members' claims (so each assignor lives with its own history),
+and scores every result.  The optimum (``optimal``) is carried the same way.
+Spark only parallelises this function over scenarios; everything is testable
+without Spark.
+
+Cooperative assignors run their follow-up rounds until the assignment is
+stable (option ``rounds="settle"``); ``moved`` then counts from the claims
+before the first round to the settled assignment, and ``rounds`` how many
+rebalances that took (1 for assignors without follow-up rounds).
+
+Streams scenarios (parameters with ``protocol: streams``,
+:mod:`spark_runner.scenarios.streams`) go the same way with the Streams
+assignors and ``optimal-streams``: each assignor's actives, standbys and
+warm-ups become its clients' previous tasks and lags at the next step, and the
+rows carry the :func:`solver.streams.scoring.score_streams` metrics and the
+Streams gaps (:func:`_streams_gaps`).  Both protocols share one row schema
+(:data:`ROW_SCHEMA`); the other protocol's columns are null.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+from solver.consumer.gaps import gap_metrics
+from solver.errors import InfeasibleError
+from solver.model import Assignment, Instance
+from solver.model.scoring import score
+from solver.registry import AssignorSpec
+from solver.result import Params, Result
+from solver.streams.model import StreamsAssignment
+from solver.streams.scoring import score_streams
+from spark_runner.scenarios.consumer import Event, ScenarioParams, apply_event, generate
+from spark_runner.scenarios.streams import (
+    StreamsEvent,
+    StreamsScenarioParams,
+    apply_streams_event,
+    generate_streams,
+    params_from_dict,
+)
+
+OPTIMAL = "optimal"
+#: The reference of the Streams gaps.
+STREAMS_OPTIMAL = "optimal-streams"
+#: The optimum evaluated beside the assignors of each protocol.
+REFERENCE: Mapping[str, str] = MappingProxyType({"consumer": OPTIMAL, "streams": STREAMS_OPTIMAL})
+
+#: Options given to every heuristic: cooperative assignors settle their rounds.
+SETTLE: Mapping[str, Any] = MappingProxyType({"rounds": "settle"})
+
+#: Tolerance for "optimal on balance" (loads are floats).
+EPS = 1e-9
+
+# --------------------------------------------------------------------------- row schema
+
+#: Identity of a row.
+ID_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scenario_id", "string"),
+    ("seed", "long"),
+    ("step", "int"),
+    ("event", "string"),
+    ("event_detail", "string"),
+    ("assignor", "string"),
+    ("protocol", "string"),
+)
+
+#: Size of the instance at that step and how the run went.
+RUN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("members", "int"),
+    ("topics", "int"),
+    ("partitions", "long"),
+    ("status", "string"),
+    ("seconds", "double"),
+    ("rounds", "int"),
+    ("error", "string"),
+)
+
+#: Every metric of :func:`solver.model.scoring.score`, ``violations`` flattened.
+SCORE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("valid", "boolean"),
+    ("violations", "int"),
+    ("violation_first", "string"),
+    ("unassigned", "long"),
+    ("not_joinable", "long"),
+    ("copartition_violations", "long"),
+    ("max_load", "double"),
+    ("min_load", "double"),
+    ("spread", "double"),
+    ("sum_sq_load", "double"),
+    ("weighted_max_load", "double"),
+    ("moved", "long"),
+    ("moved_cost", "double"),
+    ("cross_rack", "long"),
+    ("locally_balanced", "boolean"),
+)
+
+#: Gaps against the optimum of the same step.
+GAP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("max_load_gap", "double"),
+    ("sum_sq_gap", "double"),
+    ("excess_moves", "double"),
+    ("excess_moves_proven", "boolean"),
+    ("balance_optimal", "boolean"),
+    ("opt_status", "string"),
+)
+
+
+#: Streams sizes and :func:`solver.streams.scoring.score_streams` metrics (null on consumer rows;
+#: ``members`` / ``topics`` / ``partitions`` hold clients / sub-topologies / tasks on Streams rows).
+STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("threads", "long"),
+    ("stateful_tasks", "long"),
+    ("unassigned_tasks", "long"),
+    ("duplicate_actives", "long"),
+    ("standby_shortfall", "long"),
+    ("not_caught_up_actives", "long"),
+    ("max_active_load", "double"),
+    ("min_active_load", "double"),
+    ("active_spread", "double"),
+    ("max_total_load", "double"),
+    ("min_total_load", "double"),
+    ("total_spread", "double"),
+    ("restoration_cost", "double"),
+    ("moved_actives", "long"),
+    ("standbys", "long"),
+    ("warmups", "long"),
+    ("probing_rebalance", "boolean"),
+    ("active_balance_gap", "double"),
+    ("total_balance_gap", "double"),
+    ("restoration_gap", "double"),
+)
+
+
+def _param_type(name: str) -> str:
+    types = {f.name: f.type for f in fields(StreamsScenarioParams)}
+    types.update({f.name: f.type for f in fields(ScenarioParams)})
+    text = str(types[name])
+    if name == "events":
+        return "string"
+    if "int" in text:
+        return "long"
+    if "float" in text:
+        return "double"
+    return "string"
+
+
+_PARAM_NAMES = tuple(dict.fromkeys([*(f.name for f in fields(ScenarioParams)),
+                                     *(f.name for f in fields(StreamsScenarioParams))]))
+
+#: Generator parameters of both protocols, one column each (``events`` comma-joined), plus the JSON.
+PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
+    *((f"param_{n}", _param_type(n)) for n in _PARAM_NAMES),
+    ("params_json", "string"),
+)
+
+#: Every column of a row, in order, with its Spark SQL type.
+ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + STREAMS_COLUMNS
+                                           + PARAM_COLUMNS)
+COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
+
+
+def arrow_schema() -> Any:
+    """:data:`ROW_SCHEMA` as a ``pyarrow.Schema``: reading a sweep with it gives every column, null in
+    files written before a column existed (e.g. Streams columns in an older consumer sweep)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64(),
+             "boolean": pa.bool_()}
+    return pa.schema([pa.field(n, types[t]) for n, t in ROW_SCHEMA])
+
+
+# --------------------------------------------------------------------------- gaps
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class _Run:
+    """One assignor at one step."""
+
+    instance: Instance
+    result: Result | None
+    metrics: dict[str, Any] | None
+    error: str | None
+
+
+def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
+    # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones)
+    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
+    try:
+        result = spec.run(instance, params)
+        if not isinstance(result.assignment, Assignment):
+            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not a consumer Assignment")
+        metrics = score(instance, result.assignment)
+    except Exception as e:  # one failing assignor must not sink the scenario: the row records it
+        last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
+    return _Run(instance, result, metrics, None)
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
+    """The gap metrics of ``solver.consumer.gaps`` against the optimum of the same step.
+
+    ``excess_moves`` is ``None`` for an invalid assignment, for one that
+    splits a co-partition unit, and when no assignment that respects the
+    optimum's hard constraints is as balanced as this one (then "fewest moves
+    at this balance" is undefined).
+    """
+    out: dict[str, Any] = {"max_load_gap": None, "sum_sq_gap": None, "excess_moves": None,
+                           "excess_moves_proven": None, "balance_optimal": None}
+    if run.result is None or opt.result is None or run.metrics is None:
+        return out
+    scores = dict(run.metrics)
+    if scores.get("copartition_violations"):
+        # fewest moves are counted over assignments that keep co-partitioning (as the optimum does); an
+        # assignment that splits a unit is outside that set, so its excess moves are undefined
+        scores["valid"] = False
+    try:
+        try:
+            g = gap_metrics(run.instance, run.result.assignment, opt.result, scores=scores,
+                            time_limit=time_limit if time_limit is not None else 10.0)
+        except InfeasibleError:
+            g = gap_metrics(run.instance, run.result.assignment, opt.result,
+                            scores={**scores, "valid": False})  # balance gaps only
+    except Exception as e:  # recorded in the row's error column, like a failing assignor
+        out["error"] = f"gap_metrics: {type(e).__name__}: {e}"
+        return out
+    mx, sq, ex = _finite(g.get("max_load_gap")), _finite(g.get("sum_sq_gap")), _finite(g.get("excess_moves"))
+    out.update(max_load_gap=mx, sum_sq_gap=sq, excess_moves=ex,
+               excess_moves_proven=None if ex is None else bool(g.get("excess_moves_proven")),
+               balance_optimal=None if mx is None or sq is None else (mx <= EPS and sq <= EPS))
+    return out
+
+
+def _score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metrics is None:
+        return {name: None for name, _ in SCORE_COLUMNS}
+    out: dict[str, Any] = {}
+    for name, typ in SCORE_COLUMNS:
+        if name == "violations":
+            out[name] = sum(1 for v in metrics["violations"] if not str(v).startswith("... and ")) + _more(
+                metrics["violations"])
+        elif name == "violation_first":
+            out[name] = str(metrics["violations"][0]) if metrics["violations"] else None
+        elif typ == "double":
+            out[name] = _finite(metrics[name])
+        elif typ == "boolean":
+            out[name] = bool(metrics[name])
+        else:
+            out[name] = int(metrics[name])
+    return out
+
+
+def _more(listing: Sequence[Any]) -> int:
+    """The count hidden in the scorer's trailing ``"... and N more"`` line."""
+    if listing and str(listing[-1]).startswith("... and "):
+        try:
+            return int(str(listing[-1]).split()[2])
+        except (IndexError, ValueError):
+            return 0
+    return 0
+
+
+def _param_values(params: ScenarioParams | StreamsScenarioParams) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(params):
+        v = getattr(params, f.name)
+        out[f"param_{f.name}"] = ",".join(v) if f.name == "events" else v
+    out["params_json"] = params.canonical_json()
+    return out
+
+
+# --------------------------------------------------------------------------- the pure function
+
+
+Lookup = Callable[[str], AssignorSpec]
+
+
+def load_registry() -> list[AssignorSpec]:
+    """Every registered spec, the optimum included.
+
+    ``spark_runner.assignors.load_all`` imports the heuristics; the optimum
+    registers itself in ``solver.consumer.optimal``, imported here in case the
+    registry's list of registrant modules does not name it.
+    """
+    from spark_runner.assignors import load_all
+
+    with contextlib.suppress(ImportError):
+        importlib.import_module("solver.consumer.optimal")
+    return load_all()
+
+
+def _default_lookup(name: str) -> AssignorSpec:
+    from solver import registry
+
+    load_registry()
+    return registry.get(name)
+
+
+def evaluate_scenario(
+    params: ScenarioParams | Mapping[str, Any],
+    seed: int,
+    assignors: Sequence[str],
+    solver_time_limit: float | None = None,
+    *,
+    lookup: Lookup | None = None,
+) -> list[dict[str, Any]]:
+    """Carry every assignor and the optimum through one scenario and score each step.
+
+    Parameters
+    ----------
+    params
+        Generator parameters (a :class:`ScenarioParams`, a
+        :class:`~spark_runner.scenarios.streams.StreamsScenarioParams`, or the
+        dict form of either: ``protocol: streams`` selects Streams).
+    seed
+        Scenario seed.
+    assignors
+        Registry names of the assignors to evaluate; the optimum
+        (``"optimal"``, for Streams ``"optimal-streams"``) is always
+        evaluated too, as the reference of the gaps.
+    solver_time_limit
+        Seconds the optimum may use per step (``None``: no limit).
+    lookup
+        Name -> :class:`~solver.registry.AssignorSpec`; the complete registry
+        by default (tests pass their own).
+
+    Returns
+    -------
+    list of dict
+        One row per (step, assignor), steps ascending, assignors in the given
+        order then the optimum; keys are :data:`COLUMNS`.
+
+    Notes
+    -----
+    At step 0 every assignor sees the initial group without claims; at step
+    ``n > 0`` it sees the group after event ``n`` with its own step ``n - 1``
+    output as the claims (see :func:`spark_runner.scenarios.consumer.apply_event`).
+    A run that raises is recorded in ``error`` with empty metrics; that
+    assignor's members then enter the next step without claims.
+    """
+    p = params if isinstance(params, (ScenarioParams, StreamsScenarioParams)) else params_from_dict(params)
+    find = lookup or _default_lookup
+    if isinstance(p, StreamsScenarioParams):
+        return _evaluate_streams(p, seed, assignors, solver_time_limit, find)
+    scenario = generate(p, seed)
+    names = list(dict.fromkeys([*assignors, OPTIMAL]))
+    specs = {n: find(n) for n in names}
+    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "consumer", **_param_values(p)}
+
+    rows: list[dict[str, Any]] = []
+    current: dict[str, Instance] = {n: scenario.initial for n in names}
+    steps: list[Event | None] = [None, *scenario.events]
+    runs_prev: dict[str, _Run] = {}
+    for step, event in enumerate(steps):
+        runs: dict[str, _Run] = {}
+        for n in names:
+            if event is not None:
+                prev = runs_prev[n]
+                assignment = prev.result.assignment if prev.result is not None else None
+                current[n] = apply_event(prev.instance, event, assignment, step)
+            runs[n] = _run(specs[n], current[n], solver_time_limit)
+        opt = runs[OPTIMAL]
+        opt_status = opt.result.status.value if opt.result is not None else "error"
+        for n in names:
+            run = runs[n]
+            inst = run.instance
+            res = run.result
+            gaps = _gaps(run, opt, solver_time_limit)
+            gap_error = gaps.pop("error", None)
+            row: dict[str, Any] = {
+                **base,
+                "step": step,
+                "event": "initial" if event is None else event.kind,
+                "event_detail": "initial assignment" if event is None else event.detail,
+                "assignor": n,
+                "members": len(inst.members),
+                "topics": len(inst.topics),
+                "partitions": inst.total_partitions,
+                "status": res.status.value if res is not None else "error",
+                "seconds": float(res.seconds) if res is not None else None,
+                "rounds": int(res.extra.get("rounds", 1)) if res is not None else None,
+                "error": run.error or gap_error,
+                **_score_columns(run.metrics),
+                **gaps,
+                "opt_status": opt_status,
+            }
+            rows.append({c: row.get(c) for c in COLUMNS})
+        runs_prev = runs
+    return rows
+
+
+# --------------------------------------------------------------------------- Kafka Streams
+
+
+def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
+    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0)
+    try:
+        result = spec.run(instance, params)
+        if not isinstance(result.assignment, StreamsAssignment):
+            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not a StreamsAssignment")
+        metrics = score_streams(instance, result.assignment)
+    except Exception as e:  # recorded in the row, like a failing consumer assignor
+        last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
+    return _Run(instance, result, metrics, None)
+
+
+def _clean(x: float) -> float:
+    """A difference of per-thread loads; float noise below :data:`EPS` is 0."""
+    return 0.0 if abs(x) <= EPS else x
+
+
+def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
+    """Gaps of a Streams assignment against ``optimal-streams`` solved on the *same* instance.
+
+    The reference ``ref`` is the optimum of the instance the assignor saw (its
+    own previous tasks and lags): caught-up sets and restoration costs depend
+    on each assignor's history, so the optimum's own trajectory is no yardstick.
+
+    ``active_balance_gap`` = max active tasks per thread minus the optimum's;
+    ``total_balance_gap`` = max replicas (actives, standbys, warm-ups) per
+    thread minus the optimum's; ``restoration_gap`` = restoration cost minus
+    the optimum's.  The optimum is lexicographic (active balance, total
+    balance, restoration), so against a proven optimum a valid assignment has
+    ``active_balance_gap >= 0``; ``total_balance_gap >= 0`` when its active
+    balance gap is 0; ``restoration_gap >= 0`` when both balance gaps are 0.
+    Otherwise a negative value is real: the assignment bought a lower later
+    stage with a worse earlier one (e.g. less restoration for worse balance).
+    ``balance_optimal``: both balance gaps are 0.
+    """
+    out: dict[str, Any] = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
+                           "balance_optimal": None}
+    if run.metrics is None or ref.metrics is None:
+        return out
+    m, o = run.metrics, ref.metrics
+    a = _clean(float(m["max_active_load"]) - float(o["max_active_load"]))
+    t = _clean(float(m["max_total_load"]) - float(o["max_total_load"]))
+    r = float(m["restoration_cost"]) - float(o["restoration_cost"])
+    out.update(active_balance_gap=a, total_balance_gap=t, restoration_gap=r, balance_optimal=a == 0.0 and t == 0.0)
+    return out
+
+
+def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if metrics is None:
+        return {name: None for name in ("valid", "violations", "violation_first")}
+    viol = metrics["violations"]
+    out["valid"] = bool(metrics["valid"])
+    out["violations"] = sum(1 for v in viol if not str(v).startswith("... and ")) + _more(viol)
+    out["violation_first"] = str(viol[0]) if viol else None
+    types = dict(STREAMS_COLUMNS)
+    for name, value in metrics.items():
+        if name in ("valid", "violations") or name not in types:
+            continue
+        typ = types[name]
+        out[name] = _finite(value) if typ == "double" else (bool(value) if typ == "boolean" else int(value))
+    return out
+
+
+def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[str],
+                      solver_time_limit: float | None, find: Lookup) -> list[dict[str, Any]]:
+    """:func:`evaluate_scenario` for a Streams scenario (same row layout)."""
+    scenario = generate_streams(p, seed)
+    names = list(dict.fromkeys([*assignors, STREAMS_OPTIMAL]))
+    specs = {n: find(n) for n in names}
+    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "streams", **_param_values(p)}
+    rows: list[dict[str, Any]] = []
+    steps: list[StreamsEvent | None] = [None, *scenario.events]
+    runs_prev: dict[str, _Run] = {}
+    for step, event in enumerate(steps):
+        runs: dict[str, _Run] = {}
+        for n in names:
+            inst = scenario.initial
+            if event is not None:
+                prev = runs_prev[n]
+                held = prev.result.assignment if prev.result is not None else None
+                assert held is None or isinstance(held, StreamsAssignment)  # _run_streams checked it
+                inst = apply_streams_event(prev.instance, event, held, scenario.lag_model)
+            runs[n] = _run_streams(specs[n], inst, solver_time_limit)
+        for n in names:
+            run = runs[n]
+            # the reference: the optimum of this assignor's own instance (the optimum's row is its own)
+            ref = run if n == STREAMS_OPTIMAL else _run_streams(specs[STREAMS_OPTIMAL], run.instance,
+                                                                 solver_time_limit)
+            spec = run.instance.streams
+            res = run.result
+            row: dict[str, Any] = {
+                **base,
+                "step": step,
+                "event": "initial" if event is None else event.kind,
+                "event_detail": "initial assignment" if event is None else event.detail,
+                "assignor": n,
+                "members": len(spec.clients),
+                "topics": len(spec.subtopologies or ()),
+                "partitions": len(spec.tasks),
+                "threads": sum(c.capacity for c in spec.clients),
+                "stateful_tasks": sum(1 for t in spec.tasks if t.stateful),
+                "status": res.status.value if res is not None else "error",
+                "seconds": float(res.seconds) if res is not None else None,
+                "rounds": 1 if res is not None else None,
+                "error": run.error or (f"reference optimum: {ref.error}" if ref.error else None),
+                **_streams_score_columns(run.metrics),
+                **_streams_gaps(run, ref),
+                "opt_status": ref.result.status.value if ref.result is not None else "error",
+            }
+            rows.append({c: row.get(c) for c in COLUMNS})
+        runs_prev = runs
+    return rows

@@ -1,0 +1,649 @@
+"""Spark sweeps: a YAML grid of generator parameters x seeds x assignors, one scenario per row.
+
+The grid is validated (pydantic, unknown keys forbidden, every value checked
+with its YAML path) before Spark starts.  Spark then only parallelises the
+pure :func:`spark_runner.sweep.evaluate.evaluate_scenario`: a DataFrame with one row
+per pending scenario goes through ``mapInPandas`` and the rows are appended,
+as Parquet partitioned by ``assignor``, under ``DIR/rows/``.
+
+Why no row is lost or duplicated when an executor dies: each scenario is
+evaluated by exactly one task; a task's output files are committed by Spark's
+file output committer only when the task succeeds, and the job's output is
+published at job commit; a failed or killed attempt leaves nothing behind and
+Spark retries it (the function is deterministic, so the retry gives the same
+rows).  Pending work is written in batches (one Spark job each), so an
+interrupted sweep keeps every finished batch and a re-run with the same
+``--out`` skips every (scenario, assignor) already present.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from dataclasses import field as dataclass_field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from solver.errors import InstanceError, Problem, json_path
+from solver.io import read_document
+from spark_runner.scenarios.consumer import FIELD_CHECKS, ScenarioParams, scenario_id
+from spark_runner.scenarios.streams import (
+    STREAMS_FIELD_CHECKS,
+    AnyParams,
+    StreamsScenarioParams,
+    protocol_of,
+)
+from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_SCHEMA
+
+ROWS = "rows"
+REPORT = "report"
+MANIFEST = "manifest.json"
+#: Environment hook for demonstrating fault tolerance: ``SCENARIO_ID[@MARKER_FILE]``; the
+#: first attempt of the task evaluating that scenario writes the marker file (if given)
+#: and raises, after it may already have produced rows (see docs/sweeps.md).
+FAIL_ONCE_ENV = "KASSIGN_SWEEP_FAIL_ONCE"
+#: Task attempts per task in local mode (Spark's local[N] default is 1: no retry).
+LOCAL_MAX_FAILURES = 4
+
+
+# --------------------------------------------------------------------------- grid
+
+
+class SeedRange(BaseModel):
+    """``seeds: {start: 100, count: 10}``: seeds 100..109."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: Annotated[int, Field(strict=True, ge=0)] = 0
+    count: Annotated[int, Field(strict=True, ge=1)]
+
+
+class GridSpec(BaseModel):
+    """The sweep grid document (structure; parameter values are checked separately)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    description: str | None = None
+    seeds: Annotated[int, Field(strict=True, ge=1)] | list[Annotated[int, Field(strict=True, ge=0)]] | SeedRange
+    assignors: Literal["all"] | Annotated[list[str], Field(min_length=1)]
+    solver_time_limit: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 10.0
+    params: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Work:
+    """One scenario to evaluate and which assignors' rows to write."""
+
+    scenario_id: str
+    seed: int
+    params: AnyParams
+    evaluate: tuple[str, ...]
+    write: tuple[str, ...]
+    time_limit: float | None = None
+
+    def cost(self) -> float:
+        """Rough relative cost, to spread expensive scenarios over tasks."""
+        p = self.params
+        if isinstance(p, StreamsScenarioParams):
+            tasks = p.subtopologies * (p.partitions_min + p.partitions_max) / 2
+            # every assignor's step also solves its reference optimum
+            return (p.steps + 1) * 2 * len(self.evaluate) * (1 + p.clients * tasks * (1 + p.standby_replicas))
+        size = p.members * p.topics * (p.partitions_min + p.partitions_max) / 2
+        return (p.steps + 1) * len(self.evaluate) * (1 + size) * (3 if p.weights != "uniform" else 1)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A validated grid."""
+
+    name: str
+    source: str
+    seeds: tuple[int, ...]
+    assignors: tuple[str, ...]
+    solver_time_limit: float | None
+    points: tuple[AnyParams, ...]
+    #: Assignor name -> protocol (``consumer`` / ``streams``).
+    protocols: Mapping[str, str] = dataclass_field(default_factory=dict)
+
+    def scenarios(self) -> list[tuple[str, int, AnyParams]]:
+        """Every distinct ``(scenario id, seed, params)``, grid order."""
+        out: dict[str, tuple[str, int, AnyParams]] = {}
+        for p in self.points:
+            for s in self.seeds:
+                sid = scenario_id(p, s)
+                out.setdefault(sid, (sid, s, p))
+        return list(out.values())
+
+    @property
+    def grid_protocols(self) -> tuple[str, ...]:
+        """Protocols of the grid points (``consumer`` first)."""
+        present = {protocol_of(p) for p in self.points} or {"consumer"}
+        return tuple(x for x in ("consumer", "streams") if x in present)
+
+    def evaluated_for(self, protocol: str) -> tuple[str, ...]:
+        """Assignors evaluated on a scenario of ``protocol``: its selected ones plus its optimum."""
+        mine = [a for a in self.assignors if self.protocols.get(a, "consumer") == protocol]
+        return tuple(dict.fromkeys([*mine, REFERENCE[protocol]]))
+
+    @property
+    def evaluated(self) -> tuple[str, ...]:
+        """Every assignor evaluated somewhere in the grid: per protocol, the selected ones plus its optimum."""
+        return tuple(dict.fromkeys(a for proto in self.grid_protocols for a in self.evaluated_for(proto)))
+
+
+def _problems_from_pydantic(err: ValidationError) -> list[Problem]:
+    out = []
+    for e in err.errors():
+        loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and ("[" in x or x in
+                                                                             ("int", "list", "SeedRange"))))
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key missing"
+        out.append(Problem(json_path(loc), msg))
+    # a union reports one error per branch; keep each (path, message) once
+    return list(dict.fromkeys(out))
+
+
+_PARAM_NAMES = tuple(f.name for f in fields(ScenarioParams))
+_STREAMS_PARAM_NAMES = tuple(f.name for f in fields(StreamsScenarioParams))
+
+
+def _values(name: str, raw: Any) -> list[Any]:
+    """The grid values of one parameter: a scalar is one value, a list many (``events``: a list of lists)."""
+    if name == "events":
+        if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw):
+            return [tuple(x) for x in raw]
+        return [tuple(raw) if isinstance(raw, list) else raw]
+    if isinstance(raw, list):
+        return list(raw)
+    return [raw]
+
+
+def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: list[Problem]) -> list[AnyParams]:
+    """The grid points of one ``params`` mapping; ``protocol: streams`` selects the Streams generator."""
+    proto = params.get("protocol", "consumer")
+    if proto not in ("consumer", "streams"):
+        what = ("one protocol per params mapping (a list of mappings mixes protocols)" if isinstance(proto, list)
+                else f"must be consumer or streams; got {proto!r}")
+        problems.append(Problem(json_path((*loc, "protocol")), what))
+        return []
+    streams = proto == "streams"
+    cls: type[ScenarioParams] | type[StreamsScenarioParams] = StreamsScenarioParams if streams else ScenarioParams
+    known = _STREAMS_PARAM_NAMES if streams else _PARAM_NAMES
+    checks = STREAMS_FIELD_CHECKS if streams else FIELD_CHECKS
+    grid: dict[str, list[Any]] = {}
+    for name, raw in params.items():
+        where = (*loc, name)
+        if name == "protocol" and not streams:
+            continue  # consumer parameters have no protocol field (their scenario ids stay as they were)
+        if name not in known:
+            kind = "unknown Streams parameter" if streams else "unknown parameter"
+            problems.append(Problem(json_path(where), f"{kind} (known: {', '.join(known)})"))
+            continue
+        vals = _values(name, raw)
+        if not vals:
+            problems.append(Problem(json_path(where), "empty list of values"))
+            continue
+        listed = isinstance(raw, list) and (name != "events" or vals != [tuple(raw)])
+        for i, v in enumerate(vals):
+            msg = checks[name](v)
+            if msg:
+                problems.append(Problem(json_path((*where, i) if listed else where), msg))
+        grid[name] = vals
+    if problems:
+        return []
+    names = list(grid)
+    out = []
+    bad_combos = 0
+    for combo in itertools.product(*(grid[n] for n in names)):
+        values = dict(zip(names, combo, strict=True))
+        probe = cls.__new__(cls)
+        for f in fields(cls):
+            object.__setattr__(probe, f.name, values.get(f.name, f.default))
+        issues = probe.problems()
+        if issues:
+            bad_combos += 1
+            if bad_combos <= 5:
+                shown = ", ".join(f"{k}={v!r}" for k, v in values.items() if len(grid[k]) > 1) or "all values"
+                for field_name, msg in issues:
+                    problems.append(Problem(json_path((*loc, field_name)), f"{msg} (combination {shown})"))
+            continue
+        out.append(cls(**values))
+    if bad_combos > 5:
+        problems.append(Problem(json_path(loc), f"{bad_combos - 5} more invalid combination(s)"))
+    return out
+
+
+def _known_assignors() -> dict[str, tuple[str, str]]:
+    """Name -> (kind, protocol) of every registered assignor, the optimum included."""
+    from spark_runner.sweep.evaluate import load_registry
+
+    return {s.name: (s.kind, s.protocol) for s in load_registry()}
+
+
+def parse_grid(data: Any, source: str = "<grid>") -> Grid:
+    """Validate a decoded grid document.
+
+    Raises
+    ------
+    InstanceError
+        With every problem and its YAML path (exit code 65).
+    """
+    if not isinstance(data, dict):
+        raise InstanceError(source, [Problem("", "expected a mapping (the sweep grid)")])
+    try:
+        spec = GridSpec.model_validate(data)
+    except ValidationError as e:
+        raise InstanceError(source, _problems_from_pydantic(e)) from None
+    problems: list[Problem] = []
+    points: list[AnyParams] = []
+    blocks = spec.params if isinstance(spec.params, list) else [spec.params]
+    for i, block in enumerate(blocks):
+        loc: tuple[str | int, ...] = ("params", i) if isinstance(spec.params, list) else ("params",)
+        points.extend(_expand(block, loc, problems))
+    # The protocols the blocks declare, whether or not their values expanded cleanly; a block with a
+    # bad protocol leaves it unknown, and the assignor-protocol checks would only repeat that error.
+    declared = [b.get("protocol", "consumer") for b in blocks]
+    present = {d for d in declared if d in ("consumer", "streams")}
+    cross_check = len(present) == len(set(map(str, declared)))
+    known = _known_assignors()
+    for proto in sorted(present):
+        if REFERENCE[proto] not in known:
+            problems.append(Problem("", f"the optimum {REFERENCE[proto]!r} is not registered; gaps need it"))
+    if spec.assignors == "all":
+        assignors = tuple(n for n, (kind, proto) in sorted(known.items())
+                          if kind == "heuristic" and proto in present)
+    else:
+        assignors = tuple(dict.fromkeys(spec.assignors))
+        for i, name in enumerate(spec.assignors):
+            if name not in known:
+                problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r} "
+                                        f"(known: {', '.join(sorted(known))})"))
+            elif cross_check and known[name][1] not in present:
+                problems.append(Problem(f"assignors[{i}]", f"{name!r} is a {known[name][1]} assignor but no params "
+                                        f"mapping generates {known[name][1]} scenarios"
+                                        + (" (add protocol: streams)" if known[name][1] == "streams" else "")))
+        for proto in sorted(present if cross_check else ()):
+            if not any(known.get(a, ("", ""))[1] == proto for a in assignors):
+                problems.append(Problem("assignors", f"no {proto} assignor listed for the {proto} scenarios"))
+    if isinstance(spec.seeds, int):
+        seeds = tuple(range(spec.seeds))
+    elif isinstance(spec.seeds, SeedRange):
+        seeds = tuple(range(spec.seeds.start, spec.seeds.start + spec.seeds.count))
+    else:
+        seeds = tuple(dict.fromkeys(spec.seeds))
+        if not seeds:
+            problems.append(Problem("seeds", "empty list of seeds"))
+    if problems:
+        raise InstanceError(source, problems)
+    protocols = {a: known[a][1] for a in assignors}
+    return Grid(spec.name or Path(source).stem, source, seeds, assignors, spec.solver_time_limit, tuple(points),
+                protocols)
+
+
+def read_grid(path: str | Path) -> Grid:
+    """Read and validate a grid file (YAML or JSON)."""
+    return parse_grid(read_document(path), str(path))
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def finished(out: Path) -> set[tuple[str, str]]:
+    """``(scenario id, assignor)`` pairs that already have rows under ``out/rows``."""
+    rows = out / ROWS
+    if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
+        return set()
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
+        columns=["scenario_id", "assignor"])
+    sids = table.column("scenario_id").to_pylist()
+    names = [str(a) for a in table.column("assignor").to_pylist()]
+    return set(zip(sids, names, strict=True))
+
+
+def plan(grid: Grid, done: set[tuple[str, str]]) -> list[Work]:
+    """Pending work: per scenario, the assignors whose rows are missing (the optimum always runs)."""
+    out = []
+    for sid, seed, p in grid.scenarios():
+        evaluated = grid.evaluated_for(protocol_of(p))
+        missing = tuple(a for a in evaluated if (sid, a) not in done)
+        if missing:
+            out.append(Work(sid, seed, p, evaluated, missing, grid.solver_time_limit))
+    return out
+
+
+# --------------------------------------------------------------------------- spark
+
+
+def normalize_master(master: str | None) -> str:
+    """``local[*]`` by default; ``local`` / ``local[N]`` get task retries (``local[N,F]``).
+
+    Examples
+    --------
+    >>> normalize_master(None)
+    'local[*,4]'
+    >>> normalize_master("local[2]")
+    'local[2,4]'
+    >>> normalize_master("local[2,1]")
+    'local[2,1]'
+    >>> normalize_master("spark://127.0.0.1:7077")
+    'spark://127.0.0.1:7077'
+    """
+    m = (master or "local[*]").strip()
+    if m == "local":
+        m = "local[1]"
+    hit = re.fullmatch(r"local\[(\*|\d+)\]", m)
+    if hit:
+        return f"local[{hit.group(1)},{LOCAL_MAX_FAILURES}]"
+    return m
+
+
+def is_local(master: str) -> bool:
+    """True for ``local``, ``local[...]`` masters."""
+    return master == "local" or master.startswith("local[")
+
+
+def _loopback_master(master: str) -> bool:
+    hit = re.match(r"spark://([^:/,]+)", master)
+    return bool(hit) and hit.group(1) in ("127.0.0.1", "localhost")  # type: ignore[union-attr]
+
+
+def _code_zip() -> str:
+    """Zip the three kassign packages so cluster executors import the same code as the driver."""
+    root = Path(__file__).resolve().parents[2]
+    fd, path = tempfile.mkstemp(prefix="kassign-code-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in ("solver", "heuristics", "spark_runner"):
+            for f in sorted((root / pkg).rglob("*.py")):
+                z.write(f, f.relative_to(root).as_posix())
+    return path
+
+
+def start_spark(
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kassign-sweep"
+) -> Any:
+    """Start (or get) a SparkSession for sweeps.
+
+    Local masters bind to 127.0.0.1 and get task retries; ``PYSPARK_PYTHON``
+    defaults to the running interpreter so executors use the same environment.
+    """
+    m = normalize_master(master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = is_local(m)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(m).appName(app_name)
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.log.level", "ERROR")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "1")
+         .config("spark.sql.sources.partitionOverwriteMode", "static")
+         .config("spark.speculation", "false"))
+    if local:
+        b = b.config("spark.ui.enabled", "false")
+    if local or _loopback_master(m):
+        # a local run, or a cluster on this machine's loopback: the driver listens on 127.0.0.1 only
+        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not local:
+        spark.sparkContext.addPyFile(_code_zip())
+    return spark
+
+
+def spark_schema() -> str:
+    """The row schema as a Spark DDL string."""
+    return ", ".join(f"`{n}` {t}" for n, t in ROW_SCHEMA)
+
+
+def _task_fn(fail_once: str | None) -> Any:
+    """The ``mapInPandas`` function; ``fail_once`` (``SCENARIO_ID[@MARKER]``) makes the first attempt raise."""
+
+    target, _, marker = (fail_once or "").partition("@")
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+        from pyspark import TaskContext
+
+        from spark_runner.sweep.evaluate import evaluate_scenario
+
+        for pdf in batches:
+            for rec in pdf.itertuples(index=False):
+                if target and rec.scenario_id == target:
+                    ctx = TaskContext.get()
+                    if ctx is not None and ctx.attemptNumber() == 0:
+                        if marker:  # lets a test see that the failure really happened
+                            Path(marker).write_text(f"stage {ctx.stageId()} partition {ctx.partitionId()}\n")
+                        raise RuntimeError(f"injected failure of the first attempt for scenario {target}")
+                limit = None if rec.time_limit is None or math.isnan(rec.time_limit) else float(rec.time_limit)
+                rows = evaluate_scenario(json.loads(rec.params_json), int(rec.seed),
+                                         json.loads(rec.evaluate), limit)
+                keep = set(json.loads(rec.write))
+                yield pd.DataFrame([r for r in rows if r["assignor"] in keep], columns=list(COLUMNS))
+
+    return fn
+
+
+def _deal(work: Sequence[Work], slices: int) -> list[Work]:
+    """Order work so that ``slices`` contiguous chunks have similar cost (largest first, dealt round robin)."""
+    ranked = sorted(work, key=lambda w: -w.cost())
+    buckets: list[list[Work]] = [[] for _ in range(slices)]
+    for i, w in enumerate(ranked):
+        buckets[i % slices].append(w)
+    return [w for b in buckets for w in b]
+
+
+class Progress:
+    """Polls Spark's status tracker in a thread and prints progress lines to stderr."""
+
+    def __init__(self, spark: Any, total: int, log: Any, every: float = 5.0) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.total = total
+        self.log = log
+        self.every = every
+        self.done = 0
+        self.batch = (0, 0, 0)  # (index, count, scenarios)
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            with contextlib.suppress(Exception):  # progress is best effort; never kill the sweep for it
+                self.line()
+
+    def line(self) -> None:
+        tasks = done = running = failed = 0
+        for sid in self.tracker.getActiveStageIds():
+            info = self.tracker.getStageInfo(sid)
+            if info is not None:
+                tasks += info.numTasks
+                done += info.numCompletedTasks
+                running += info.numActiveTasks
+                failed += info.numFailedTasks
+        i, n, size = self.batch
+        frac = done / tasks if tasks else 0.0
+        approx = self.done + int(frac * size)
+        self.log(f"[sweep] batch {i}/{n}: tasks {done}/{tasks} done, {running} running, {failed} failed; "
+                 f"scenarios ~{approx}/{self.total}; {_elapsed(time.monotonic() - self.t0)}")
+
+
+def _elapsed(s: float) -> str:
+    m, s = divmod(int(s), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """What a sweep did."""
+
+    scenarios: int
+    skipped: int
+    evaluated: int
+    batches: int
+    rows_total: int
+    seconds: float
+    out: Path
+
+
+def run_sweep(
+    grid: Grid,
+    out: str | Path,
+    *,
+    master: str | None = None,
+    overwrite: bool = False,
+    partitions: int | None = None,
+    batch_size: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    spark: Any = None,
+    fail_once: str | None = None,
+    log: Any = None,
+    progress_every: float = 5.0,
+) -> SweepSummary:
+    """Evaluate every pending scenario of ``grid`` with Spark and append the rows under ``out/rows``.
+
+    Parameters
+    ----------
+    grid
+        A validated grid (:func:`read_grid`).
+    out
+        Output directory.
+    master
+        Spark master URL (``local[*]`` by default); ignored when ``spark`` is given.
+    overwrite
+        Delete ``out/rows`` and ``out/report`` first instead of resuming.
+    partitions
+        Spark tasks per batch (default: 4 per core, at most one per scenario).
+    batch_size
+        Scenarios per Spark job (default: ``max(100, 25 * cores)``); each batch
+        is committed on its own, so an interrupted sweep keeps finished batches.
+    conf
+        Extra Spark configuration.
+    spark
+        An existing SparkSession to use (it is not stopped).
+    fail_once
+        Scenario id whose first task attempt raises (fault-tolerance demonstration);
+        default: the ``KASSIGN_SWEEP_FAIL_ONCE`` environment variable.
+    log
+        ``log(str)`` for progress lines (stderr by default).
+    """
+    t0 = time.monotonic()
+    out = Path(out)
+    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    if overwrite:
+        for sub in (ROWS, REPORT):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    scenarios = grid.scenarios()
+    done = finished(out)
+    work = plan(grid, done)
+    skipped = len(scenarios) - len(work)
+    say(f"[sweep] {grid.name}: {len(scenarios)} scenario(s) x {len(grid.evaluated)} assignor(s) "
+        f"({', '.join(grid.evaluated)}); {skipped} already done, {len(work)} to evaluate")
+    fail = fail_once if fail_once is not None else os.environ.get(FAIL_ONCE_ENV) or None
+    batches = 0
+    if work:
+        own = spark is None
+        if own:
+            say(f"[sweep] starting Spark ({normalize_master(master)})")
+            spark = start_spark(master, conf)
+        try:
+            batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every)
+        finally:
+            if own:
+                spark.stop()
+    rows_total = _count_rows(out)
+    _write_manifest(out, grid, len(scenarios), rows_total)
+    secs = time.monotonic() - t0
+    say(f"[sweep] done in {_elapsed(secs)}: {rows_total} row(s) under {out / ROWS}")
+    return SweepSummary(len(scenarios), skipped, len(work), batches, rows_total, secs, out)
+
+
+def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None, batch_size: int | None,
+                 fail: str | None, say: Any, every: float) -> int:
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    size = batch_size or max(100, 25 * cores)
+    chunks = [work[i:i + size] for i in range(0, len(work), size)]
+    in_schema = StructType([
+        StructField("scenario_id", StringType(), False),
+        StructField("seed", LongType(), False),
+        StructField("params_json", StringType(), False),
+        StructField("evaluate", StringType(), False),
+        StructField("write", StringType(), False),
+        StructField("time_limit", DoubleType(), True),
+    ])
+    fn = _task_fn(fail)
+    schema = spark_schema()
+    target = str((out / ROWS).resolve())
+    with Progress(spark, sum(len(c) for c in chunks), say, every) as prog:
+        for k, chunk in enumerate(chunks, 1):
+            slices = max(1, min(len(chunk), partitions or 4 * cores))
+            ordered = _deal(chunk, slices)
+            data = [(w.scenario_id, w.seed, w.params.canonical_json(), json.dumps(list(w.evaluate)),
+                     json.dumps(list(w.write)), w.time_limit) for w in ordered]
+            prog.batch = (k, len(chunks), len(chunk))
+            df = spark.createDataFrame(spark.sparkContext.parallelize(data, slices), in_schema)
+            rows = df.mapInPandas(fn, schema)
+            (rows.write.mode("append").partitionBy("assignor")
+             .option("compression", "zstd").parquet(target))
+            prog.done += len(chunk)
+            say(f"[sweep] batch {k}/{len(chunks)} committed: {prog.done}/{prog.total} scenario(s)")
+    return len(chunks)
+
+
+def _count_rows(out: Path) -> int:
+    rows = out / ROWS
+    if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
+        return 0
+    import pyarrow.dataset as ds
+
+    return int(ds.dataset(str(rows), format="parquet", partitioning="hive").count_rows())
+
+
+def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:
+    doc = {
+        "grid": grid.name,
+        "source": grid.source,
+        "seeds": list(grid.seeds),
+        "assignors": list(grid.evaluated),
+        "solver_time_limit": grid.solver_time_limit,
+        "points": [p.to_dict() for p in grid.points],
+        "scenarios": scenarios,
+        "rows": rows,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    (out / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

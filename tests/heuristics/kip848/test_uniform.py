@@ -1,0 +1,278 @@
+"""KIP-848 UniformAssignor: Java orders (checked with jshell), hand-derived cases of both builders, properties."""
+
+from __future__ import annotations
+
+import doctest
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import heuristics.kip848.common as kip848
+import heuristics.kip848.uniform as uniform_mod
+from heuristics.kip848.common import (
+    int_hashset_order,
+    member_map_order,
+    subscribed_id_order,
+    topic_id_map,
+    topic_uuid,
+    uuid_compare_key,
+    uuid_hash,
+)
+from heuristics.kip848.uniform import _Balancer, least_loaded_sequence, uniform_assign
+from solver.io import parse_instance
+
+
+def inst(topics: dict[str, Any], members: list[dict[str, Any]]) -> Any:
+    return parse_instance({"format": "kassign/v1", "topics": topics, "members": members})
+
+
+def canon(i: Any) -> dict[str, dict[str, list[int]]]:
+    return uniform_assign(i).canonical(i.member_ids)
+
+
+def uid(n: int) -> str:
+    return f"00000000-0000-0000-0000-{n:012x}"
+
+
+# --- Java semantics (values printed by jshell 17 with java.util.UUID / HashSet / HashMap) -----
+
+def test_uuid_hash_and_signed_compare() -> None:
+    assert uuid_hash(topic_uuid("t", "446efd34-e1e8-44b6-9bde-fbabaa2fc00e")) == -1804107225
+    assert uuid_hash(topic_uuid("t", "fa5ab70b-b6be-44ea-a545-fefdea9f03b9")) == 54398629
+    # compareTo at that commit: signed longs, so an id starting with f sorts first
+    neg = topic_uuid("t", "fa5ab70b-b6be-44ea-a545-fefdea9f03b9")
+    pos = topic_uuid("t", "6c187b88-f037-4169-842f-fc6b49281a39")
+    assert uuid_compare_key(neg) < uuid_compare_key(pos)
+
+
+def test_hashset_orders() -> None:
+    assert int_hashset_order(np.array([1, 5, 17, 30])) == [1, 17, 5, 30]
+    ids = {"audit168": "39dc41b9-51b6-46de-a272-7a70b21f8ffa", "audit757": "f50223c5-4b5f-438b-8d39-62c292c79646",
+           "audit781": "6c187b88-f037-4169-842f-fc6b49281a39", "clicks568": "a9104804-286c-4196-8a66-907df9b82829",
+           "impressions933": "fa5ab70b-b6be-44ea-a545-fefdea9f03b9",
+           "orders383": "871bc8d1-1bb4-4f5e-a0ae-1b0502d7517e",
+           "payments887": "c7b924c0-e32e-4443-92e5-c61e6f8ef4aa",
+           "topic_522": "36355aa9-4037-4636-ae3c-2281dfa1d6cd"}
+    i = inst({t: {"partitions": 1, "id": v} for t, v in ids.items()}, [{"id": "m", "topics": sorted(ids)}])
+    # new HashSet<>(ids filled from a HashSet<String> of names): three ids share bucket 11
+    assert subscribed_id_order(i, 0, topic_id_map(i)) == [
+        "orders383", "clicks568", "audit757", "audit168", "impressions933", "payments887", "audit781", "topic_522"]
+
+
+def test_member_map_order() -> None:
+    ids = ["consumer-billing-0-310d70c3-5dd3-4cf5-898e-53e0c517a35a",
+           "consumer-billing-1-3d235422-5376-46b2-8949-837378c02b33",
+           "consumer-billing-2-6c1bfcd6-6765-4e61-8a8b-c116a32e6908",
+           "consumer-billing-3-77bc394e-6e1e-4334-901a-254a3551084a",
+           "consumer-billing-4-a6fbad9d-1c5d-452b-b635-19c64de5effa"]
+    i = inst({"t": 1}, [{"id": m, "topics": ["t"]} for m in ids])
+    assert member_map_order(i) == [1, 2, 3, 0, 4]
+
+
+# --- homogeneous builder --------------------------------------------------------------------
+
+def test_extra_partition_goes_to_first_member_in_map_order() -> None:
+    i = inst({"t": {"partitions": 3, "id": uid(1)}}, [{"id": "b", "topics": ["t"]}, {"id": "a", "topics": ["t"]}])
+    assert canon(i) == {"a": {"t": [0, 1]}, "b": {"t": [2]}}
+
+
+def test_free_partitions_follow_topic_hashset_order() -> None:
+    # zzz's id hashes to bucket 1, aaa's to bucket 2: zzz is handed out first
+    i = inst({"aaa": {"partitions": 2, "id": uid(2)}, "zzz": {"partitions": 2, "id": uid(1)}},
+             [{"id": "a", "topics": ["aaa", "zzz"]}, {"id": "b", "topics": ["aaa", "zzz"]}])
+    assert canon(i) == {"a": {"zzz": [0, 1]}, "b": {"aaa": [0, 1]}}
+
+
+def test_sticky_up_to_quota_and_revocation_in_hashset_order() -> None:
+    # 32 partitions, 16 members: quota 2.  "a" owns {1, 5, 17, 30}; as a HashSet they iterate
+    # 1, 17, 5, 30, so it keeps 1 and 17; 5 and 30 are revoked and handed out last.
+    names = [chr(c) for c in range(ord("a"), ord("q"))]
+    members = [{"id": n, "topics": ["t"]} for n in names]
+    members[0]["owned"] = {"t": [1, 5, 17, 30]}
+    got = canon(inst({"t": {"partitions": 32, "id": uid(7)}}, members))
+    free = [p for p in range(32) if p not in (1, 5, 17, 30)] + [5, 30]
+    expected = {"a": {"t": [1, 17]}}
+    for k, n in enumerate(names[1:]):
+        expected[n] = {"t": sorted(free[2 * k:2 * k + 2])}
+    assert got == expected
+
+
+def test_owned_partitions_of_dropped_topics_are_revoked() -> None:
+    i = inst({"t": {"partitions": 2, "id": uid(1)}, "old": {"partitions": 2, "id": uid(2)}},
+             [{"id": "a", "topics": ["t"], "owned": {"old": [0, 1], "t": [1]}}, {"id": "b", "topics": ["t"]}])
+    assert canon(i) == {"a": {"t": [1]}, "b": {"t": [0]}}
+
+
+# --- heterogeneous builder ------------------------------------------------------------------
+
+def test_topic_order_and_least_loaded_fill() -> None:
+    # t1: 4 partitions / 2 subscribers = 2.0, t2: 2 / 1 = 2.0 -> tie, fewer subscribers first: t2.
+    # B takes t2's two partitions, then t1 fills A (0 -> 1 -> 2) before B gets t1p3.
+    i = inst({"t1": {"partitions": 4, "id": uid(1)}, "t2": {"partitions": 2, "id": uid(2)}},
+             [{"id": "A", "topics": ["t1"]}, {"id": "B", "topics": ["t1", "t2"]}])
+    assert canon(i) == {"A": {"t1": [0, 1, 2]}, "B": {"t1": [3], "t2": [0, 1]}}
+
+
+def test_balancing_moves_the_last_partitions_of_the_most_loaded() -> None:
+    i = inst({"t1": {"partitions": 4, "id": uid(1)}, "t2": {"partitions": 1, "id": uid(2)}},
+             [{"id": "A", "topics": ["t1"], "owned": {"t1": [0, 1, 2, 3]}},
+              {"id": "B", "topics": ["t1"]}, {"id": "C", "topics": ["t2"]}])
+    assert canon(i) == {"A": {"t1": [0, 1]}, "B": {"t1": [2, 3]}, "C": {"t2": [0]}}
+
+
+def test_topic_id_ties_use_signed_uuid_order() -> None:
+    # x and y tie on partitions per subscriber and subscriber count; x's id is negative as a
+    # signed long, so x is filled first and its partition goes to A (member number 0)
+    i = inst({"x": {"partitions": 1, "id": "f0000000-0000-0000-0000-000000000000"},
+              "y": {"partitions": 1, "id": "10000000-0000-0000-0000-000000000000"},
+              "z": {"partitions": 1, "id": uid(3)}},
+             [{"id": "A", "topics": ["x", "y"]}, {"id": "B", "topics": ["x", "y"]}, {"id": "C", "topics": ["z"]}])
+    assert canon(i) == {"A": {"x": [0]}, "B": {"y": [0]}, "C": {"z": [0]}}
+
+
+def test_no_members_and_no_topics() -> None:
+    assert uniform_assign(inst({"t": 2}, [])).canonical() == {}
+    i = inst({"t": 2}, [{"id": "a", "topics": []}, {"id": "b", "topics": []}])
+    assert canon(i) == {"a": {}, "b": {}}
+
+
+# --- properties -----------------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=8), st.integers(0, 30))
+def test_vectorised_fill_equals_kafka_balancer(sizes: list[int], count: int) -> None:
+    members = np.arange(len(sizes), dtype=np.int64)
+    live = np.array(sizes, dtype=np.int64)
+    balancer = _Balancer(live)
+    balancer.initialize(members)
+    literal = []
+    for _ in range(count):
+        m = balancer.next_least_loaded()
+        literal.append(m)
+        live[m] += 1
+    assert least_loaded_sequence(np.array(sizes, dtype=np.int64), members, count).tolist() == literal
+
+
+@st.composite
+def groups(draw: Any) -> Any:
+    n_topics = draw(st.integers(1, 4))
+    topics = {f"t{k}": {"partitions": draw(st.integers(0, 12)), "id": str(draw(st.uuids()))} for k in range(n_topics)}
+    n_members = draw(st.integers(1, 6))
+    same = draw(st.booleans())
+    subs_all = sorted(topics)
+    members: list[dict[str, Any]] = []
+    for m in range(n_members):
+        subs = subs_all if same else draw(st.lists(st.sampled_from(subs_all), min_size=1, unique=True))
+        members.append({"id": f"c{draw(st.integers(0, 999))}-{m}", "topics": subs, "owned": {}})
+    # a disjoint previous assignment (possibly on topics a member no longer subscribes to)
+    for t, spec in topics.items():
+        for p in range(spec["partitions"]):
+            k = draw(st.integers(-1, n_members - 1))
+            if k >= 0:
+                members[k]["owned"].setdefault(t, []).append(p)
+    return inst(topics, members)
+
+
+@settings(max_examples=200, deadline=None)
+@given(groups())
+def test_valid_and_balanced(i: Any) -> None:
+    got = canon(i)
+    for t, topic in i.topics.items():
+        subs = [m.id for m in i.members if t in m.topics]
+        held = [(mid, p) for mid in got for p in got[mid].get(t, [])]
+        assert sorted(p for _, p in held) == (list(range(topic.partitions)) if subs else [])
+        assert all(mid in subs for mid, _ in held)
+    if len({frozenset(m.topics) for m in i.members}) == 1:
+        loads = [sum(len(v) for v in got[m].values()) for m in got]
+        assert max(loads) - min(loads) <= 1
+        # sticky: every member keeps min(owned still subscribed, its quota) of what it had
+        total = sum(i.topics[t].partitions for t in set(i.members[0].topics))
+        quota_hi = -(-total // len(i.members))
+        for m in i.members:
+            kept = sum(len(set(m.owned[t].tolist()) & set(got[m.id].get(t, []))) for t in m.owned if t in m.topics)
+            assert kept >= min(sum(m.owned[t].size for t in m.owned if t in m.topics), quota_hi - 1)
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(uniform_mod).failed == 0
+    assert doctest.testmod(kip848).failed == 0
+
+
+def test_documented_weakness_moves_in_an_already_balanced_group() -> None:
+    # docs/algorithms: a comes first in HashMap order, takes the quota of 2, and b hands over partition 1
+    i = inst({"t": {"partitions": 3, "id": uid(1)}},
+             [{"id": "a", "topics": ["t"], "owned": {"t": [2]}}, {"id": "b", "topics": ["t"], "owned": {"t": [0, 1]}}])
+    assert canon(i) == {"a": {"t": [1, 2]}, "b": {"t": [0]}}
+
+
+def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
+    i = inst({"A": {"partitions": 4, "id": uid(1)}, "B": {"partitions": 5, "id": uid(2)}},
+             [{"id": "m1", "topics": ["A"]}, {"id": "m2", "topics": ["A", "B"]}, {"id": "m3", "topics": ["B"]}])
+    assert canon(i) == {"m1": {"A": [0, 1, 2, 3]}, "m2": {"B": [0, 2, 4]}, "m3": {"B": [1, 3]}}
+
+
+def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
+    """UniformHomogeneousAssignmentBuilder step by step, with Java's orders from the helpers (the oracle)."""
+    from heuristics._java import hashmap_order
+
+    ids = topic_id_map(i)
+    order = member_map_order(i)
+    topics = subscribed_id_order(i, order[0], ids)
+    claimed = {(t, int(p)) for m in i.members for t, ps in m.owned.items() for p in ps}
+    unassigned = [(t, p) for t in topics for p in range(i.topics[t].partitions) if (t, p) not in claimed]
+    total = sum(i.topics[t].partitions for t in topics)
+    min_quota, extra = divmod(total, len(order))
+    out: dict[str, dict[str, list[int]]] = {m.id: {} for m in i.members}
+    unfilled = []
+    for k in order:
+        m = i.members[k]
+        quota = min_quota + (1 if extra > 0 else 0)
+        extra = max(0, extra - 1)
+        names = [t for t, ps in m.owned.items() if ps.size]
+        by_id = {ids[t]: t for t in hashmap_order(names)}
+        for u in hashmap_order(list(by_id), uuid_hash):
+            t = by_id[u]
+            if t not in topics:
+                continue
+            parts = m.owned[t]
+            if parts.size <= quota:
+                quota -= parts.size
+                out[m.id].setdefault(t, []).extend(parts.tolist())
+                continue
+            for p in int_hashset_order(parts):
+                if quota > 0:
+                    quota -= 1
+                    out[m.id].setdefault(t, []).append(p)
+                else:
+                    unassigned.append((t, p))
+        if quota > 0:
+            unfilled.append((m.id, quota))
+    pos = 0
+    for mid, q in unfilled:
+        for t, p in unassigned[pos:pos + q]:
+            out[mid].setdefault(t, []).append(p)
+        pos += q
+    return {m: {t: sorted(set(v)) for t, v in sorted(tp.items()) if v} for m, tp in sorted(out.items())}
+
+
+@st.composite
+def homogeneous_groups(draw: Any) -> Any:
+    n_topics = draw(st.integers(1, 14))
+    topics = {f"t{k}": {"partitions": draw(st.integers(0, 40)), "id": str(draw(st.uuids()))} for k in range(n_topics)}
+    subs = draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True))
+    members: list[dict[str, Any]] = []
+    for m in range(draw(st.integers(1, 12))):
+        owned: dict[str, list[int]] = {}
+        for t, spec in topics.items():  # random claims, overlaps and unsubscribed topics included
+            if spec["partitions"] and draw(st.booleans()):
+                owned[t] = sorted(draw(st.sets(st.integers(0, spec["partitions"] - 1), max_size=12)))
+        members.append({"id": f"c{draw(st.integers(0, 10**6))}-{m}", "topics": subs, "owned": owned})
+    return inst(topics, members)
+
+
+@settings(max_examples=80, deadline=None)
+@given(homogeneous_groups())
+def test_vectorised_homogeneous_builder_equals_step_by_step_port(i: Any) -> None:
+    assert canon(i) == literal_homogeneous(i)

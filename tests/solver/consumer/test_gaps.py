@@ -1,0 +1,119 @@
+"""Gap metrics, and the optimum against every registered consumer heuristic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from solver.consumer.flow_nx import nx_items
+from solver.consumer.gaps import fewest_moves, gap_metrics, member_loads
+from solver.consumer.optimal import solve
+from solver.io import parse_instance
+from solver.model import Assignment
+from solver.model.scoring import score
+from solver.registry import all_specs
+from solver.result import Params
+from tests.solver.consumer.optimal_strategies import instances
+
+
+def _heuristics():
+    from spark_runner.assignors import load_all
+
+    return [s for s in load_all() if s.kind == "heuristic" and s.protocol == "consumer"]
+
+
+def test_gap_metrics_hand_case():
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": 6}, "members": [
+        {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3, 4, 5]}, "generation": 1},
+        {"id": "b", "topics": ["T"]}, {"id": "c", "topics": ["T"]}]})
+    opt = solve(inst, Params())
+    # a keeps 0 and 1, b gets 2, 3, 4 (max load 3), c gets 5: 4 moves; 3 would do at max load 3
+    a = Assignment.from_lists({"a": {"T": [0, 1]}, "b": {"T": [2, 3, 4]}, "c": {"T": [5]}})
+    g = gap_metrics(inst, a, opt)
+    assert g == {"max_load_gap": 1.0, "sum_sq_gap": 2.0, "excess_moves": 1, "excess_moves_proven": True}
+    assert gap_metrics(inst, opt.assignment, opt)["excess_moves"] == 0
+    assert fewest_moves(inst, 6.0) == (0, True)
+    assert fewest_moves(inst, 2.0) == (4, True)
+
+
+def test_gap_accepts_fixture_style_optimum():
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": 3}, "members": [
+        {"id": "a", "topics": ["T"]}, {"id": "b", "topics": ["T"]}]})
+    a = Assignment.from_lists({"a": {"T": [0, 1, 2]}, "b": {}})
+    g = gap_metrics(inst, a, {"loads_sorted": [2, 1]})
+    assert g["max_load_gap"] == 1.0 and g["sum_sq_gap"] == 4.0 and g["excess_moves"] == 0
+
+
+def test_invalid_assignment_has_no_excess_moves():
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": 2}, "members": [{"id": "a", "topics": ["T"]}]})
+    g = gap_metrics(inst, Assignment.from_lists({"a": {"T": [0]}}), {"max_load": 2, "sum_sq": 4})
+    assert g["excess_moves"] is None
+
+
+def test_weighted_excess_moves_uses_cpsat():
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": {"partitions": 4, "weights": [3, 1, 1, 1]}},
+                           "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
+                                       {"id": "b", "topics": ["T"]}]})
+    a = Assignment.from_lists({"a": {"T": [1, 2, 3]}, "b": {"T": [0]}})  # loads 3 / 3, moved 1
+    g = gap_metrics(inst, a, solve(inst, Params()))
+    assert g["excess_moves"] == 0 and g["excess_moves_proven"] and g["max_load_gap"] == 0.0
+
+
+KINDS = {
+    "unit": instances(max_topics=3, max_partitions=6, max_members=5),
+    "racks": instances(max_topics=3, max_partitions=6, max_members=5, racks=True),
+    "weighted": instances(max_topics=2, max_partitions=6, max_members=4, weights=True, capacities=True),
+    "copartition": instances(max_topics=3, max_partitions=5, max_members=4, copartition="any"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_optimum_never_worse_than_any_heuristic(kind):
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(inst=KINDS[kind])
+    def check(inst):
+        _check_against_heuristics(inst)
+
+    check()
+
+
+def _check_against_heuristics(inst):
+    if math.prod(len(it.eligible) for it in nx_items(inst)) > 10**12:
+        return
+    opt = solve(inst, Params(time_limit=10, options={"deterministic": True}))
+    so = score(inst, opt.assignment)
+    assert so["valid"]
+    stages = dict(zip(opt.extra["stages"], opt.objective, strict=True))
+    for spec in _heuristics():
+        try:
+            res = spec.run(inst, Params())
+        except Exception as e:  # an assignor that refuses an input is not a gap
+            if type(e).__name__ in ("UnsupportedInstanceError", "InfeasibleError"):
+                continue
+            raise
+        s = score(inst, res.assignment)
+        if not s["valid"]:
+            continue
+        if s["not_joinable"] or s["copartition_violations"]:
+            # idle partitions or split units: a different problem; excess moves are still defined
+            g = gap_metrics(inst, res.assignment, opt, scores=s)
+            assert g["excess_moves"] is not None and g["excess_moves"] >= 0, spec.name
+            continue
+        loads = member_loads(inst, res.assignment)  # the balance measure (weights per capacity if any)
+        assert stages["max_load"] <= loads.max() + 1e-9, spec.name
+        if not inst.has_weights and len({m.capacity for m in inst.members}) == 1:
+            assert stages["sum_sq"] <= s["sum_sq_load"] + 1e-9, spec.name
+        g = gap_metrics(inst, res.assignment, opt, scores=s)
+        assert g["max_load_gap"] >= -1e-9, spec.name
+        # items of several sizes: balance is max load first, so a worse max may have a smaller sum of squares
+        if g["max_load_gap"] <= 1e-9 or (not inst.has_weights and len({m.capacity for m in inst.members}) == 1):
+            assert g["sum_sq_gap"] >= -1e-6, spec.name
+        assert g["excess_moves"] is not None and g["excess_moves"] >= 0, spec.name
+
+
+def test_registry_has_the_three_optimal_names(registry_loaded):
+    names = {s.name for s in all_specs()}
+    assert {"optimal", "optimal-flow", "optimal-cpsat"} <= names

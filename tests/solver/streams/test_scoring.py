@@ -1,0 +1,42 @@
+"""Streams scorer: every metric on hand-made assignments, violations named."""
+
+from __future__ import annotations
+
+from solver.io import parse_instance
+from solver.streams.model import StreamsAssignment
+from solver.streams.scoring import STREAMS_METRIC_NAMES, score_streams
+
+A = "00000000-0000-0000-0000-00000000000a"
+B = "00000000-0000-0000-0000-00000000000b"
+INST = parse_instance({
+    "format": "kassign/v1", "protocol": "streams",
+    "tasks": [{"id": "0_0"}, {"id": "0_1"}, {"id": "1_0", "stateful": False}],
+    "clients": [{"id": "a", "process_id": A, "capacity": 2, "active": ["0_0"], "lags": {"0_1": 40}},
+                {"id": "b", "process_id": B, "active": ["0_1"], "lags": {"0_0": 700}}],
+    "config": {"num_standby_replicas": 1, "acceptable_recovery_lag": 100}})
+
+
+def test_valid_assignment_metrics():
+    a = StreamsAssignment.from_lists({"a": {"active": ["0_0", "1_0"], "standby": ["0_1"]},
+                                      "b": {"active": ["0_1"], "warmup": ["0_0"]}}, probing_rebalance=True)
+    s = score_streams(INST, a)
+    assert list(s) == list(STREAMS_METRIC_NAMES)
+    assert s["valid"] is False  # 0_0 has a warm-up but no standby
+    assert s["violations"] == ["task 0_0: 0 standbys, 1 required"]
+    assert s["max_active_load"] == 1.0 and s["min_active_load"] == 1.0 and s["active_spread"] == 0.0
+    assert s["max_total_load"] == 2.0 and s["min_total_load"] == 1.5
+    # restoration: 0_1 standby on a (lag 40) + warm-up of 0_0 on b (lag 700); previous actives cost 0
+    assert s["restoration_cost"] == 740
+    assert s["moved_actives"] == 0 and s["warmups"] == 1 and s["standbys"] == 1 and s["probing_rebalance"]
+
+
+def test_violations():
+    a = StreamsAssignment.from_lists({"a": {"active": ["0_1"], "standby": ["1_0"]},
+                                      "b": {"active": ["0_1", "0_0"], "standby": ["0_0"]}})
+    s = score_streams(INST, a)
+    assert not s["valid"]
+    assert s["unassigned_tasks"] == 1 and s["duplicate_actives"] == 1
+    assert "b: holds task 0_0 twice" in s["violations"]
+    assert "task 1_0: stateless task with a standby or warm-up" in s["violations"]
+    assert "task 0_0: active on b, which is not caught up" in s["violations"]
+    assert s["moved_actives"] == 1  # 0_0 left a (0_1 stays on b, which is among its actives)

@@ -1,0 +1,129 @@
+"""The real console script, run as a subprocess: output streams and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_path
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = REPO / "examples"
+
+
+def kassign(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    # The console script installed beside the running interpreter (the venv's), not another one on PATH.
+    exe = Path(sys.executable).parent / "kassign"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "spark_runner"]
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, input=stdin, env=env, timeout=300,
+                          cwd=REPO)
+
+
+def test_version():
+    r = kassign("--version")
+    assert r.returncode == 0 and r.stdout.startswith("kassign ")
+
+
+def test_validate_accepts_every_seed_instance():
+    seeds = sorted(str(p) for p in shared_path("scenarios", "seeds").glob("*.json"))
+    r = kassign("validate", *seeds)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(": valid (") == len(seeds) == 4
+
+
+def test_validate_rejects_bad_instance_with_65_and_json_path():
+    r = kassign("validate", str(EXAMPLES / "bad-instance.json"))
+    assert r.returncode == 65
+    assert "examples/bad-instance.json: members[0].owned.T9: topic not in topics" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+def test_validate_malformed_json(tmp_path: Path):
+    f = tmp_path / "x.json"
+    f.write_text('{"format": "kassign/v1",\n "topics": }')
+    r = kassign("validate", str(f))
+    assert r.returncode == 65
+    assert f"{f}: malformed JSON at line 2, column 12" in r.stderr
+
+
+def test_missing_file_is_invalid_input():
+    r = kassign("validate", "no-such-file.json")
+    assert r.returncode == 65 and "no-such-file.json: no such file" in r.stderr
+
+
+def test_usage_error_exit_2():
+    assert kassign("assign").returncode == 2
+    r = kassign("assign", str(EXAMPLES / "orders-group.json"), "--assignor", "no-such-assignor")
+    assert r.returncode == 2 and "unknown assignor 'no-such-assignor'" in r.stderr
+
+
+def test_score_json_reproduces_seed_facts(tmp_path: Path):
+    seed = shared_path("scenarios", "seeds", "kip315-join-member-leaves.json")
+    doc = json.loads(seed.read_text())
+    a = tmp_path / "range.json"
+    a.write_text(json.dumps({"assignment": doc["expected"]["range"]}))
+    r = kassign("score", str(seed), str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    metrics = json.loads(r.stdout)
+    assert metrics["valid"] is True and metrics["moved"] == 4 == doc["facts"]["range_moved_partitions"]
+
+
+def test_score_table(tmp_path: Path):
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"assignment": {"C1": {"orders": [0, 1, 2, 3, 4, 5]}}}))
+    r = kassign("score", str(EXAMPLES / "orders-group.json"), str(a))
+    assert r.returncode == 0
+    assert "valid" in r.stdout and "False" in r.stdout and "unassigned" in r.stdout
+
+
+def test_list_shows_registered_assignors():
+    r = kassign("list", "--json")
+    assert r.returncode == 0
+    names = {row["name"] for row in json.loads(r.stdout)}
+    assert "range" in names
+
+
+def test_assign_single_and_batch_in_input_order(tmp_path: Path):
+    r = kassign("assign", str(EXAMPLES / "join-d-leaves.json"), "--assignor", "range")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["assignment"] == {
+        "A": {"clicks": [0, 1, 2, 3], "impressions": [0, 1, 2, 3]},
+        "B": {"clicks": [4, 5, 6], "impressions": [4, 5, 6]},
+        "C": {"clicks": [7, 8, 9], "impressions": [7, 8, 9]},
+    }
+    assert doc["assignor"] == "range" and doc["stats"]["status"] == "heuristic"
+    batch = tmp_path / "b.jsonl"
+    lines = [json.loads((EXAMPLES / n).read_text()) for n in ("orders-group.json", "join-d-leaves.json")]
+    batch.write_text("".join(json.dumps({"id": f"r{i}", "instance": d}) + "\n" for i, d in enumerate(lines)))
+    out = tmp_path / "out.jsonl"
+    r = kassign("assign", str(batch), "--assignor", "range", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(g["id"], g["name"]) for g in got] == [("r0", "orders-group"), ("r1", "join-d-leaves")]
+    assert list(got[0]["assignment"]) == ["C1", "C2", "C3", "C4"]
+
+
+def test_assign_bad_batch_writes_nothing(tmp_path: Path):
+    batch = tmp_path / "b.jsonl"
+    good = json.loads((EXAMPLES / "orders-group.json").read_text())
+    bad = json.loads((EXAMPLES / "bad-instance.json").read_text())
+    batch.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    out = tmp_path / "out.jsonl"
+    r = kassign("assign", str(batch), "--assignor", "range", "-o", str(out))
+    assert r.returncode == 65
+    assert f"{batch}: line 2: members[1].id: duplicate member id 'C1' (also members[0])" in r.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [batch]
+
+
+@pytest.mark.parametrize("flag", ["--time-limit=0", "--option=novalue"])
+def test_bad_flags_are_usage_errors(flag: str):
+    r = kassign("assign", str(EXAMPLES / "orders-group.json"), "--assignor", "range", flag)
+    assert r.returncode == 2

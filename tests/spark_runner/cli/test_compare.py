@@ -1,0 +1,104 @@
+"""``kassign compare`` and ``kassign frontier`` through the real console script."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+DOC = {"format": "kassign/v1", "name": "cmp", "topics": {"T": 6, "U": 3},
+       "members": [{"id": "a", "topics": ["T", "U"], "owned": {"T": [0, 1, 2, 3, 4, 5], "U": [0]}, "generation": 1},
+                   {"id": "b", "topics": ["T", "U"], "owned": {"U": [1, 2]}, "generation": 1},
+                   {"id": "c", "topics": ["T"]}]}
+
+
+def _kassign(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("kassign")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "spark_runner", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+@pytest.fixture()
+def instance_file(tmp_path: Path) -> Path:
+    p = tmp_path / "cmp.json"
+    p.write_text(json.dumps(DOC))
+    return p
+
+
+def test_compare_json_has_optimum_and_every_heuristic(instance_file: Path) -> None:
+    r = _kassign("compare", str(instance_file), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rows = {row["assignor"]: row for row in doc["rows"]}
+    opt = rows["optimal"]
+    assert doc["optimal"]["status"] == "optimal" and doc["optimal"]["engine"] == "flow"
+    # 9 partitions over 3 members: 3 each; a gives 3 of T to c and one more to b
+    assert opt["max_load"] == 3 and opt["moved"] == 4 and opt["valid"]
+    assert opt["max_load_gap"] == 0 and opt["sum_sq_gap"] == 0 and opt["excess_moves"] == 0
+    assert {"range", "roundrobin", "sticky", "cooperative-sticky"} <= set(rows)
+    for name, row in rows.items():
+        if "error" in row or not row["valid"]:
+            continue
+        assert row["max_load_gap"] >= 0 and row["sum_sq_gap"] >= 0 and row["excess_moves"] >= 0, name
+
+
+def test_compare_table_and_selection(instance_file: Path) -> None:
+    r = _kassign("compare", str(instance_file), "--assignors", "range")
+    assert r.returncode == 0, r.stderr
+    assert "optimal" in r.stdout and "range" in r.stdout and "roundrobin" not in r.stdout
+    assert "excess_moves" in r.stdout
+
+
+def test_compare_unknown_assignor_is_a_usage_error(instance_file: Path) -> None:
+    r = _kassign("compare", str(instance_file), "--assignors", "nope")
+    assert r.returncode == 2 and "nope" in r.stderr
+
+
+def test_frontier_json_and_plot(instance_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "f.json"
+    png = tmp_path / "f.png"
+    r = _kassign("frontier", str(instance_file), "-o", str(out), "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    pts = doc["points"]
+    assert [p["budget"] for p in pts] == list(range(len(pts)))
+    assert doc["optimum_moves"] == pts[-1]["budget"] == 4
+    # budget 0: a keeps T and U-0 (7), b keeps U-1, U-2; then every move lowers the max by one
+    assert [p["max_load"] for p in pts] == [7.0, 6.0, 5.0, 4.0, 3.0]
+    assert [p["sum_sq"] for p in pts] == [53.0, 41.0, 33.0, 29.0, 27.0]
+    assert all(a["max_load"] >= b["max_load"] and a["sum_sq"] >= b["sum_sq"] for a, b in itertools.pairwise(pts))
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+    for h in doc["heuristics"]:
+        if h["valid"]:
+            assert h["sum_sq"] >= h["frontier_sum_sq"] - 1e-9, h
+
+
+def test_infeasible_copartition_exits_3(tmp_path: Path) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"format": "kassign/v1", "topics": {"a": 2, "b": 2}, "copartition": [["a", "b"]],
+                             "members": [{"id": "x", "topics": ["a"]}, {"id": "y", "topics": ["b"]}]}))
+    r = _kassign("assign", str(p), "--assignor", "optimal")
+    assert r.returncode == 3 and "no member subscribes to all" in r.stderr
+
+
+def test_assign_optimal_stats_and_objective_options(instance_file: Path) -> None:
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal")
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)["stats"]
+    assert {"status", "objective", "bound", "gap", "seconds", "engine"} <= set(stats)
+    assert stats["status"] == "optimal" and stats["objective"] == stats["bound"] and stats["gap"] == 0
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "moves,balance")
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)["stats"]
+    assert stats["stages"] == ["moves", "max_load", "sum_sq"] and stats["objective"][0] == 0
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "weighted:balance=1,moves=0.5")
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"]["stages"] == ["weighted"]
+    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "speed")
+    assert r.returncode == 2 and "bad objective" in r.stderr

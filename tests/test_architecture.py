@@ -1,0 +1,96 @@
+"""The house: sub-packages, one-way dependencies and no import cycles between modules.
+
+The import graph is read statically (``ast``) from every module of the three
+packages, including imports inside functions (a lazy import is still a
+dependency).  ``from pkg import name`` counts as an import of ``pkg.name`` when
+that is a module, else of ``pkg``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("solver", "heuristics", "spark_runner")
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for f in sorted((REPO / pkg).rglob("*.py")):
+            parts = list(f.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = f
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                           for a in node.names]
+            for t in targets:
+                if t in mods and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph[n]):
+            if state.get(m) == 1:
+                return [*stack[stack.index(m):], m]
+            if m not in state and (c := visit(m)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_no_import_cycles() -> None:
+    cyc = _cycle(_graph())
+    assert cyc is None, " -> ".join(cyc or [])
+
+
+def test_cycle_detector_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize(("low", "high"), [("solver", "heuristics"), ("solver", "spark_runner"),
+                                           ("heuristics", "spark_runner")])
+def test_dependencies_point_one_way(low: str, high: str) -> None:
+    bad = sorted(f"{m} -> {t}" for m, ts in _graph().items() if m.split(".")[0] == low
+                 for t in ts if t.split(".")[0] == high)
+    assert not bad, bad
+
+
+def test_no_flat_prefix_families() -> None:
+    """No directory holds three or more modules sharing a ``prefix_`` (they belong in a sub-package)."""
+    for pkg in PACKAGES:
+        for d in [REPO / pkg, *[p for p in (REPO / pkg).rglob("*") if p.is_dir()]]:
+            names = [f.stem.lstrip("_") for f in d.glob("*.py") if f.stem != "__init__"]
+            prefixes = [n.split("_")[0] for n in names if "_" in n]
+            crowded = {p for p in prefixes if prefixes.count(p) >= 3}
+            assert not crowded, f"{d.relative_to(REPO)}: {sorted(crowded)}"
