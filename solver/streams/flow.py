@@ -18,8 +18,9 @@ Exact pieces, each an OR-Tools min-cost-flow / max-flow:
 * **Realisation.**  The relaxation's holders become an assignment when the
   actives can be matched to caught-up holders within the active limits (a
   second flow, preferring previous owners).  When it succeeds at the bounds,
-  every stage is proven optimal; otherwise the CP-SAT model takes over from
-  this solution as a hint.
+  every stage is proven optimal; otherwise the exact integer program
+  (:mod:`solver.streams.mip`, or CP-SAT) takes over from this solution as a
+  warm start.
 """
 
 from __future__ import annotations

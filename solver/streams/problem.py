@@ -13,6 +13,11 @@ from solver.streams.model import StreamsSpec, is_caught_up, restore_costs
 
 #: Largest scale for exact per-thread loads; beyond it loads are rounded up (documented in docs/streams.md).
 MAX_SCALE = 1 << 20
+#: The stages of the optimum in their default order.
+STAGES = ("active_balance", "total_balance", "restoration", "movement")
+#: Flows add costs times ``tasks + 1`` in int64; the MIP adds them in doubles (exact below 2**53).
+SAFE_FLOW_SUM = 1 << 62
+SAFE_MIP_SUM = 1 << 50
 
 
 @dataclass
@@ -31,6 +36,20 @@ class StreamsProblem:
     scale: int
     cost_matrix: np.ndarray
     prev_matrix: np.ndarray
+    cost_div: int = 1
+    rack_active: list[list[int]] | None = None
+    rack_standby: list[list[int]] | None = None
+
+    def stage_names(self) -> tuple[str, ...]:
+        """Every stage this instance knows (``cross_rack`` only when it has rack costs)."""
+        return self.default_stages()
+
+    def default_stages(self) -> tuple[str, ...]:
+        """The default stage order: :data:`STAGES`, with ``cross_rack`` after the balance stages when the
+        instance has rack costs."""
+        if self.rack_active is None:
+            return STAGES
+        return (*STAGES[:2], "cross_rack", *STAGES[2:])
 
     @classmethod
     def of(cls, instance: Instance, full_restore_lag: int | None = None) -> StreamsProblem:
@@ -63,8 +82,22 @@ class StreamsProblem:
                 break
         weight = [-(-scale // cap) for cap in caps]
         standbys = min(cfg.num_standby_replicas, max(m - 1, 0))
-        cost_matrix = np.asarray(cost, dtype=np.int64).reshape(n, m)
+        cost_div = _cost_divisor(cost, stateful, standbys, n)
+        # the solvers' integer costs: exact unless huge lags (up to 2**63) would overflow their sums, then
+        # floored to multiples of cost_div (lower bounds stay valid; evaluate() stays exact)
+        cost_matrix = np.asarray([[v // cost_div for v in row] for row in cost], dtype=np.int64).reshape(n, m)
         prev_matrix = np.zeros((n, m), dtype=np.int64)
         for ti, owners in enumerate(prev):
             prev_matrix[ti, owners] = 1
-        return cls(spec, n, m, stateful, allowed, cost, prev, standbys, weight, scale, cost_matrix, prev_matrix)
+        return cls(spec, n, m, stateful, allowed, cost, prev, standbys, weight, scale, cost_matrix, prev_matrix,
+                   cost_div)
+
+
+def _cost_divisor(cost: list[list[int]], stateful: list[bool], standbys: int, n: int) -> int:
+    """The smallest power of two ``D`` such that every sum the flows and the MIP form of ``cost // D`` fits."""
+    top = max((max(row, default=0) for row in cost), default=0)
+    replicas = sum(1 + standbys if s else 1 for s in stateful)
+    div = 1
+    while replicas * (top // div) * (n + 1) >= SAFE_FLOW_SUM or replicas * (top // div) >= SAFE_MIP_SUM:
+        div *= 2
+    return div
