@@ -9,8 +9,8 @@ and a *deterministic* time limit (``max_deterministic_time`` = the stage
 budget) gives the same answer on every run; ``-O workers=N -O interleave=1``
 runs an interleaved (still deterministic) portfolio of ``N`` subsolvers; ``N``
 workers without ``interleave`` run CP-SAT's parallel portfolio (faster on some
-models, not reproducible).  A wall-clock cap of ``1.25x`` the stage budget
-(``20x`` with ``-O deterministic=1``) keeps ``--time-limit`` on a busy machine.
+models, not reproducible).  The caller's wall-clock cap
+(:func:`solver.streams.optimal.wall_cap`) keeps ``--time-limit`` on a busy machine.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ class StreamsSat:
         if not isinstance(expr, int):
             self.model.add(expr <= value)
 
-    def _hint(self, active: list[int], standby: list[list[int]]) -> None:
+    def hint(self, active: list[int], standby: list[list[int]]) -> None:
+        """Replace the model's hint by a complete assignment."""
         md = self.model
         md.clear_hints()
         for t, av in enumerate(self.a):
@@ -133,14 +134,15 @@ class StreamsSat:
         md.add_hint(self.zt, max((self.p.weight[c] * loads_t[c] for c in range(self.p.n_clients)), default=0))
 
     def solve_stage(self, name: str, incumbent: tuple[list[int], list[list[int]]], seconds: float, seed: int,
-                    deterministic: bool, workers: int = 1, interleave: bool = False) -> SatOutcome:
-        """Minimise stage ``name`` from ``incumbent`` with a deterministic time limit of ``seconds``."""
+                    wall_cap: float, workers: int = 1, interleave: bool = False) -> SatOutcome:
+        """Minimise stage ``name`` from ``incumbent`` with a deterministic time limit of ``seconds``
+        (``wall_cap`` seconds of wall clock stop it anyway)."""
         from ortools.sat.python import cp_model
 
         expr = self.exprs[name]
         if isinstance(expr, int):
             return SatOutcome(incumbent, expr, True, None)
-        self._hint(*incumbent)
+        self.hint(*incumbent)
         self.model.minimize(expr)
         solver = cp_model.CpSolver()
         prm = solver.parameters
@@ -149,12 +151,16 @@ class StreamsSat:
         if interleave:
             prm.interleave_search = True
         prm.max_deterministic_time = max(0.01, seconds)
-        prm.max_time_in_seconds = seconds * (20.0 if deterministic else 1.25) + 0.2
+        prm.max_time_in_seconds = max(0.01, wall_cap)
         code = solver.solve(self.model)
-        if code == cp_model.INFEASIBLE or code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return SatOutcome(None, 0, False, "time")
         bound = max(0, math.ceil(solver.best_objective_bound - 1e-9))
+        optimal = code == cp_model.OPTIMAL
+        return SatOutcome(self.read(solver), bound, optimal, None if optimal else "time")
+
+    def read(self, solver: Any) -> tuple[list[int], list[list[int]]]:
+        """The assignment of a solved ``cp_model.CpSolver``: active client and standby clients per task."""
         active = [next(c for c, x in av.items() if solver.boolean_value(x)) for av in self.a]
         standby = [[c for c, x in sv.items() if solver.boolean_value(x)] for sv in self.s]
-        optimal = code == cp_model.OPTIMAL
-        return SatOutcome((active, standby), bound, optimal, None if optimal else "time")
+        return active, standby

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,19 +209,18 @@ class StreamsMip:
     # ------------------------------------------------------------------ solving
 
     def solve_stage(self, name: str, incumbent: tuple[list[int], list[list[int]]], seconds: float, seed: int,
-                    deterministic: bool, on_progress: Callable[[str], None] | None = None) -> StageOutcome:
-        """Minimise stage ``name`` from ``incumbent`` within a work limit of ``seconds``.
+                    wall_cap: float) -> StageOutcome:
+        """Minimise stage ``name`` from ``incumbent`` within a work limit worth ``seconds``.
 
         The work limit is ``NODES_PER_SECOND * seconds`` branch-and-bound
-        nodes (deterministic); a wall-clock cap of ``1.25 * seconds + 0.2``
-        (``20x`` when ``deterministic``) keeps ``--time-limit`` on a slow or
-        busy machine.
+        nodes (deterministic); ``wall_cap`` seconds of wall clock stop it
+        anyway (on a slow or busy machine).
         """
         mo = self._mo
         md = self.model
         expr = self.exprs[name]
         md.minimize(expr)
-        cap = seconds * (20.0 if deterministic else 1.25) + 0.2
+        cap = max(0.01, wall_cap)
         kw: dict[str, Any] = {}
         if self.backend == "scip":
             kw["threads"] = 1  # SCIP's default; HiGHS takes its thread count from globals only

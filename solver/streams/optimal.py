@@ -54,6 +54,7 @@ from typing import Any
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
 from solver.result import Params, Result, Status
+from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
 from solver.streams.model import StreamsAssignment
 from solver.streams.problem import STAGES, StreamsProblem
 
@@ -64,6 +65,8 @@ DEFAULT_TIME_LIMIT = 60.0
 ENGINES = ("auto", "highs", "scip", "cp-sat")
 #: The backend for stages the flows leave open (measured: docs/benchmarks.md, "Kafka Streams").
 DEFAULT_BACKEND = "highs"
+#: Seconds a stage may run past the deadline (wall clock) before it is stopped; see :func:`wall_cap`.
+DEADLINE_SLACK = 0.5
 #: ``-O`` keys this solver reads.
 OPTION_KEYS = ("engine", "flows", "workers", "interleave", "deterministic", "full_restore_lag")
 
@@ -150,6 +153,19 @@ def is_valid(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> 
         if any(not 0 <= c < p.n_clients for c in sb):
             return False
     return True
+
+
+def wall_cap(budget: float, deadline: float, deterministic: bool) -> float:
+    """Wall-clock seconds a stage with a work budget worth ``budget`` seconds may run.
+
+    ``1.25 * budget + 0.2``, but never past ``deadline + DEADLINE_SLACK``; with
+    ``deterministic`` (``-O deterministic=1``) ``20 * budget + 0.2`` and no
+    deadline, so that only the work limit ends a stage (bit-reproducible runs,
+    the time limit then only a guide).
+    """
+    if deterministic:
+        return 20.0 * budget + 0.2
+    return max(0.01, min(1.25 * budget + 0.2, deadline + DEADLINE_SLACK - time.perf_counter()))
 
 
 def _stages(params: Params, p: StreamsProblem) -> tuple[str, ...]:
@@ -342,9 +358,7 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
     only changes to a valid assignment that is no worse on any stage solved so far."""
     model: Any
     if backend == "cp-sat":
-        from solver.streams.cpsat import StreamsSat
-
-        model = StreamsSat(p)
+        model = _Model(p)
     else:
         from solver.streams.mip import StreamsMip
 
@@ -358,11 +372,11 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
         left = deadline - time.perf_counter()
         if left > 0.01:
             budget = left / (len(stages) - k)
+            cap = wall_cap(budget, deadline, opts.deterministic)
             if backend == "cp-sat":
-                out = model.solve_stage(name, (active, standby), budget, seed, opts.deterministic, opts.workers,
-                                        opts.interleave)
+                out = model.solve_stage(name, (active, standby), budget, seed, cap, opts.workers, opts.interleave)
             else:
-                out = model.solve_stage(name, (active, standby), budget, seed, opts.deterministic)
+                out = model.solve_stage(name, (active, standby), budget, seed, cap)
             if out.solution is not None and is_valid(p, *out.solution):
                 new = solver_values(p, *out.solution)
                 # earlier stages stay at their fixed values, this one must not get worse
