@@ -51,8 +51,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from solver.errors import OptionError
 from solver.model import Instance
-from solver.registry import UnsupportedInstanceError, register
+from solver.registry import register
 from solver.result import Params, Result, Status
 from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
 from solver.streams.model import StreamsAssignment
@@ -174,7 +175,7 @@ def _stages(params: Params, p: StreamsProblem) -> tuple[str, ...]:
         return p.default_stages()
     bad = [s for s in params.objective if s not in known]
     if bad:
-        raise UnsupportedInstanceError(f"unknown Streams objective stage(s) {bad}; known: {', '.join(known)}")
+        raise OptionError(f"unknown Streams objective stage(s) {bad}; known: {', '.join(known)}")
     return tuple(params.objective)
 
 
@@ -194,29 +195,33 @@ def _flag(v: Any, key: str) -> bool:
         return True
     if s in ("0", "false", "no", "off"):
         return False
-    raise UnsupportedInstanceError(f"option {key}={v!r}: expected 0/1, true/false, yes/no or on/off")
+    raise OptionError(f"option {key}={v!r}: expected 0/1, true/false, yes/no or on/off")
 
 
 def _options(options: Mapping[str, Any]) -> _Options:
-    """Read and check the ``-O`` options (a bad value is an :class:`UnsupportedInstanceError`)."""
+    """Read and check the ``-O`` options (an unknown key or a bad value is an :class:`OptionError`)."""
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise OptionError(f"unknown option(s) {', '.join(unknown)} for optimal-streams; "
+                          f"known: {', '.join(OPTION_KEYS)}")
     engine = str(options.get("engine", "auto"))
     if engine not in ENGINES:
-        raise UnsupportedInstanceError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
+        raise OptionError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
     try:
         workers = int(options.get("workers", 1))
     except (TypeError, ValueError):
-        raise UnsupportedInstanceError(f"option workers={options.get('workers')!r}: expected an integer >= 1") from None
+        raise OptionError(f"option workers={options.get('workers')!r}: expected an integer >= 1") from None
     if workers < 1:
-        raise UnsupportedInstanceError(f"option workers={workers}: expected an integer >= 1")
+        raise OptionError(f"option workers={workers}: expected an integer >= 1")
     full = options.get("full_restore_lag")
     full_lag = None
     if full is not None:
         try:
             full_lag = int(full)
         except (TypeError, ValueError):
-            raise UnsupportedInstanceError(f"option full_restore_lag={full!r}: expected an integer >= 0") from None
+            raise OptionError(f"option full_restore_lag={full!r}: expected an integer >= 0") from None
         if full_lag < 0:
-            raise UnsupportedInstanceError(f"option full_restore_lag={full_lag}: expected an integer >= 0")
+            raise OptionError(f"option full_restore_lag={full_lag}: expected an integer >= 0")
     return _Options(engine, _flag(options.get("flows", 1), "flows"), workers,
                     _flag(options.get("interleave", 0), "interleave"),
                     _flag(options.get("deterministic", 0), "deterministic"), full_lag)
@@ -300,7 +305,9 @@ def solve_streams(instance: Instance, params: Params) -> Result:
     InfeasibleError
         Tasks but no clients.
     UnsupportedInstanceError
-        Not a Streams instance, an unknown stage or a bad option value.
+        Not a Streams instance.
+    OptionError
+        An unknown stage, an unknown option or a bad option value (a usage error, exit 2).
     """
     t0 = time.perf_counter()
     opts = _options(params.options)

@@ -155,3 +155,25 @@ def test_optimal_streams_answers_degenerate_and_huge_values(tmp_path: Path, doc)
     s = kassign("score", str(f), str(a), "--json")
     assert s.returncode == 0, s.stderr
     assert json.loads(s.stdout)["valid"] is True
+
+
+@pytest.mark.parametrize("opt", ["workers=abc", "workers=0", "engine=gurobi", "flows=maybe", "no_such_key=1"])
+def test_optimal_streams_bad_options_are_usage_errors(opt: str):
+    r = kassign("assign", str(EXAMPLES / "streams-app.json"), "-a", "optimal-streams", "-O", opt)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stdout == ""
+
+
+def test_unproven_optimum_prints_its_gaps_on_stderr():
+    # CP-SAT alone cannot close the movement stage of this instance in 1 s; the MIP (default) proves it
+    hard = str(REPO / "tests" / "solver" / "streams" / "data" / "streams-movement-hard.json")
+    r = kassign("assign", hard, "-a", "optimal-streams", "-O", "engine=cp-sat", "--time-limit", "1")
+    assert r.returncode == 0
+    status = json.loads(r.stdout)["stats"]["status"]
+    lines = [ln for ln in r.stderr.splitlines() if "not proven optimal" in ln]
+    assert len(lines) == (status == "feasible")
+    if lines:
+        assert lines[0].startswith("optimal-streams: not proven optimal: active_balance 1 (proven)")
+        assert "movement" in lines[0] and "gap" in lines[0]
+    r = kassign("assign", hard, "-a", "optimal-streams", "--time-limit", "10")
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"]["status"] == "optimal"
+    assert "not proven" not in r.stderr
