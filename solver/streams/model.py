@@ -169,9 +169,14 @@ class Client:
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
     lags: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
+    _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lags", MappingProxyType(dict(self.lags)))
+        object.__setattr__(self, "_active_set", frozenset(self.active))
+        object.__setattr__(self, "_standby_set", frozenset(self.standby))
 
     def lag_for(self, task: Task) -> int:
         """Kafka's ``ClientState.lagFor``.
@@ -180,12 +185,12 @@ class Client:
         previous standby without a ``lags`` entry is taken as caught up (0); no
         state at all is :data:`NO_STATE` (ranks behind every known lag).
         """
-        if task.id in self.active:
+        if task.id in self._active_set:
             return LATEST_OFFSET
         lag = self.lags.get(task.id)
         if lag is not None:
             return lag
-        return 0 if task.id in self.standby else NO_STATE
+        return 0 if task.id in self._standby_set else NO_STATE
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Client):

@@ -63,8 +63,12 @@ class StreamsProblem:
         allowed: list[list[int]] = []
         cost: list[list[int]] = []
         prev: list[list[int]] = []
+        owners_of: dict[str, list[int]] = {}
+        for c, cl in enumerate(clients):
+            for tid in dict.fromkeys(cl.active):
+                owners_of.setdefault(tid, []).append(c)
         for t in tasks:
-            owners = [c for c, cl in enumerate(clients) if t.id in cl.active]
+            owners = owners_of.get(t.id, [])
             prev.append(owners)
             if not t.stateful:
                 allowed.append(list(range(m)))
@@ -85,7 +89,8 @@ class StreamsProblem:
         cost_div = _cost_divisor(cost, stateful, standbys, n)
         # the solvers' integer costs: exact unless huge lags (up to 2**63) would overflow their sums, then
         # floored to multiples of cost_div (lower bounds stay valid; evaluate() stays exact)
-        cost_matrix = np.asarray([[v // cost_div for v in row] for row in cost], dtype=np.int64).reshape(n, m)
+        rows = cost if cost_div == 1 else [[v // cost_div for v in row] for row in cost]
+        cost_matrix = np.asarray(rows, dtype=np.int64).reshape(n, m)
         prev_matrix = np.zeros((n, m), dtype=np.int64)
         for ti, owners in enumerate(prev):
             prev_matrix[ti, owners] = 1
