@@ -25,6 +25,12 @@ from typing import Any
 NO_STATE: int = 2**63  # beyond any Java long lag
 #: Kafka's ``Task.LATEST_OFFSET`` sentinel: the client ran the task as an active.
 LATEST_OFFSET: int = -2
+#: Values of ``rack.aware.assignment.strategy`` (Kafka's ``StreamsConfig``).
+RACK_AWARE_STRATEGIES: tuple[str, ...] = ("none", "min_traffic", "balance_subtopology")
+#: What ``HighAvailabilityTaskAssignor`` reads for an unset ``rack.aware.assignment.traffic_cost``.
+DEFAULT_RACK_TRAFFIC_COST: int = 10
+#: What it reads for an unset ``rack.aware.assignment.non_overlap_cost``.
+DEFAULT_RACK_NON_OVERLAP_COST: int = 1
 
 
 def parse_task_id(task_id: str) -> tuple[int, int]:
@@ -93,16 +99,42 @@ class Task:
     stores
         Number of state stores as given (KIP-262), or ``None`` when not given;
         see :attr:`store_count`.
+    source_racks
+        One entry per source-topic partition the task reads: the racks of that
+        partition's replicas (sorted), or ``None`` when not given (KIP-925).
+    changelog_racks
+        The same for the task's changelog partitions (stateful tasks only), or ``None``.
     """
 
     id: str
     stateful: bool = True
     stores: int | None = None
+    source_racks: tuple[tuple[str, ...], ...] | None = None
+    changelog_racks: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def key(self) -> tuple[int, int]:
         """``(subtopology, partition)``: Kafka's task order."""
         return parse_task_id(self.id)
+
+    def cross_rack_partitions(self, rack: str | None, standby: bool = False) -> int | None:
+        """Partitions this task would read across racks on a client in ``rack``.
+
+        An active reads its source partitions, a standby (or warm-up) its
+        changelog partitions; a partition is *cross-rack* when none of its
+        replicas is on ``rack`` (KIP-925's cost).  ``None`` when unknown: the
+        client has no rack or the task no rack data for those partitions.
+
+        Examples
+        --------
+        >>> t = Task("0_0", source_racks=(("r1",), ("r1", "r2")), changelog_racks=(("r2",),))
+        >>> t.cross_rack_partitions("r2"), t.cross_rack_partitions("r2", standby=True), t.cross_rack_partitions(None)
+        (1, 0, None)
+        """
+        parts = self.changelog_racks if standby else self.source_racks
+        if rack is None or parts is None:
+            return None
+        return sum(1 for racks in parts if rack not in racks)
 
     @property
     def store_count(self) -> int:
@@ -219,6 +251,14 @@ class StreamsConfig:
         reads it, the optimum does not either: recorded for completeness.
     probing_rebalance_interval_ms
         How soon a probing rebalance follows (default 600000 ms); informational.
+    rack_aware_assignment_strategy
+        ``rack.aware.assignment.strategy`` (KIP-925): ``"none"`` (default),
+        ``"min_traffic"`` or ``"balance_subtopology"``.
+    rack_aware_assignment_traffic_cost
+        ``rack.aware.assignment.traffic_cost``, or ``None`` (Kafka's default:
+        ``HighAvailabilityTaskAssignor`` then reads 10).
+    rack_aware_assignment_non_overlap_cost
+        ``rack.aware.assignment.non_overlap_cost``, or ``None`` (read as 1).
     """
 
     num_standby_replicas: int = 0
@@ -226,6 +266,21 @@ class StreamsConfig:
     max_warmup_replicas: int = 2
     balance_factor: int = 1
     probing_rebalance_interval_ms: int = 600000
+    rack_aware_assignment_strategy: str = "none"
+    rack_aware_assignment_traffic_cost: int | None = None
+    rack_aware_assignment_non_overlap_cost: int | None = None
+
+    @property
+    def traffic_cost(self) -> int:
+        """The traffic cost ``high-availability`` uses: the configured one, else 10."""
+        cost = self.rack_aware_assignment_traffic_cost
+        return DEFAULT_RACK_TRAFFIC_COST if cost is None else cost
+
+    @property
+    def non_overlap_cost(self) -> int:
+        """The non-overlap cost ``high-availability`` uses: the configured one, else 1."""
+        cost = self.rack_aware_assignment_non_overlap_cost
+        return DEFAULT_RACK_NON_OVERLAP_COST if cost is None else cost
 
 
 @dataclass(frozen=True, eq=False)
