@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from solver.streams.problem import StreamsProblem
+from solver.streams.problem import RACK_STAGE, StreamsProblem
 
 
 @dataclass
@@ -105,7 +105,7 @@ class StreamsSat:
             "movement": n_moved_const + sum(moved) if moved else n_moved_const,
         }
         if ra is not None:
-            self.exprs["cross_rack"] = sum(rack) if rack else 0
+            self.exprs[RACK_STAGE] = sum(rack) if rack else 0
 
     def fix(self, name: str, value: int) -> None:
         """Keep stage ``name`` at most ``value`` from now on."""

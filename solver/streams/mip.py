@@ -16,8 +16,8 @@ Variables
 Stages (each an integer-valued linear expression)
     ``active_balance`` ``za >= w_c * actives(c)``; ``total_balance``
     ``zt >= w_c * replicas(c)``; ``restoration`` ``sum cost * h``;
-    ``movement`` ``previous actives - kept``; ``cross_rack`` (when the
-    instance has rack costs) ``sum ca * x + cs * (h - x)``.
+    ``movement`` ``previous actives - kept``; ``cross_rack_traffic`` (when rack
+    awareness is on) ``sum ra * x + rs * (h - x)`` in cross-rack partitions.
 
 A stage's value is fixed before the next stage (balance stages as per-client
 caps ``floor(z / w_c)``, the others as ``expr <= value``); every stage starts
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from solver.streams.problem import StreamsProblem
+from solver.streams.problem import RACK_STAGE, StreamsProblem
 
 #: Backends by option value (``-O engine=highs|scip``).
 BACKENDS = ("highs", "scip")
@@ -165,7 +165,7 @@ class StreamsMip:
         self.exprs["restoration"] = mathopt.fast_sum(restore)
         self.exprs["movement"] = n_prev - mathopt.fast_sum(kept)
         if racks:
-            self.exprs["cross_rack"] = mathopt.fast_sum(rack)
+            self.exprs[RACK_STAGE] = mathopt.fast_sum(rack)
 
     # ------------------------------------------------------------------ fixing and hints
 

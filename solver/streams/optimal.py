@@ -57,7 +57,7 @@ from solver.registry import register
 from solver.result import Params, Result, Status
 from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
 from solver.streams.model import StreamsAssignment
-from solver.streams.problem import STAGES, StreamsProblem
+from solver.streams.problem import RACK_STAGE, STAGES, StreamsProblem
 
 __all__ = ["STAGES", "StreamsProblem", "evaluate", "greedy", "is_valid", "solve_streams"]
 #: Time limit when the caller gives none (seconds, whole solve).
@@ -104,7 +104,8 @@ def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
 
 def evaluate(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> dict[str, int]:
     """Stage values of an assignment, exact (Python integers): scaled balance, restoration, movement
-    and, when the instance has rack costs, ``cross_rack``."""
+    and, when rack awareness is on, ``cross_rack_traffic`` (in cross-rack partitions; times
+    ``traffic_cost`` in results)."""
     la = [0] * p.n_clients
     lt = [0] * p.n_clients
     restore = 0
@@ -130,7 +131,7 @@ def evaluate(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> 
         "movement": moved,
     }
     if ra is not None:
-        out["cross_rack"] = rack
+        out[RACK_STAGE] = rack
     return out
 
 
@@ -425,6 +426,8 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
 
 
 def _natural(p: StreamsProblem, name: str, v: int) -> float | int:
+    if name == RACK_STAGE:
+        return v * p.rack_unit
     return v / p.scale if name in ("active_balance", "total_balance") else v
 
 

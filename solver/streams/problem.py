@@ -15,6 +15,8 @@ from solver.streams.model import StreamsSpec, is_caught_up, restore_costs
 MAX_SCALE = 1 << 20
 #: The stages of the optimum in their default order.
 STAGES = ("active_balance", "total_balance", "restoration", "movement")
+#: The cross-rack traffic stage (KIP-925), when rack awareness is on.
+RACK_STAGE = "cross_rack_traffic"
 #: Flows add costs times ``tasks + 1`` in int64; the MIP adds them in doubles (exact below 2**53).
 SAFE_FLOW_SUM = 1 << 62
 SAFE_MIP_SUM = 1 << 50
@@ -40,16 +42,18 @@ class StreamsProblem:
     rack_active: list[list[int]] | None = None
     rack_standby: list[list[int]] | None = None
 
+    rack_unit: int = 0
+
     def stage_names(self) -> tuple[str, ...]:
-        """Every stage this instance knows (``cross_rack`` only when it has rack costs)."""
+        """Every stage this instance knows (``cross_rack_traffic`` only when rack awareness is on)."""
         return self.default_stages()
 
     def default_stages(self) -> tuple[str, ...]:
-        """The default stage order: :data:`STAGES`, with ``cross_rack`` after the balance stages when the
-        instance has rack costs."""
+        """The default stage order: :data:`STAGES`, with ``cross_rack_traffic`` right after the balance
+        stages when rack awareness is on (:func:`rack_partitions`)."""
         if self.rack_active is None:
             return STAGES
-        return (*STAGES[:2], "cross_rack", *STAGES[2:])
+        return (*STAGES[:2], RACK_STAGE, *STAGES[2:])
 
     @classmethod
     def of(cls, instance: Instance, full_restore_lag: int | None = None) -> StreamsProblem:
@@ -94,8 +98,31 @@ class StreamsProblem:
         prev_matrix = np.zeros((n, m), dtype=np.int64)
         for ti, owners in enumerate(prev):
             prev_matrix[ti, owners] = 1
+        racks = rack_partitions(spec, standbys)
         return cls(spec, n, m, stateful, allowed, cost, prev, standbys, weight, scale, cost_matrix, prev_matrix,
-                   cost_div)
+                   cost_div, racks[0] if racks else None, racks[1] if racks else None, cfg.traffic_cost)
+
+
+def rack_partitions(spec: StreamsSpec, standbys: int) -> tuple[list[list[int]], list[list[int]]] | None:
+    """Cross-rack partitions per (task, client): as an active (source partitions), as a standby (changelog).
+
+    KIP-925's traffic cost of a placement is ``traffic_cost`` times these
+    (:meth:`~solver.streams.model.Task.cross_rack_partitions`).  ``None`` when
+    rack awareness is off, as Kafka decides it: strategy ``none``, a client
+    without a rack, a task without ``source_racks``, or (with standbys) a
+    stateful task without ``changelog_racks``.
+    """
+    tasks, clients = spec.tasks, spec.clients
+    if spec.config.rack_aware_assignment_strategy == "none" or any(c.rack is None for c in clients):
+        return None
+    if any(t.source_racks is None for t in tasks):
+        return None
+    if standbys > 0 and any(t.stateful and t.changelog_racks is None for t in tasks):
+        return None
+    act = [[t.cross_rack_partitions(c.rack) or 0 for c in clients] for t in tasks]
+    sby = [[(t.cross_rack_partitions(c.rack, standby=True) or 0) if t.stateful else 0 for c in clients]
+           for t in tasks]
+    return act, sby
 
 
 def _cost_divisor(cost: list[list[int]], stateful: list[bool], standbys: int, n: int) -> int:

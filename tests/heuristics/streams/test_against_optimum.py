@@ -63,3 +63,55 @@ def test_optimum_is_never_worse_than_a_heuristic(inst):
         # the first stage on its own, then the whole lexicographic order
         assert best["max_active_load"] <= m["max_active_load"], assignor.__name__
         assert key <= tuple(m[k] for k in KEYS), (assignor.__name__, key, tuple(m[k] for k in KEYS))
+
+
+RACKS = ("r0", "r1", "r2")
+
+
+def traffic(inst, asg) -> int:
+    """KIP-925's cross-rack traffic cost of an assignment (warm-ups read changelogs, as standbys do)."""
+    spec = inst.streams
+    unit = spec.config.traffic_cost
+    total = 0
+    for c in spec.clients:
+        ca = asg.get(c.id)
+        total += sum(spec.task(t).cross_rack_partitions(c.rack) or 0 for t in ca.active)
+        total += sum(spec.task(t).cross_rack_partitions(c.rack, standby=True) or 0 for t in ca.standby + ca.warmup)
+    return unit * total
+
+
+@st.composite
+def rack_instances(draw):
+    base = draw(streams_instances())
+    spec = base.streams
+    rack_lists = st.lists(st.sampled_from(RACKS), min_size=1, max_size=2, unique=True)
+    tasks = []
+    for t in spec.tasks:
+        task = {"id": t.id, "stateful": t.stateful, "source_racks": draw(st.lists(rack_lists, min_size=1, max_size=3))}
+        if t.stateful:
+            task["changelog_racks"] = draw(st.lists(rack_lists, min_size=1, max_size=2))
+        tasks.append(task)
+    clients = [{"id": c.id, "process_id": c.process_id, "capacity": c.capacity, "rack": draw(st.sampled_from(RACKS)),
+                "active": list(c.active), "lags": dict(c.lags)} for c in spec.clients]
+    cfg = {"num_standby_replicas": spec.config.num_standby_replicas, "acceptable_recovery_lag": 100,
+           "rack_aware_assignment_strategy": draw(st.sampled_from(["min_traffic", "balance_subtopology"])),
+           "rack_aware_assignment_traffic_cost": draw(st.sampled_from([None, 1, 10]))}
+    return parse_instance({"format": "kassign/v1", "protocol": "streams", "tasks": tasks, "clients": clients,
+                           "config": cfg})
+
+
+@settings(max_examples=60, deadline=None)
+@given(rack_instances())
+def test_optimum_traffic_never_worse_than_high_availability_at_equal_balance(inst):
+    opt = solve_streams(inst, Params(time_limit=20))
+    assert opt.status is Status.OPTIMAL
+    assert opt.extra["stages"][2] == "cross_rack_traffic"
+    best = score_streams(inst, opt.assignment)
+    assert opt.objective[2] == traffic(inst, opt.assignment)
+    for assignor in ASSIGNORS:
+        asg = assignor(inst, Params()).assignment
+        m = score_streams(inst, asg)
+        if not m["valid"]:
+            continue
+        if (m["max_active_load"], m["max_total_load"]) == (best["max_active_load"], best["max_total_load"]):
+            assert opt.objective[2] <= traffic(inst, asg), assignor.__name__

@@ -238,3 +238,66 @@ def test_bad_options_are_refused():
     for opts in ({"engine": "gurobi"}, {"workers": "abc"}, {"workers": "0"}, {"flows": "maybe"}):
         with pytest.raises(ValueError):
             solve_streams(inst, Params(options=opts))
+
+
+RACKS = ("r0", "r1", "r2")
+
+
+@st.composite
+def small_with_racks(draw):
+    """Small instances with KIP-925 rack data and rack awareness on."""
+    base = draw(small())
+    doc = {"format": "kassign/v1", "protocol": "streams", "tasks": [], "clients": [],
+           "config": {"num_standby_replicas": base.streams.config.num_standby_replicas,
+                      "acceptable_recovery_lag": 10, "rack_aware_assignment_strategy": "min_traffic",
+                      "rack_aware_assignment_traffic_cost": draw(st.integers(1, 10))}}
+    rack_lists = st.lists(st.sampled_from(RACKS), min_size=1, max_size=2, unique=True)
+    for t in base.streams.tasks:
+        task = {"id": t.id, "stateful": t.stateful,
+                "source_racks": draw(st.lists(rack_lists, min_size=1, max_size=2))}
+        if t.stateful:
+            task["changelog_racks"] = draw(st.lists(rack_lists, min_size=1, max_size=2))
+        doc["tasks"].append(task)
+    for c in base.streams.clients:
+        doc["clients"].append({"id": c.id, "process_id": c.process_id, "capacity": c.capacity,
+                               "rack": draw(st.sampled_from(RACKS)), "active": list(c.active),
+                               "lags": dict(c.lags)})
+    return parse_instance(doc)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_with_racks(), st.sampled_from([{}, {"engine": "cp-sat"}]))
+def test_cross_rack_traffic_stage_equals_brute_force(inst, options):
+    # rack awareness on: the traffic stage comes right after the balance stages (KIP-925's cost: traffic_cost
+    # per source partition without a replica on the client's rack for an active, changelog partitions for a
+    # standby)
+    res = solve_streams(inst, Params(time_limit=20, options=options))
+    p = StreamsProblem.of(inst)
+    stages = tuple(res.extra["stages"])
+    assert stages == ("active_balance", "total_balance", "cross_rack_traffic", "restoration", "movement")
+    best = brute_force(p, stages)
+    assert res.status is Status.OPTIMAL and res.bound == res.objective
+    unit = inst.streams.config.traffic_cost
+    got = tuple(round(v * p.scale) if s.endswith("balance") else (int(v) // unit if s == "cross_rack_traffic"
+                                                                    else int(v))
+                for s, v in zip(stages, res.objective, strict=True))
+    assert got == best
+    traffic = 0
+    for cid, ca in res.assignment.clients.items():
+        rack = next(c.rack for c in inst.streams.clients if c.id == cid)
+        for tid in ca.active:
+            traffic += inst.streams.task(tid).cross_rack_partitions(rack) or 0
+        for tid in ca.standby:
+            traffic += inst.streams.task(tid).cross_rack_partitions(rack, standby=True) or 0
+    assert res.objective[2] == unit * traffic
+    assert score_streams(inst, res.assignment)["valid"]
+
+
+def test_rack_awareness_off_keeps_the_four_stages():
+    inst = parse_instance({
+        "format": "kassign/v1", "protocol": "streams",
+        "tasks": [{"id": "0_0", "source_racks": [["r1"]]}],
+        "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001", "rack": "r1"},
+                    {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002"}],  # no rack: off
+        "config": {"rack_aware_assignment_strategy": "min_traffic"}})
+    assert solve_streams(inst, Params()).extra["stages"] == list(STAGES)
