@@ -51,6 +51,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from solver.errors import OptionError
 from solver.model import Instance
 from solver.registry import register
@@ -331,7 +333,8 @@ def solve_streams(instance: Instance, params: Params) -> Result:
 
         raise InfeasibleError("no clients to run the tasks")
     active, standby = greedy(p)
-    bounds = [0] * len(stages)
+    cheap = obvious_bounds(p)
+    bounds = [cheap.get(s, 0) for s in stages]
     proven = [False] * len(stages)
     used = []
     if opts.flows and stages[:2] == STAGES[:2]:
@@ -340,7 +343,7 @@ def solve_streams(instance: Instance, params: Params) -> Result:
         if facts.active:
             active, standby = facts.active, facts.standby
         for k, s in enumerate(stages):
-            bounds[k] = facts.bounds.get(s, 0)
+            bounds[k] = max(bounds[k], facts.bounds.get(s, 0))
             proven[k] = facts.proven.get(s, False)
     vals = solver_values(p, active, standby)
     values = [vals[s] for s in stages]
@@ -363,6 +366,30 @@ def solve_streams(instance: Instance, params: Params) -> Result:
         proven[k] = proven[k] and proven[k - 1]
     status = Status.OPTIMAL if all(proven) else Status.FEASIBLE
     return _result(p, active, standby, status, stages, values, bounds, proven, t0, "+".join(used) or "none")
+
+
+def obvious_bounds(p: StreamsProblem) -> dict[str, int]:
+    """Lower bounds that hold for every feasible assignment, in the solvers' units (linear time).
+
+    Balance: the average load per thread (rounded up to the scale), for the
+    total also the replicas of one task on distinct clients; restoration: per
+    stateful task its ``1 + standbys`` cheapest clients; movement: tasks whose
+    previous clients may not run them (not caught up while another client is).
+    """
+    n, m = p.n_tasks, p.n_clients
+    total_cap = sum(c.capacity for c in p.spec.clients)
+    reps = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(n))
+    out = {"active_balance": -(-p.scale * n // total_cap) if total_cap else 0,
+           "total_balance": -(-p.scale * reps // total_cap) if total_cap else 0,
+           "restoration": 0,
+           "movement": sum(1 for t in range(n) if p.prev_active[t]
+                           and not set(p.prev_active[t]) & set(p.allowed_active[t]))}
+    out["total_balance"] = max(out["total_balance"], out["active_balance"])
+    if n and m:
+        k = 1 + p.standbys
+        costs = np.sort(p.cost_matrix, axis=1)[:, :k]
+        out["restoration"] = int(costs[np.asarray(p.stateful, dtype=bool)].sum())
+    return out
 
 
 def model_size(p: StreamsProblem) -> int:
