@@ -306,10 +306,16 @@ def _safe_key(tid: str) -> tuple[int, int, str]:
 
 
 def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """Serialise a Streams instance to ``kassign/v1`` (the inverse of :func:`parse_streams_instance`)."""
+    """Serialise a Streams instance to ``kassign/v1`` (the inverse of :func:`parse_streams_instance`).
+
+    Tasks derived from ``subtopologies`` are written as ``subtopologies``, unless they carry rack
+    data (a generated scenario with racks): then as explicit ``tasks``, which parse to the same tasks.
+    """
     spec: StreamsSpec = instance.streams
     out: dict[str, Any] = {"format": FORMAT, "name": instance.name, "protocol": "streams"}
-    if spec.subtopologies is not None:
+    # derived tasks with rack data are written out one by one: a sub-topology has no field for racks
+    with_racks = any(t.source_racks is not None or t.changelog_racks is not None for t in spec.tasks)
+    if spec.subtopologies is not None and not with_racks:
         subs = []
         for s in spec.subtopologies:
             obj: dict[str, Any] = {"id": s.id, "source_topics": dict(s.source_topics), "stateful": s.stateful}

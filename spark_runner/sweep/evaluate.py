@@ -136,6 +136,7 @@ STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("standbys", "long"),
     ("warmups", "long"),
     ("probing_rebalance", "boolean"),
+    ("cross_rack_traffic", "long"),
     ("active_balance_gap", "double"),
     ("total_balance_gap", "double"),
     ("restoration_gap", "double"),
@@ -475,6 +476,9 @@ def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
         if name in ("valid", "violations") or name not in types:
             continue
         typ = types[name]
+        if value is None:  # e.g. cross_rack_traffic without rack data
+            out[name] = None
+            continue
         out[name] = _finite(value) if typ == "double" else (bool(value) if typ == "boolean" else int(value))
     return out
 

@@ -17,6 +17,8 @@ from tests.conftest import kafka_records
 
 def _mismatch(expected: dict[str, Any], result: Any) -> str | None:
     asg = result.assignment
+    if "rack_aware" in expected and expected["rack_aware"] != result.extra["rack_aware"]:
+        return f"rack_aware {result.extra['rack_aware']}, Kafka {expected['rack_aware']}"
     if expected["probing_rebalance"] != asg.probing_rebalance:
         return f"probing_rebalance {asg.probing_rebalance}, Kafka {expected['probing_rebalance']}"
     if set(expected["assignment"]) != set(asg.clients):
@@ -30,7 +32,8 @@ def _mismatch(expected: dict[str, Any], result: Any) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("filename", ["streams-small.jsonl.gz", "streams-medium.jsonl.gz"])
+@pytest.mark.parametrize("filename", ["streams-small.jsonl.gz", "streams-medium.jsonl.gz",
+                                      "streams-rack-small.jsonl.gz", "streams-rack-medium.jsonl.gz"])
 def test_high_availability_matches_kafka(filename: str, registry_loaded: None) -> None:
     records = kafka_records(filename)
     spec = get("high-availability")
@@ -45,3 +48,12 @@ def test_high_availability_matches_kafka(filename: str, registry_loaded: None) -
     print(f"\n{filename} high-availability: matched {total - len(failures)}/{total}")
     assert total > 0
     assert not failures, "\n".join(failures[:20])
+
+
+def test_rack_fixtures_exercise_both_strategies_and_both_outcomes(registry_loaded: None) -> None:
+    # the rack files are only a check if rack awareness is on (and off) in them, under both strategies
+    seen = set()
+    for name in ("streams-rack-small.jsonl.gz", "streams-rack-medium.jsonl.gz"):
+        for rec in kafka_records(name):
+            seen.add((rec.instance.streams.config.rack_aware_assignment_strategy, rec.raw["expected"]["rack_aware"]))
+    assert seen == {(s, on) for s in ("min_traffic", "balance_subtopology") for on in (True, False)}
