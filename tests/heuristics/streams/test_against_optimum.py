@@ -68,18 +68,6 @@ def test_optimum_is_never_worse_than_a_heuristic(inst):
 RACKS = ("r0", "r1", "r2")
 
 
-def traffic(inst, asg) -> int:
-    """KIP-925's cross-rack traffic cost of an assignment (warm-ups read changelogs, as standbys do)."""
-    spec = inst.streams
-    unit = spec.config.traffic_cost
-    total = 0
-    for c in spec.clients:
-        ca = asg.get(c.id)
-        total += sum(spec.task(t).cross_rack_partitions(c.rack) or 0 for t in ca.active)
-        total += sum(spec.task(t).cross_rack_partitions(c.rack, standby=True) or 0 for t in ca.standby + ca.warmup)
-    return unit * total
-
-
 @st.composite
 def rack_instances(draw):
     base = draw(streams_instances())
@@ -107,11 +95,11 @@ def test_optimum_traffic_never_worse_than_high_availability_at_equal_balance(ins
     assert opt.status is Status.OPTIMAL
     assert opt.extra["stages"][2] == "cross_rack_traffic"
     best = score_streams(inst, opt.assignment)
-    assert opt.objective[2] == traffic(inst, opt.assignment)
+    assert opt.objective[2] == best["cross_rack_traffic"]  # the solver's stage is the scorer's metric
     for assignor in ASSIGNORS:
-        asg = assignor(inst, Params()).assignment
-        m = score_streams(inst, asg)
+        m = score_streams(inst, assignor(inst, Params()).assignment)
         if not m["valid"]:
             continue
         if (m["max_active_load"], m["max_total_load"]) == (best["max_active_load"], best["max_total_load"]):
-            assert opt.objective[2] <= traffic(inst, asg), assignor.__name__
+            # high-availability runs Kafka's rack-aware optimisation here (strategy on, rack data complete)
+            assert best["cross_rack_traffic"] <= m["cross_rack_traffic"], assignor.__name__
