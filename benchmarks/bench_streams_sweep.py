@@ -31,11 +31,12 @@ from spark_runner.sweep.evaluate import load_registry
 ASSIGNORS = ("high-availability", "sticky-task", "state-store-weighted", "optimal-streams")
 
 
-def scenario_params(clients: int, standbys: int, steps: int, initial: str = "mixed") -> StreamsScenarioParams:
-    """The sweep-paper Streams block with these values."""
+def scenario_params(clients: int, standbys: int, steps: int, initial: str = "mixed",
+                    racks: int = 0) -> StreamsScenarioParams:
+    """The sweep-paper Streams block with these values (``racks > 0``: KIP-925 rack data, ``min_traffic``)."""
     return StreamsScenarioParams(clients=clients, threads_min=1, threads_max=4, subtopologies=4, partitions_min=8,
                                  partitions_max=32, stores_max=3, standby_replicas=standbys, initial=initial,
-                                 steps=steps)
+                                 steps=steps, racks=racks)
 
 
 def scenario_instances(params: StreamsScenarioParams, seed: int, time_limit: float = 10.0
@@ -64,19 +65,21 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--initial", default="mixed")
+    ap.add_argument("--racks", type=int, default=0, help="racks (0: no rack data; else rack awareness on)")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--engines", default="highs,scip,cp-sat")
     ap.add_argument("--verbose", action="store_true", help="one line per row and engine")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = scenario_instances(scenario_params(args.clients, args.standbys, args.steps, args.initial), args.seed)
+    params = scenario_params(args.clients, args.standbys, args.steps, args.initial, args.racks)
+    rows = scenario_instances(params, args.seed)
     print(f"{len(rows)} rows ({args.clients} clients, {args.standbys} standbys, initial {args.initial}, "
-          f"seed {args.seed}) built in {time.perf_counter() - t0:.1f} s")
-    print("| engine | proven | median s | max s | sum of moved actives | sum of restoration |")
-    print("|---|---|---|---|---|---|")
+          f"racks {args.racks}, seed {args.seed}) built in {time.perf_counter() - t0:.1f} s")
+    print("| engine | proven | median s | max s | sum of moved actives | sum of restoration | sum of traffic |")
+    print("|---|---|---|---|---|---|---|")
     for engine in args.engines.split(","):
         secs: list[float] = []
-        proven = moved = restore = 0
+        proven = moved = restore = traffic = 0
         for label, inst in rows:
             t1 = time.perf_counter()
             res = solve_streams(inst, Params(time_limit=args.time_limit, seed=0, options={"engine": engine}))
@@ -87,11 +90,12 @@ def main() -> None:
             proven += res.status is Status.OPTIMAL
             moved += m["moved_actives"]
             restore += m["restoration_cost"]
+            traffic += m.get("cross_rack_traffic") or 0
             if args.verbose:
                 print(f"  {engine:7s} {label:55s} {res.status.value:8s} {dt:6.2f} s  value {res.objective}  "
                       f"bound {res.bound}")
         print(f"| {engine} | {proven}/{len(rows)} | {statistics.median(secs):.2f} | {max(secs):.2f} | {moved} | "
-              f"{restore:,} |")
+              f"{restore:,} | {traffic:,} |")
 
 
 if __name__ == "__main__":
