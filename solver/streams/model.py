@@ -420,8 +420,19 @@ def full_restore_lag(spec: StreamsSpec, task: Task) -> int:
     """What restoring ``task`` from scratch costs: the largest lag any client reports
     for it, but at least ``acceptable_recovery_lag + 1`` (a client without state is
     never caught up)."""
-    known = [lag for c in spec.clients if (lag := c.lag_for(task)) != NO_STATE and lag >= 0]
-    return max([*known, spec.config.acceptable_recovery_lag + 1])
+    return _full_restore([c.lag_for(task) for c in spec.clients], spec.config.acceptable_recovery_lag)
+
+
+def _full_restore(lags: list[int], acceptable_recovery_lag: int) -> int:
+    return max([*(lag for lag in lags if lag != NO_STATE and lag >= 0), acceptable_recovery_lag + 1])
+
+
+def _restore_cost(lag: int, full: int) -> int:
+    return 0 if lag == LATEST_OFFSET else (full if lag == NO_STATE else lag)
+
+
+def _caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
+    return lag == LATEST_OFFSET or 0 <= lag <= acceptable_recovery_lag
 
 
 def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> list[int]:
@@ -432,17 +443,21 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
     (:func:`full_restore_lag`, or ``full`` if given) where it has none; 0 for
     stateless tasks.
     """
-    if not task.stateful:
-        return [0] * len(spec.clients)
-    f = full if full is not None else full_restore_lag(spec, task)
-    out = []
-    for c in spec.clients:
-        lag = c.lag_for(task)
-        out.append(0 if lag == LATEST_OFFSET else (f if lag == NO_STATE else lag))
-    return out
+    return task_placement(spec, task, full)[0]
 
 
 def is_caught_up(spec: StreamsSpec, client: Client, task: Task) -> bool:
     """Kafka's caught-up test: ran it as an active, or lag <= ``acceptable_recovery_lag``."""
-    lag = client.lag_for(task)
-    return lag == LATEST_OFFSET or 0 <= lag <= spec.config.acceptable_recovery_lag
+    return _caught_up(client.lag_for(task), spec.config.acceptable_recovery_lag)
+
+
+def task_placement(spec: StreamsSpec, task: Task, full: int | None = None) -> tuple[list[int], list[bool]]:
+    """:func:`restore_costs` and :func:`is_caught_up` of ``task`` on every client (input order), from one
+    pass over the clients' lags."""
+    acc = spec.config.acceptable_recovery_lag
+    lags = [c.lag_for(task) for c in spec.clients]
+    caught = [_caught_up(lag, acc) for lag in lags]
+    if not task.stateful:
+        return [0] * len(lags), caught
+    f = full if full is not None else _full_restore(lags, acc)
+    return [_restore_cost(lag, f) for lag in lags], caught

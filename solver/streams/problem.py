@@ -9,7 +9,7 @@ import numpy as np
 
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError
-from solver.streams.model import StreamsSpec, is_caught_up, restore_costs
+from solver.streams.model import StreamsSpec, task_placement
 
 #: Largest scale for exact per-thread loads; beyond it loads are rounded up (documented in docs/streams.md).
 MAX_SCALE = 1 << 20
@@ -78,9 +78,10 @@ class StreamsProblem:
                 allowed.append(list(range(m)))
                 cost.append([0] * m)
                 continue
-            caught = [c for c, cl in enumerate(clients) if is_caught_up(spec, cl, t)]
+            costs, up = task_placement(spec, t, full_restore_lag)
+            caught = [c for c in range(m) if up[c]]
             allowed.append(caught or list(range(m)))
-            cost.append(restore_costs(spec, t, full_restore_lag))
+            cost.append(costs)
         caps = [cl.capacity for cl in clients]
         scale = 1
         for cap in caps:
