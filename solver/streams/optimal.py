@@ -361,6 +361,11 @@ def solve_streams(instance: Instance, params: Params) -> Result:
             values[k] = exact[s]
             bounds[k] = min(bounds[k] * p.cost_div, values[k])
             proven[k] = bounds[k] >= values[k]
+    if not p.exact_scale:
+        # per-thread weights were rounded up: the balance stages are a surrogate, never claimed proven
+        for k, s in enumerate(stages):
+            if s in ("active_balance", "total_balance"):
+                proven[k] = False
     # lexicographic: a stage is proven only when every earlier stage is (its bound holds given their values)
     for k in range(1, len(stages)):
         proven[k] = proven[k] and proven[k - 1]
@@ -477,7 +482,7 @@ def _result(p: StreamsProblem, active: list[int], standby: list[list[int]], stat
         tuple(_natural(p, s, b) for s, b in zip(stages, bounds, strict=True)),
         time.perf_counter() - t0,
         {"engine": engine, "gap": max(gaps, default=0.0), "stages": list(stages), "proven": list(proven),
-         "exact": p.cost_div == 1, "probing_rebalance": False},
+         "exact": p.cost_div == 1 and p.exact_scale, "probing_rebalance": False},
     )
 
 

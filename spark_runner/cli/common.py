@@ -83,9 +83,11 @@ def unproven_note(name: str, res: Result) -> str | None:
     def num(x: float) -> str:
         return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
 
+    flags = res.extra.get("proven")
+    proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
     parts = []
-    for s, v, b in zip(stages, res.objective, res.bound, strict=False):
-        if b >= v:
+    for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):
+        if ok:
             parts.append(f"{s} {num(v)} (proven)")
         else:
             parts.append(f"{s} {num(v)} >= {num(b)} (gap {100 * (v - b) / max(abs(v), 1e-12):.3g}%)")

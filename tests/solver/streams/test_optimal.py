@@ -294,3 +294,20 @@ def test_rack_awareness_off_keeps_the_four_stages():
                     {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002"}],  # no rack: off
         "config": {"rack_aware_assignment_strategy": "min_traffic"}})
     assert solve_streams(inst, Params()).extra["stages"] == list(STAGES)
+
+
+def test_rounded_thread_weights_are_never_claimed_optimal():
+    # the lcm of these thread counts is beyond 2^40: per-thread weights are rounded up, so the balance
+    # stages are a surrogate and the result says so
+    caps = [17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59]
+    inst = parse_instance({
+        "format": "kassign/v1", "protocol": "streams",
+        "tasks": [{"id": f"0_{i}", "stateful": False} for i in range(40)],
+        "clients": [{"id": f"c{i}", "process_id": f"00000000-0000-0000-0000-{i + 1:012d}", "capacity": c}
+                    for i, c in enumerate(caps)]})
+    res = solve_streams(inst, Params(time_limit=10))
+    assert res.status is Status.FEASIBLE and res.extra["exact"] is False
+    assert res.extra["proven"][:2] == [False, False]
+    assert score_streams(inst, res.assignment)["valid"]
+    exact = solve_streams(inst, Params(time_limit=10, objective=("movement",)))  # no balance stage: exact
+    assert exact.status is Status.OPTIMAL
