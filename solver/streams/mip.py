@@ -43,6 +43,9 @@ BACKENDS = ("highs", "scip")
 NODES_PER_SECOND = 400
 #: Relative slack when rounding a MIP dual bound up to the next integer (values are integers).
 BOUND_TOL = 1e-9
+#: Above this per-thread scale, balance coefficients are too large for a trusted floating-point bound:
+#: the MIP's solutions are still used, its balance bounds are not.
+TRUSTED_SCALE = 1 << 20
 
 
 @dataclass
@@ -243,10 +246,12 @@ class StreamsMip:
             limit = "time" if lim == mo.Limit.TIME else "work"
         dual = res.termination.objective_bounds.dual_bound
         bound = math.ceil(dual - BOUND_TOL * max(1.0, abs(dual))) if math.isfinite(dual) else 0
+        optimal = reason == mo.TerminationReason.OPTIMAL
+        if name in ("active_balance", "total_balance") and self.p.scale > TRUSTED_SCALE:
+            bound, optimal = 0, False
         if not res.has_primal_feasible_solution():
             return StageOutcome(None, max(bound, 0), False, limit)
-        return StageOutcome(self._read(res.variable_values()), max(bound, 0),
-                            reason == mo.TerminationReason.OPTIMAL, limit)
+        return StageOutcome(self._read(res.variable_values()), max(bound, 0), optimal, limit)
 
     def _read(self, values: dict[Any, float]) -> tuple[list[int], list[list[int]]]:
         p = self.p
