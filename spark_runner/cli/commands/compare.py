@@ -3,7 +3,7 @@
 ``compare FILE``: every registered assignor of the instance's protocol (or
 ``--assignors``) and the optimum on one instance; a Rich table of metrics and
 gaps on stdout, or JSON with ``--json``.  The work is
-:func:`spark_runner.compare.compare`; this module only renders it.
+:func:`spark_runner.comparison.compare`; this module only renders it.
 
 ``frontier FILE``: the balance-movement Pareto frontier (for each movement
 budget up to the optimum's moves, the best balance; :func:`solver.frontier`),
@@ -58,8 +58,8 @@ def _params(time_limit: float | None, seed: int) -> Any:
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
                  settle: bool = True) -> dict[str, Any]:
-    """The JSON document of :func:`spark_runner.compare.compare` (``{"instance", "protocol", "optimal", "rows"}``)."""
-    from spark_runner.compare import compare as compare_fn
+    """The JSON document of :func:`spark_runner.comparison.compare` (``{"instance", "protocol", "optimal", "rows"}``)."""
+    from spark_runner.comparison import compare as compare_fn
 
     def warn(name: str, msg: str) -> None:
         if err is not None:
@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         from solver.api import frontier as frontier_fn
         from solver.io import dumps, write_atomic
         from spark_runner.cli.common import UsageError
-        from spark_runner.compare import heuristic_params, select
+        from spark_runner.comparison import heuristic_params, select
 
         if points < 2:
             raise UsageError("--points must be at least 2")
