@@ -58,7 +58,7 @@ def _params(time_limit: float | None, seed: int) -> Any:
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
                  settle: bool = True) -> dict[str, Any]:
-    """The JSON document of :func:`spark_runner.comparison.compare` (``{"instance", "protocol", "optimal", "rows"}``)."""
+    """The JSON document of :func:`spark_runner.comparison.compare`: ``{"instance", "protocol", "optimal", "rows"}``."""
     from spark_runner.comparison import compare as compare_fn
 
     def warn(name: str, msg: str) -> None:
