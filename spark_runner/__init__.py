@@ -17,10 +17,7 @@ Sub-packages: :mod:`spark_runner.scenarios` (scenario generators),
 
 Examples
 --------
->>> import sys
 >>> import spark_runner
->>> "pyspark" in sys.modules or "spark_runner.sweep.run" in sys.modules
-False
 >>> spark_runner.compare.__module__, spark_runner.run_sweep.__module__
 ('spark_runner.comparison', 'spark_runner.sweep.api')
 """
