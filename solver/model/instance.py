@@ -203,6 +203,11 @@ class OwnedMap(Mapping[str, IntArray]):
 EMPTY_OWNED = OwnedMap.from_lists({})
 
 
+def _listed(owned: Mapping[str, IntArray], topic: str) -> IntArray:
+    # the order given counts: the KIP-848 assignors read it
+    return owned.listed(topic) if isinstance(owned, OwnedMap) else owned[topic]
+
+
 @dataclass(frozen=True, eq=False)
 class Member:
     """One group member (consumer).
@@ -215,7 +220,9 @@ class Member:
         Subscribed topics, in the order given.
     owned
         Previously owned partitions per topic (sorted, read-only int arrays),
-        exactly as claimed in the input (before previous-owner resolution).
+        exactly as claimed in the input (before previous-owner resolution);
+        topics in the order given, and (``OwnedMap.listed``) partitions too.
+        Equality counts both orders: ``uniform`` reads them.
     generation
         Generation of the ``owned`` claim; ``-1`` means unknown.
     instance_id
@@ -250,8 +257,8 @@ class Member:
             and self.instance_id == other.instance_id
             and self.rack == other.rack
             and self.capacity == other.capacity
-            and self.owned.keys() == other.owned.keys()
-            and all(np.array_equal(self.owned[k], other.owned[k]) for k in self.owned)
+            and list(self.owned) == list(other.owned)  # in order: the KIP-848 assignors read it
+            and all(np.array_equal(_listed(self.owned, k), _listed(other.owned, k)) for k in self.owned)
         )
 
     __hash__ = None  # type: ignore[assignment]
