@@ -31,6 +31,9 @@ RACK_AWARE_STRATEGIES: tuple[str, ...] = ("none", "min_traffic", "balance_subtop
 DEFAULT_RACK_TRAFFIC_COST: int = 10
 #: What it reads for an unset ``rack.aware.assignment.non_overlap_cost``.
 DEFAULT_RACK_NON_OVERLAP_COST: int = 1
+#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the client has state for the task, its lag is unknown
+#: (a ``null`` in ``lags``).  Kafka's lag ordering puts it first, its caught-up test (``0 <= lag``) fails.
+UNKNOWN_LAG: int = -3
 
 
 def parse_task_id(task_id: str) -> tuple[int, int]:
@@ -191,7 +194,8 @@ class Client:
     standby
         Previously standby tasks.
     lags
-        Task id -> offsets behind, for stateful tasks the client has state for.
+        Task id -> offsets behind, for stateful tasks the client has state for;
+        ``None``: it has state, but its lag is unknown.
     """
 
     id: str
@@ -200,7 +204,7 @@ class Client:
     rack: str | None = None
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
-    lags: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
     # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
     _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
     _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -214,14 +218,15 @@ class Client:
         """Kafka's ``ClientState.lagFor``.
 
         ``LATEST_OFFSET`` for a previous active, else the reported lag; a
+        ``null`` lag is :data:`UNKNOWN_LAG` (Kafka's ``UNKNOWN_OFFSET_SUM``); a
         previous standby without a ``lags`` entry is taken as caught up (0); no
         state at all is :data:`NO_STATE` (ranks behind every known lag).
         """
         if task.id in self._active_set:
             return LATEST_OFFSET
-        lag = self.lags.get(task.id)
-        if lag is not None:
-            return lag
+        if task.id in self.lags:
+            lag = self.lags[task.id]
+            return UNKNOWN_LAG if lag is None else lag
         return 0 if task.id in self._standby_set else NO_STATE
 
     def __eq__(self, other: object) -> bool:
@@ -428,7 +433,8 @@ def _full_restore(lags: list[int], acceptable_recovery_lag: int) -> int:
 
 
 def _restore_cost(lag: int, full: int) -> int:
-    return 0 if lag == LATEST_OFFSET else (full if lag == NO_STATE else lag)
+    # no state, or state of unknown lag (the worst case): a full restore
+    return 0 if lag == LATEST_OFFSET else (full if lag in (NO_STATE, UNKNOWN_LAG) else lag)
 
 
 def _caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
@@ -440,8 +446,8 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
 
     0 on the previous active, the reported lag where the client has state (a
     previous standby without a reported lag: 0), the full restore
-    (:func:`full_restore_lag`, or ``full`` if given) where it has none; 0 for
-    stateless tasks.
+    (:func:`full_restore_lag`, or ``full`` if given) where it has none or its
+    lag is unknown (the worst case); 0 for stateless tasks.
     """
     return task_placement(spec, task, full)[0]
 
