@@ -311,3 +311,19 @@ def test_rounded_thread_weights_are_never_claimed_optimal():
     assert score_streams(inst, res.assignment)["valid"]
     exact = solve_streams(inst, Params(time_limit=10, objective=("movement",)))  # no balance stage: exact
     assert exact.status is Status.OPTIMAL
+
+
+def test_unknown_lag_is_a_full_restore_and_not_caught_up():
+    # b has state for 0_0 of unknown lag (null): not caught up (a is the previous active), and a standby
+    # there costs the full restore, as on c without state; the scorer agrees
+    inst = parse_instance({
+        "format": "kassign/v1", "protocol": "streams", "tasks": [{"id": "0_0"}],
+        "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001", "active": ["0_0"]},
+                    {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002", "lags": {"0_0": None}},
+                    {"id": "c", "process_id": "00000000-0000-0000-0000-000000000003"}],
+        "config": {"num_standby_replicas": 1, "acceptable_recovery_lag": 100}})
+    p = StreamsProblem.of(inst)
+    assert p.allowed_active[0] == [0] and p.cost[0] == [0, 101, 101]
+    res = solve_streams(inst, Params())
+    assert res.status is Status.OPTIMAL and res.objective[2] == 101
+    assert score_streams(inst, res.assignment)["restoration_cost"] == 101
