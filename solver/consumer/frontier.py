@@ -105,6 +105,34 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
             "points": points}
 
 
+def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """A frontier point that dominates ``h`` (no more moves, no worse balance, better in one), else ``None``.
+
+    ``h`` and the points carry ``moved``, ``max_load`` and ``sum_sq``.  A
+    heuristic is on the frontier only when no point dominates it: one as
+    balanced as the optimum that moved more than the optimum is not.
+
+    Examples
+    --------
+    >>> pts = [{"moved": 0, "max_load": 4.0, "sum_sq": 16.0}, {"moved": 2, "max_load": 2.0, "sum_sq": 8.0}]
+    >>> dominating({"moved": 5, "max_load": 2.0, "sum_sq": 8.0}, pts)["moved"]
+    2
+    >>> dominating({"moved": 2, "max_load": 2.0, "sum_sq": 8.0}, pts) is None
+    True
+    """
+    def le(a: float, b: float) -> bool:
+        return a <= b or bool(np.isclose(a, b))
+
+    def lt(a: float, b: float) -> bool:
+        return a < b and not bool(np.isclose(a, b))
+
+    for p in points:
+        keys = ("moved", "max_load", "sum_sq")
+        if all(le(float(p[k]), float(h[k])) for k in keys) and any(lt(float(p[k]), float(h[k])) for k in keys):
+            return p
+    return None
+
+
 def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,
           err: Any = None) -> list[dict[str, Any]]:
     """Each heuristic's (moved, max_load, sum_sq) and the frontier's best balance at its moves.
@@ -131,10 +159,13 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
         # best frontier point with budget <= moved (budgets are sampled: the closest below)
         below = [p for p in pts if p["budget"] <= moved] or pts[:1]
         best = below[-1]
-        out.append({"assignor": name, "valid": s["valid"], "moved": moved, "max_load": float(loads.max()),
-                    "sum_sq": float((loads**2).sum()), "frontier_max_load": best["max_load"],
+        h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
+        out.append({"assignor": name, "valid": s["valid"], **h, "frontier_max_load": best["max_load"],
                     "frontier_sum_sq": best["sum_sq"],
-                    "on_frontier": bool(np.isclose(float((loads**2).sum()), best["sum_sq"]))})
+                    # an assignment outside the optimum's feasible set (invalid, split co-partition units) is
+                    # never on the frontier, even when it looks more balanced
+                    "on_frontier": bool(s["valid"]) and not s.get("copartition_violations")
+                    and dominating(h, pts) is None})
     return out
 
 
