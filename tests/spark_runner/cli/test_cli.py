@@ -127,3 +127,37 @@ def test_assign_bad_batch_writes_nothing(tmp_path: Path):
 def test_bad_flags_are_usage_errors(flag: str):
     r = kassign("assign", str(EXAMPLES / "orders-group.json"), "--assignor", "range", flag)
     assert r.returncode == 2
+
+
+def test_score_reports_the_gaps_to_the_optimum_by_default(tmp_path: Path):
+    inst = EXAMPLES / "orders-group.json"
+    a = tmp_path / "range.json"
+    assert kassign("assign", str(inst), "-a", "range", "-o", str(a)).returncode == 0
+    r = kassign("score", str(inst), str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    from solver.consumer.gaps import gap_metrics
+    from solver.consumer.optimal import solve
+    from solver.io import read_assignment, read_instance
+    from solver.result import Params
+
+    i = read_instance(inst)
+    want = gap_metrics(i, read_assignment(a), solve(i, Params()))
+    assert {k: m[k] for k in want} == want and m["optimal_status"] == "optimal"
+    assert m["max_load_gap"] == 3.0 and m["excess_moves"] == 62  # range moves dear partitions
+    table = kassign("score", str(inst), str(a)).stdout
+    assert "excess_moves" in table and "max_load_gap" in table
+    quick = json.loads(kassign("score", str(inst), str(a), "--json", "--no-gaps").stdout)
+    assert "max_load_gap" not in quick and quick["moved"] == m["moved"]
+
+
+def test_score_gaps_of_a_streams_assignment(tmp_path: Path):
+    inst = EXAMPLES / "streams-app.json"
+    a = tmp_path / "ha.json"
+    assert kassign("assign", str(inst), "-a", "high-availability", "-o", str(a)).returncode == 0
+    m = json.loads(kassign("score", str(inst), str(a), "--json").stdout)
+    assert m["active_balance_gap"] >= 0 and {"total_balance_gap", "restoration_gap"} <= set(m)
+    opt = tmp_path / "opt.json"
+    assert kassign("assign", str(inst), "-a", "optimal-streams", "-o", str(opt)).returncode == 0
+    o = json.loads(kassign("score", str(inst), str(opt), "--json").stdout)
+    assert (o["active_balance_gap"], o["total_balance_gap"], o["restoration_gap"]) == (0, 0, 0)
