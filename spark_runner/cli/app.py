@@ -200,9 +200,11 @@ def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], params: Params) -
     opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
     status = {"optimal_status": opt.status.value}
     if inst.protocol == "streams":
+        from solver.streams.model import StreamsAssignment
         from solver.streams.scoring import score_streams
         from spark_runner.sweep.evaluate import _Run, _streams_gaps
 
+        assert isinstance(opt.assignment, StreamsAssignment)  # optimal-streams returns one
         ref = _Run(inst, opt, score_streams(inst, opt.assignment), None)
         g = _streams_gaps(_Run(inst, None, metrics, None), ref)
         g.pop("balance_optimal", None)
