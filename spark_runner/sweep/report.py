@@ -2,12 +2,14 @@
 
 ``build_report(DIR)`` reads ``DIR/rows`` and writes ``DIR/report/``:
 
-- ``index.html``: summary tables and the plots;
-- ``summary.md``: the same tables in Markdown (for a KIP or a pull request);
-- ``summary.csv``: the per-assignor table as CSV;
-- ``gaps.png`` (gap distributions per assignor), ``moves.png`` (mean
-  cumulative moved partitions over the steps), ``solve_time.png`` (seconds
-  against instance size);
+- ``index.html``: the answer (which assignor to run, what it costs, its worst step and the command
+  that reproduces it; :func:`recommend`), summary tables and the plots;
+- ``summary.md``: the same in Markdown (for a KIP or a pull request);
+- ``summary.csv``: the per-assignor table as CSV (raw column names);
+- ``gaps.png`` (gap distributions per assignor, invalid and unit-splitting steps left out and counted),
+  ``moves.png`` (mean cumulative moved partitions over the steps, one panel per assignor beside the
+  optimum), ``optimum.png`` (share of steps proven and seconds against instance size);
+- ``worst-<assignor>.yaml``: a one-scenario grid that re-runs the recommended assignor's worst step;
 - when the sweep has Kafka Streams rows (``protocol = streams``): Streams
   tables (``summary_streams.csv``) and ``streams_gaps.png``.
 
@@ -205,15 +207,17 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
 def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, ...], title: str) -> Any:
     """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller).
 
-    Steps with an invalid assignment are left out (an assignment that breaks a hard constraint can look
-    better than the optimum, which is no gain); the assignor's label counts them.
+    Steps with an invalid assignment, or one that splits co-partitioned units, are left out: breaking a
+    hard constraint the optimum keeps can look better than the optimum (a negative gap), which is no gain.
+    The assignor's label counts them.
     """
-    fig, axes = plt.subplots(1, len(gaps), figsize=(5.2 * len(gaps), 0.45 * max(4, len(heur)) + 1.7))
-    valid = df["valid"] != False  # noqa: E712 (nullable column)
+    fig, axes = plt.subplots(1, len(gaps), figsize=(5.6 * len(gaps), 0.45 * max(4, len(heur)) + 1.7))
+    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    valid = (df["valid"] != False) & ~split  # noqa: E712 (nullable column)
     names = []
     for n in heur:
         bad = int(((df["assignor"] == n) & ~valid).sum())
-        names.append(f"{n} ({bad} invalid, not shown)" if bad else n)
+        names.append(f"{n}\n({bad} invalid or split, not shown)" if bad else n)
     for ax, gap in zip(np.atleast_1d(axes), gaps, strict=True):
         data = [pd.to_numeric(df.loc[(df["assignor"] == n) & valid, gap], errors="coerce").dropna().to_numpy()
                 for n in heur]
@@ -317,7 +321,8 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
         med = grp["_sec"].median()
         p95 = grp["_sec"].quantile(0.95)
         count = grp.size()
-        labels = [str(b) for b in share.index]
+        labels = [f"{math.floor(b.left) + 1}-{math.floor(b.right)}" if isinstance(b, pd.Interval) else str(b)
+                  for b in share.index]
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         xs = np.arange(len(labels))
         a1.bar(xs, share.to_numpy(), color="tab:green")
@@ -351,29 +356,36 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
 def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
     """The consumer assignor closest to the optimum on these rows, what it costs, and its worst step.
 
-    Closest: no step that raised, was invalid or split a co-partitioned unit first; then the largest share of
-    steps as balanced as the optimum; then the fewest moves beyond the fewest at that balance
-    (``excess_moves``, mean); then the fewest moved partitions.  The worst step of that assignor: an
-    invalid or failed one first, else the largest ``max_load_gap``, then ``sum_sq_gap``, then
-    ``excess_moves``.  ``None`` without heuristic rows.
+    Closest: the largest share of steps *as good as the optimum* -- valid, not failed, co-partitioned
+    units kept together, as balanced as the optimum and no move wasted (``excess_moves`` 0); then the
+    fewest moves beyond the fewest at that balance (``excess_moves``, mean); then the fewest moved
+    partitions.  The worst step of that assignor: a failed or invalid one first, then one that splits
+    co-partitioned units, else the largest ``max_load_gap``, then ``sum_sq_gap``, then ``excess_moves``.
+    ``None`` without heuristic rows.
     """
     s = summary_table(df)
     heur = s[s["assignor"] != OPTIMAL]
     if heur.empty:
         return None
+    good = (df["error"].isna() & (df["valid"] != False)  # noqa: E712 (nullable column)
+            & (pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) == 0)
+            & (df["balance_optimal"] == True)  # noqa: E712
+            & (pd.to_numeric(df["excess_moves"], errors="coerce").fillna(math.inf) <= EPS))
+    good_share = good.groupby(df["assignor"]).mean()
 
     def key(r: pd.Series) -> tuple[Any, ...]:
         def num(v: Any, default: float) -> float:
             return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
-        flawed = r["errors"] + r["invalid"] + r["copartition_violations"] > 0
-        return (flawed, -num(r["balance_optimal_share"], -1.0), num(r["excess_moves_mean"], math.inf),
+        return (-float(good_share.get(r["assignor"], 0.0)), num(r["excess_moves_mean"], math.inf),
                 num(r["moved_mean"], math.inf), r["assignor"])
 
     best = min((r for _, r in heur.iterrows()), key=key)
     name = str(best["assignor"])
     g = df[df["assignor"] == name].copy()
-    bad = g["error"].notna() | (g["valid"] == False)  # noqa: E712 (nullable column)
+    # failed or invalid first, then steps that split co-partitioned units (a join reads wrong data), then gaps
+    bad = (2 * (g["error"].notna() | (g["valid"] == False)).astype(int)  # noqa: E712 (nullable column)
+           + (pd.to_numeric(g["copartition_violations"], errors="coerce").fillna(0) > 0).astype(int))
     for c in GAPS:
         g[f"_{c}"] = pd.to_numeric(g[c], errors="coerce").fillna(-math.inf)
     g["_bad"] = bad
@@ -383,7 +395,10 @@ def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
     return {
         "assignor": name,
         "steps": int(best["steps"]),
+        "good_share": float(good_share.get(name, 0.0)),
         "balance_optimal_share": best["balance_optimal_share"],
+        "split_steps": int(best["copartition_violations"]),
+        "failed_steps": int(best["errors"]) + int(best["invalid"]),
         "excess_moves_mean": best["excess_moves_mean"],
         "moved_mean": best["moved_mean"],
         "moved_cost_mean": best["moved_cost_mean"],
@@ -391,9 +406,8 @@ def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
         "rounds_max": best["rounds_max"],
         "optimal_moved_mean": None if ref is None else ref["moved_mean"],
         "optimal_moved_cost_mean": None if ref is None else ref["moved_cost_mean"],
-        "flawed": bool(key(best)[0]),
         "worst": {k: (None if pd.isna(worst[k]) else worst[k]) for k in
-                  ("scenario_id", "seed", "step", "event", "valid", "error", *GAPS)},
+                  ("scenario_id", "seed", "step", "event", "valid", "error", "copartition_violations", *GAPS)},
     }
 
 
@@ -422,11 +436,14 @@ def answer_markdown(rec: dict[str, Any], grid: Path | None) -> list[str]:
     """The report's first paragraph: which assignor to run and what it costs (Markdown)."""
     n = rec["assignor"]
     opt_mv = rec["optimal_moved_mean"]
+    flaws = [f"{k} {what}" for k, what in ((rec["split_steps"], "split co-partitioned units"),
+                                           (rec["failed_steps"], "failed or were invalid")) if k]
     lines = [
-        f"**Run `{n}`.** On this grid it is the Kafka assignor closest to the optimum"
-        + (" (every assignor had invalid or failed steps; see the overview)" if rec["flawed"] else "") + ": "
-        f"as balanced as the optimum in {_share_fmt(rec['balance_optimal_share'])} of {rec['steps']} steps "
-        "(`balance_optimal`).",
+        f"**Run `{n}`.** On this grid it is the Kafka assignor closest to the optimum: as good as the optimum "
+        f"(valid, co-partitioned units kept together, as balanced, no move wasted) in "
+        f"{_share_fmt(rec['good_share'])} of its "
+        f"{rec['steps']} steps; as balanced in {_share_fmt(rec['balance_optimal_share'])} (`balance_optimal`)"
+        + (f"; of its steps, {' and '.join(flaws)}" if flaws else "") + ".",
         "",
         f"- **What it costs you**: {_fmt(rec['moved_mean'])} moved topic-partitions per step (`moved`; "
         f"the optimum: {_fmt(opt_mv)}), {_fmt(rec['excess_moves_mean'])} of them beyond the fewest at that "
@@ -435,12 +452,19 @@ def answer_markdown(rec: dict[str, Any], grid: Path | None) -> list[str]:
         f"step (`rounds`, at most {_fmt(rec['rounds_max'])}).",
     ]
     w = rec["worst"]
-    what = ("failed: " + str(w["error"])) if w["error"] else ("an invalid assignment" if w["valid"] is False else
-                                                            ", ".join(f"`{c}` {_fmt(w[c])}" for c in GAPS))
+    gaps = ", ".join(f"`{c}` {_fmt(w[c])}" for c in GAPS)
+    if w["error"]:
+        what = "failed: " + str(w["error"])
+    elif w["valid"] is False or w["valid"] == False:  # noqa: E712 (numpy bool)
+        what = "an invalid assignment"
+    elif w["copartition_violations"]:
+        what = f"split {_fmt(w['copartition_violations'])} co-partitioned unit(s) ({gaps})"
+    else:
+        what = gaps
     lines.append(f"- **Its worst step**: scenario `{w['scenario_id']}` (seed {_fmt(w['seed'])}), step "
                  f"{_fmt(w['step'])} ({w['event']}): {what}.")
     if grid is not None:
-        lines.append(f"- **Reproduce it**: `kassign sweep {grid} --out {grid.parent / grid.stem}` "
+        lines.append(f"- **Reproduce it**: `kassign sweep {grid} --out {grid.parent.parent}-{grid.stem}` "
                      f"(that scenario alone; its step {_fmt(w['step'])} row is the one above).")
     return lines
 
@@ -474,7 +498,7 @@ def _share_fmt(v: Any) -> str:
 
 def _md_header(raw: str) -> str:
     words, unit = label(raw)
-    if raw in ("assignor", "event"):
+    if raw in ("assignor", "event") or words == raw:
         return raw
     return f"{words} (`{raw}`{', ' + unit if unit else ''})"
 
@@ -493,7 +517,7 @@ def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
     """An HTML table (numbers right-aligned) in a box that scrolls sideways when wider than the page."""
     def th(raw: str) -> str:
         words, unit = label(raw)
-        if raw in ("assignor", "event"):
+        if raw in ("assignor", "event") or words == raw:
             return f"<th>{html.escape(raw)}</th>"
         return (f"<th>{html.escape(words)}<br><code>{html.escape(raw)}</code>"
                 f"{'<br><small>' + html.escape(unit) + '</small>' if unit else ''}</th>")
@@ -510,11 +534,6 @@ def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
             "</div>")
 
 
-def _strong(text: str) -> str:
-    """``**bold**`` (already HTML-escaped text) as ``<strong>``."""
-    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-
-
 def md_inline_html(text: str) -> str:
     """Escape ``text`` for HTML and render its Markdown ``*emphasis*`` and ```code``` (no literal asterisks).
 
@@ -522,9 +541,12 @@ def md_inline_html(text: str) -> str:
     --------
     >>> md_inline_html("*balance optimal* = `max_load_gap` < 1")
     '<em>balance optimal</em> = <code>max_load_gap</code> &lt; 1'
+    >>> md_inline_html("**Run `uniform`.** Then *this*.")
+    '<strong>Run <code>uniform</code>.</strong> Then <em>this</em>.'
     """
     out = html.escape(text, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*([^*]+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"\*([^*\s][^*]*?)\*", r"<em>\1</em>", out)
 
 
@@ -595,7 +617,7 @@ def _notes(df: pd.DataFrame) -> list[str]:
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td.l{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+td.l{text-align:left;white-space:nowrap}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}
 .scroll{overflow-x:auto;max-width:100%}th{vertical-align:bottom;font-weight:normal}th code{font-weight:bold}
 th small{color:#666}.answer{background:#eef6ee;padding:.6em 1em;border-left:4px solid #2a8a2a}"""
@@ -745,8 +767,8 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     if answer:
         items = [md_inline_html(x[2:]) for x in answer if x.startswith("- ")]
         head = next(x for x in answer[2:] if x and not x.startswith("- "))
-        parts.append(f"<div class=answer><h2>{html.escape(answer[0][3:])}</h2><p>{_strong(md_inline_html(head))}</p>"
-                     f"<ul>{''.join('<li>' + _strong(i) + '</li>' for i in items)}</ul></div>")
+        parts.append(f"<div class=answer><h2>{html.escape(answer[0][3:])}</h2><p>{md_inline_html(head)}</p>"
+                     f"<ul>{''.join('<li>' + i + '</li>' for i in items)}</ul></div>")
     parts.append(f"<p>{html.escape(facts)}</p>")
     parts += [f"<p class=note>{md_inline_html(n)}</p>" for n in notes]
     for name, what, table, share_cols in sections:
