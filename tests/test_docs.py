@@ -65,3 +65,10 @@ def test_console_example(ex: Example, out_dir: Path):
     assert r.returncode == ex.exit_code, f"{ex.command}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     got = (r.stdout if ex.exit_code == 0 else r.stderr).rstrip("\n").splitlines()
     assert [g.rstrip() for g in got] == ex.expected
+
+
+def test_output_paths_in_examples_have_a_default() -> None:
+    """``-o $KASSIGN_OUT/x`` with the variable unset writes ``/x`` at the filesystem root: every use has a default."""
+    for ex in examples():
+        for m in re.finditer(r"\$\{?KASSIGN_OUT(:-[^}]+)?\}?", ex.command):
+            assert m.group(1), f"{ex.doc}: {ex.command}"

@@ -1,7 +1,7 @@
 """The ``kassign`` command line (Typer + Rich).
 
 Data goes to stdout (or ``-o``), progress and diagnostics to stderr.  Exit
-codes: 0 success, 2 usage error, 65 invalid input data, 3 infeasible or no
+codes: 0 success, 2 usage error, 65 invalid input data, 66 a missing input file, 3 infeasible or no
 solution within the limit, 1 internal error.
 
 Further commands live in ``spark_runner/cli/commands/<name>.py``; each such module
@@ -30,6 +30,7 @@ from spark_runner.cli.common import (
     EXIT_DATA,
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
+    EXIT_NOINPUT,
     EXIT_USAGE,
     UsageError,
     _describe,
@@ -83,10 +84,14 @@ def _root(
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Instance files (.json, .yaml, .jsonl, .jsonl.gz).")],
 ) -> None:
-    """Check instances; print every problem with its file and JSON path (exit 65 if any)."""
-    bad = 0
+    """Check instances; print every problem with its file and JSON path (exit 65 if any, 66 for a missing file)."""
+    bad = missing = 0
     for f in files:
         good = 0
+        if not f.exists() and str(f) != "-":
+            missing += 1
+            stderr.print(f"{f}: no such file", markup=False)
+            continue
         for rec in iter_records(f):
             if isinstance(rec, InstanceError):
                 bad += 1
@@ -99,7 +104,8 @@ def validate(
             stdout.print(f"{f}: {good} valid instances", markup=False)
     if bad:
         stderr.print(f"{bad} invalid instance(s)", markup=False)
-        raise typer.Exit(EXIT_DATA)
+    if missing or bad:
+        raise typer.Exit(EXIT_NOINPUT if missing else EXIT_DATA)
 
 
 # --------------------------------------------------------------------------- assign
@@ -127,9 +133,13 @@ def assign(
     if settle:
         opts["rounds"] = "settle"
     params = _params(time_limit, seed, objective, opts)
-    get_assignor(assignor)  # unknown names fail before any input is read
+    spec = get_assignor(assignor)  # unknown names fail before any input is read
     records = _records(file)
     batch = is_batch(file)
+    for rec in records:  # a batch that mixes protocols fails before any work, naming the line
+        if rec.instance.protocol != spec.protocol:
+            raise UnsupportedInstanceError(f"{rec.source}: assignor {assignor!r} is for the {spec.protocol} "
+                                           f"protocol, the instance uses {rec.instance.protocol!r}")
     lines = _assign_all(assignor, records, params, batch)
     if out is not None:
         write_atomic(out, "".join(lines))
@@ -264,9 +274,9 @@ def main() -> None:
     """Console-script entry point: run the app and map errors to exit codes."""
     try:
         app()
-    except InstanceError as e:
+    except InstanceError as e:  # 65 invalid data, 66 a missing file
         stderr.print(e.render(), markup=False)
-        sys.exit(EXIT_DATA)
+        sys.exit(e.exit_code)
     except UnknownAssignorError as e:
         stderr.print(f"error: {e.args[0]}", markup=False)
         sys.exit(EXIT_USAGE)

@@ -74,7 +74,10 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 
         unknown = [n for n in names if n not in specs]
         if unknown:
-            raise UsageError(f"unknown consumer assignor(s): {', '.join(unknown)} (see `kassign list`)")
+            from solver.registry import did_you_mean
+
+            hints = "".join(did_you_mean(n, specs) for n in unknown)
+            raise UsageError(f"unknown consumer assignor(s): {', '.join(unknown)}{hints} (see `kassign list`)")
         chosen = [n for n in names if not n.startswith("optimal")]
     opt = solve(instance, params)
     opt_scores = score(instance, opt.assignment)
@@ -174,7 +177,10 @@ def register(app: typer.Typer) -> None:
             wanted = {a.strip() for a in assignors.split(",") if a.strip()}
             unknown = wanted - {s.name for s in specs}
             if unknown:
-                raise UsageError(f"unknown consumer heuristic(s): {', '.join(sorted(unknown))}")
+                from solver.registry import did_you_mean
+
+                hints = "".join(did_you_mean(n, [s.name for s in specs]) for n in sorted(unknown))
+                raise UsageError(f"unknown consumer heuristic(s): {', '.join(sorted(unknown))}{hints}")
             specs = [s for s in specs if s.name in wanted]
         doc["heuristics"] = place(inst, doc, specs, params, err)
         text = dumps(doc) + "\n"
