@@ -169,6 +169,38 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
     return out
 
 
+def label_positions(heur: Sequence[dict[str, Any]], key: str,
+                    gap: float = 0.06) -> list[tuple[tuple[float, float], str, float]]:
+    """One label per distinct point (names joined), label heights at least ``gap`` of the range apart.
+
+    Returns ``((x, y), text, text_y)`` per point.  Labels of points at the same place are merged
+    ("fair, roundrobin"); the others are spread vertically so that no two overlap.
+
+    Examples
+    --------
+    >>> hs = [{"assignor": "fair", "moved": 11, "max_load": 7.0, "valid": True},
+    ...       {"assignor": "roundrobin", "moved": 11, "max_load": 7.0, "valid": True},
+    ...       {"assignor": "range", "moved": 4, "max_load": 8.0, "valid": True}]
+    >>> [(t, y) for _, t, y in label_positions(hs, "max_load")]
+    [('fair, roundrobin', 7.0), ('range', 8.0)]
+    """
+    groups: dict[tuple[float, float], list[str]] = {}
+    for h in heur:
+        pt = (float(h["moved"]), float(h[key]))
+        groups.setdefault(pt, []).append(h["assignor"] + ("" if h["valid"] else " (invalid)"))
+    order = sorted(groups, key=lambda p: (p[1], p[0]))
+    ys = [p[1] for p in order]
+    span = (max(ys) - min(ys)) if ys else 0.0
+    step = gap * (span if span > 0 else max(1.0, abs(ys[0]) if ys else 1.0))
+    out = []
+    last = -np.inf
+    for pt in order:
+        ty = max(pt[1], last + step)
+        last = ty
+        out.append((pt, ", ".join(sorted(groups[pt])), ty))
+    return out
+
+
 def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
     """PNG: max load and sum of squares against moves, heuristics as labelled points."""
     import matplotlib
@@ -186,10 +218,10 @@ def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
         # beyond the optimum's moves the best balance stays the optimum's
         ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
         for h in heur:
-            ok = h["valid"]
-            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if ok else "x")
-            ax.annotate(h["assignor"] + ("" if ok else " (invalid)"), (h["moved"], h[key]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if h["valid"] else "x")
+        for (x, y), text, ty in label_positions(heur, key):
+            ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
+                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
         ax.set_xlabel("moved topic-partitions (budget)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from solver.consumer.frontier import compute_frontier, dominating, place
@@ -44,3 +45,21 @@ def test_moving_partitions_for_nothing_is_off_the_frontier():
             assert h["valid"] and dominating(h, doc["points"]) is None
         if h["sum_sq"] < doc["points"][-1]["sum_sq"] - 1e-9:
             assert not h["on_frontier"], h["assignor"]  # better than the optimum: it broke a constraint
+
+
+def test_frontier_labels_do_not_overlap():
+    from solver.consumer.frontier import label_positions
+
+    inst = read_instance(REPO / "examples" / "join-d-leaves.json")
+    doc = compute_frontier(inst, Params())
+    heur = place(inst, doc, _specs(), Params())
+    for key in ("max_load", "sum_sq"):
+        labels = label_positions(heur, key)
+        # one label per distinct point, every assignor named once
+        assert len({pt for pt, _, _ in labels}) == len(labels)
+        names = sorted(n for _, text, _ in labels for n in text.split(", "))
+        assert names == sorted(h["assignor"] for h in heur)
+        ys = [h[key] for h in heur]
+        step = 0.06 * (max(ys) - min(ys))
+        heights = sorted(ty for _, _, ty in labels)
+        assert all(b - a >= step - 1e-9 for a, b in itertools.pairwise(heights)), heights
