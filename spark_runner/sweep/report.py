@@ -204,6 +204,23 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
 # --------------------------------------------------------------------------- plots
 
 
+def gap_data(df: pd.DataFrame, heur: list[str], gap: str) -> tuple[list[np.ndarray], list[str]]:
+    """The values of ``gap`` plotted per assignor, and the labels (counting the steps left out).
+
+    Left out: invalid steps and steps that split co-partitioned units (a negative gap there is a broken
+    constraint, not a gain).
+    """
+    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    valid = (df["valid"] != False) & ~split  # noqa: E712 (nullable column)
+    data, names = [], []
+    for n in heur:
+        mine = df["assignor"] == n
+        data.append(pd.to_numeric(df.loc[mine & valid, gap], errors="coerce").dropna().to_numpy())
+        bad = int((mine & ~valid).sum())
+        names.append(f"{n}\n({bad} invalid or split, not shown)" if bad else n)
+    return data, names
+
+
 def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, ...], title: str) -> Any:
     """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller).
 
@@ -212,15 +229,8 @@ def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, 
     The assignor's label counts them.
     """
     fig, axes = plt.subplots(1, len(gaps), figsize=(5.6 * len(gaps), 0.45 * max(4, len(heur)) + 1.7))
-    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
-    valid = (df["valid"] != False) & ~split  # noqa: E712 (nullable column)
-    names = []
-    for n in heur:
-        bad = int(((df["assignor"] == n) & ~valid).sum())
-        names.append(f"{n}\n({bad} invalid or split, not shown)" if bad else n)
     for ax, gap in zip(np.atleast_1d(axes), gaps, strict=True):
-        data = [pd.to_numeric(df.loc[(df["assignor"] == n) & valid, gap], errors="coerce").dropna().to_numpy()
-                for n in heur]
+        data, names = gap_data(df, heur, gap)
         if any(d.size for d in data):
             ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
                        flierprops={"markersize": 2, "alpha": 0.4})

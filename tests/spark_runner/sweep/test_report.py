@@ -154,3 +154,25 @@ window.addEventListener('load', () => {
     shot = tmp_path / "shot.png"
     subprocess.run([*args, f"--screenshot={shot}", index.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
+
+
+def test_gap_plots_leave_invalid_steps_out_and_count_them(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from spark_runner.sweep.report import gap_data
+
+    # a Streams assignor whose invalid step looks better than the optimum (negative gap)
+    df = pd.DataFrame([
+        {"assignor": "high-availability", "valid": True, "copartition_violations": None, "active_balance_gap": 1.0},
+        {"assignor": "high-availability", "valid": False, "copartition_violations": None, "active_balance_gap": -3.0},
+        {"assignor": "sticky-task", "valid": True, "copartition_violations": None, "active_balance_gap": 0.0},
+    ])
+    data, names = gap_data(df, ["high-availability", "sticky-task"], "active_balance_gap")
+    assert [d.tolist() for d in data] == [[1.0], [0.0]]
+    assert names == ["high-availability\n(1 invalid or split, not shown)", "sticky-task"]
+    # consumer: a step that splits a co-partitioned unit is left out too
+    out = _sweep(tmp_path)
+    build_report(out)
+    rows = load_rows(out)
+    data, names = gap_data(rows, ["cooperative-sticky"], "sum_sq_gap")
+    assert min(data[0]) == 0.0 and names == ["cooperative-sticky\n(2 invalid or split, not shown)"]
