@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solver.errors import InstanceError, Problem
+from solver.errors import InstanceError, MissingFileError, Problem
 from spark_runner.sweep.evaluate import EPS, OPTIMAL, REFERENCE, STREAMS_OPTIMAL, arrow_schema
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
@@ -104,6 +104,8 @@ REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members",
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Rows under ``out/rows`` (all columns, or ``columns`` plus ``assignor`` as a plain string column)."""
+    if not Path(out).exists():
+        raise MissingFileError(str(out), [Problem("", "no such directory")])
     rows = Path(out) / "rows"
     if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
         raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])

@@ -176,3 +176,11 @@ def test_gap_plots_leave_invalid_steps_out_and_count_them(tmp_path: Path) -> Non
     rows = load_rows(out)
     data, names = gap_data(rows, ["cooperative-sticky"], "sum_sq_gap")
     assert min(data[0]) == 0.0 and names == ["cooperative-sticky\n(2 invalid or split, not shown)"]
+
+
+def test_a_missing_sweep_directory_is_a_missing_file(tmp_path: Path) -> None:
+    from solver.errors import MissingFileError
+
+    with pytest.raises(MissingFileError) as e:
+        build_report(tmp_path / "nope")
+    assert e.value.exit_code == 66 and "no such directory" in str(e.value)
