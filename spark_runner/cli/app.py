@@ -173,7 +173,7 @@ def score(
     time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use (gaps).")] = None,
 ) -> None:
     """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
-    from solver.model.scoring import score as score_fn
+    from solver.api import score as score_fn
 
     out_fmt = _format(fmt, as_json)
     recs = _records(instance)

@@ -45,3 +45,20 @@ def test_high_availability_matches_kafka(filename: str, registry_loaded: None) -
     print(f"\n{filename} high-availability: matched {total - len(failures)}/{total}")
     assert total > 0
     assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.parametrize("filename", ["streams-sticky-small.jsonl.gz", "streams-sticky-medium.jsonl.gz"])
+def test_sticky_task_matches_kafka(filename: str, registry_loaded: None) -> None:
+    """Kafka's LegacyStickyTaskAssignor (record assignor ``sticky-task``): actives, standbys, no probing."""
+    records = kafka_records(filename)
+    spec = get("sticky-task")
+    failures = []
+    for rec in records:
+        assert rec.raw["assignor"] == "sticky-task"
+        why = _mismatch(rec.raw["expected"], spec.run(rec.instance, Params()))
+        if why:
+            failures.append(f"{rec.id}: {why}")
+    total = len(records)
+    print(f"\n{filename} sticky-task: matched {total - len(failures)}/{total}")
+    assert total == {"streams-sticky-small.jsonl.gz": 500, "streams-sticky-medium.jsonl.gz": 75}[filename]
+    assert not failures, "\n".join(failures[:20])
