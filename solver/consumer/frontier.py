@@ -105,10 +105,12 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
             "points": points}
 
 
-def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]],
+               keys: Sequence[str] = ("moved", "max_load", "sum_sq")) -> dict[str, Any] | None:
     """A frontier point that dominates ``h`` (no more moves, no worse balance, better in one), else ``None``.
 
-    ``h`` and the points carry ``moved``, ``max_load`` and ``sum_sq``.  A
+    ``h`` and the points carry ``keys``: the moves, then the balance measures (Streams:
+    ``moved``, ``max_active_load``, ``max_total_load``).  A
     heuristic is on the frontier only when no point dominates it: one as
     balanced as the optimum that moved more than the optimum is not.
 
@@ -127,7 +129,6 @@ def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]]) -> dict[str,
         return a < b and not bool(np.isclose(a, b))
 
     for p in points:
-        keys = ("moved", "max_load", "sum_sq")
         if all(le(float(p[k]), float(h[k])) for k in keys) and any(lt(float(p[k]), float(h[k])) for k in keys):
             return p
     return None
