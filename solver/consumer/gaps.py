@@ -118,13 +118,15 @@ def _flow_sum_sq(ic: Any, flows: Any, caps: np.ndarray) -> float:
 
 
 def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = None, *, time_limit: float = 10.0,
-                 seed: int = 0, not_joinable: bool = True) -> tuple[float, bool]:
+                 seed: int = 0, not_joinable: bool = True, upper: float | None = None) -> tuple[float, bool]:
     """Fewest moved cost of a valid assignment with every load ``<= max_load`` and sum of squares ``<= sum_sq``.
 
     The moved cost is the scorer's ``moved_cost`` and the optimum's ``moves``
     stage (``move_costs`` summed, 1 per topic-partition without them).
     ``not_joinable=False`` leaves not-joinable partitions out (for comparing
     with an assignment that leaves them unassigned, as KIP-315 does).
+    ``upper``: the moved cost of an assignment known to meet both caps (the
+    one being measured); it only prunes the search, the answer is the same.
 
     Returns
     -------
@@ -148,15 +150,19 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
         # fewest moves first (then the most balanced of those when capacities are equal): exact if it meets
         # the sum-of-squares cap
         out = solve_flow(ic, racks, order=("moves", "balance") if equal_caps else ("moves",), caps=item_caps)
+        least = out.moved_cost_int / out.move_scale  # without the sum-of-squares cap: a lower bound
         if sum_sq is None or _close_le(_flow_sum_sq(ic, out.flows, caps), sum_sq):
-            return out.moved_cost_int / out.move_scale, True
+            return least, True
+        if upper is not None and upper <= least + 1e-9 * max(1.0, least):
+            return least, True  # an assignment within both caps already moves only the lower bound
         if equal_caps:
             # the cap at the least sum of squares possible: the most balanced flow's fewest moves
             out = solve_flow(ic, racks, order=("balance", "moves"), caps=item_caps)
             if _close_le(sum_sq, _flow_sum_sq(ic, out.flows, caps)):
                 return out.moved_cost_int / out.move_scale, True
     cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
-                       load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq)
+                       load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
+                       moves_cap=None if upper is None else upper * (1 + 1e-12) + 1e-9)
     rep = cout.stages[0]
     return rep.value, rep.proven and cout.exact
 
@@ -234,8 +240,13 @@ def gap_metrics(
     if int(scores.get("copartition_violations", 0)) > 0:
         cmp_inst = dataclasses.replace(_truncate_not_joinable(instance) if idle else instance, copartition=())
         idle = False
-    fewest, proven = fewest_moves(cmp_inst, cur_max, cur_sq, time_limit=time_limit, not_joinable=not idle)
-    excess = float(scores["moved_cost"]) - fewest
+    own = float(scores["moved_cost"])
+    if own <= 0.0:  # nothing moved: nothing wasted
+        out.update(excess_moves=0, excess_moves_proven=True)
+        return out
+    fewest, proven = fewest_moves(cmp_inst, cur_max, cur_sq, time_limit=time_limit, not_joinable=not idle,
+                                  upper=own)
+    excess = own - fewest
     if excess < -1e-9 * max(1.0, fewest) and proven:
         raise AssertionError(f"internal: fewest moved cost {fewest} above the assignment's own {scores['moved_cost']}")
     out["excess_moves"] = _number(max(0.0, excess))

@@ -165,6 +165,12 @@ def test_the_proven_optimum_has_no_excess_moves(inst):
         return
     g = gap_metrics(inst, opt.assignment, opt)
     assert g["excess_moves"] == 0 and g["excess_moves_proven"]
+    # the same from the definition, without the shortcut through the optimum's own moves
+    loads = member_loads(inst, opt.assignment)
+    active = [any(t in inst.topics for t in m.topics) for m in inst.members]
+    cur_max = max((x for x, a in zip(loads, active, strict=True) if a), default=0.0)
+    fewest, proven = fewest_moves(inst, cur_max, float((loads**2).sum()))
+    assert proven and fewest == pytest.approx(score(inst, opt.assignment)["moved_cost"])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,7 +195,9 @@ def test_fewest_moves_is_the_brute_force_minimum(inst):
         if s["valid"]:
             loads = member_loads(inst, a)
             seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"])))
-    for cap_max, cap_sq, _ in seen[:: max(1, len(seen) // 6)]:
+    for cap_max, cap_sq, own in seen[:: max(1, len(seen) // 6)]:
         best = min(c for mx, sq, c in seen if mx <= cap_max + 1e-9 and sq <= cap_sq + 1e-9)
         got, proven = fewest_moves(inst, cap_max, cap_sq)
         assert proven and got == pytest.approx(best), (cap_max, cap_sq)
+        # the measured assignment's own cost as an upper bound prunes, never changes the answer
+        assert fewest_moves(inst, cap_max, cap_sq, upper=own) == (pytest.approx(best), True)
