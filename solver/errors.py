@@ -71,6 +71,12 @@ class InstanceError(KassignError):
         return "\n".join(f"{self.source}: {p}" for p in self.problems)
 
 
+class MissingFileError(InstanceError):
+    """An input file does not exist (exit 66, ``EX_NOINPUT``): nothing was read, so nothing is invalid."""
+
+    exit_code = 66
+
+
 class InfeasibleError(KassignError):
     """No assignment satisfies the hard constraints, or none was found in the limit."""
 

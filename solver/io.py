@@ -110,7 +110,8 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                 where = f"{source}:line {lineno}"
                 try:
                     try:
-                        data = json.loads(text)
+                        # without the line break: a truncated line ends at its last column, not "line 2, column 1"
+                        data = json.loads(text.rstrip("\r\n"))
                     except json.JSONDecodeError as e:
                         raise InstanceError(
                             where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]

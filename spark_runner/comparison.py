@@ -95,8 +95,11 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
         return [s for s in specs.values() if s.kind == "heuristic"]
     unknown = [n for n in names if n not in specs]
     if unknown:
+        from solver.registry import did_you_mean
+
+        hints = "".join(did_you_mean(n, specs) for n in unknown)
         raise UnknownAssignorError(
-            f"unknown {protocol} assignor(s): {', '.join(unknown)} (known: {', '.join(sorted(specs))})")
+            f"unknown {protocol} assignor(s): {', '.join(unknown)}{hints} (known: {', '.join(sorted(specs))})")
     return [specs[n] for n in dict.fromkeys(names) if specs[n].kind == "heuristic"]
 
 

@@ -74,6 +74,13 @@ def test_console_example(ex: Example, out_dir: Path):
     assert [g.rstrip() for g in got] == ex.expected
 
 
+def test_output_paths_in_examples_have_a_default() -> None:
+    """``-o $KASSIGN_OUT/x`` with the variable unset writes ``/x`` at the filesystem root: every use has a default."""
+    for ex in examples():
+        for m in re.finditer(r"\$\{?KASSIGN_OUT(:-[^}]+)?\}?", ex.command):
+            assert m.group(1), f"{ex.doc}: {ex.command}"
+
+
 def _sessions() -> list[Path]:
     return [d for d in DOCS if PYCON.search(d.read_text())]
 

@@ -130,10 +130,13 @@ def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any],
     """Each Streams assignor's (moved actives, balance) and the frontier's best balance at its moves.
 
     ``specs`` are registry specs (:class:`solver.registry.AssignorSpec`);
-    ``on_frontier``: a valid assignment whose active and total balance equal
-    the frontier's at the largest budget not above its moves (an invalid one
-    may look better than the frontier: it breaks a hard constraint).
+    ``on_frontier``: a valid assignment that no frontier point dominates (no
+    more moved actives, no worse active or total balance, better in one): one
+    as balanced as the frontier that moved more actives than it needs is off
+    it (an invalid one may look better than the frontier: it breaks a hard
+    constraint, and is never on it).
     """
+    from solver.consumer.frontier import dominating
     from solver.streams.scoring import score_streams
 
     out = []
@@ -153,8 +156,9 @@ def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any],
         out.append({"assignor": spec.name, "valid": bool(s["valid"]), "moved": moved, "max_active_load": act,
                     "max_total_load": tot, "frontier_max_active_load": best["max_active_load"],
                     "frontier_max_total_load": best["max_total_load"],
-                    "on_frontier": bool(s["valid"] and np.isclose(act, best["max_active_load"])
-                                        and np.isclose(tot, best["max_total_load"]))})
+                    "on_frontier": bool(s["valid"]) and dominating(
+                        {"moved": moved, "max_active_load": act, "max_total_load": tot}, pts,
+                        ("moved", "max_active_load", "max_total_load")) is None})
     return out
 
 

@@ -19,6 +19,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
 EXIT_DATA = 65
+EXIT_NOINPUT = 66
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)

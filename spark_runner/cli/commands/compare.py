@@ -1,8 +1,9 @@
 """``kassign compare`` and ``kassign frontier``: heuristics beside the optimum.
 
 ``compare FILE``: every registered assignor of the instance's protocol (or
-``--assignors``) and the optimum on one instance; a Rich table of metrics and
-gaps on stdout, or JSON with ``--json``.  The work is
+``--assignors``) and the optimum on one instance; a table of metrics and gaps on
+stdout (``--format table|tsv|md|json``, see :mod:`spark_runner.cli.tables`;
+``--json`` = ``--format json``).  The work is
 :func:`spark_runner.comparison.compare`; this module only renders it.
 
 ``frontier FILE``: the balance-movement Pareto frontier (for each movement
@@ -18,7 +19,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from spark_runner.cli.tables import FORMAT_HELP
 
 COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
            "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "rounds", "seconds")
@@ -85,31 +87,32 @@ def register(app: typer.Typer) -> None:
         settle: Annotated[
             bool, typer.Option(help="Run cooperative assignors' follow-up rounds until settled (see `rounds`).")
         ] = True,
+        fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
     ) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
+        from spark_runner.cli.common import UsageError
+        from spark_runner.cli.tables import Column, choose_format, emit, render, terminal_width
+
+        try:
+            out_fmt = choose_format(fmt, as_json)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
 
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         doc = compare_rows(inst, names, _params(time_limit, seed), err, settle=settle)
-        if as_json:
+        if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
             return
         opt = doc["optimal"]
-        table = Table(title=f"{inst.name or file.name}: assignors vs the optimum "
-                            f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})")
         columns = STREAMS_COLUMNS if inst.protocol == "streams" else COLUMNS
-        table.add_column("assignor")
-        for c in columns:
-            table.add_column(c, justify="right")
-        for row in doc["rows"]:
-            if "error" in row:
-                table.add_row(row["assignor"], row["error"], *["-"] * (len(columns) - 1))
-                continue
-            table.add_row(row["assignor"], *[_fmt(row.get(c)) for c in columns])
-        # wide enough for every column when stdout is a pipe or a file
-        Console(highlight=False, width=None if sys.stdout.isatty() else 220).print(table)
+        rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
+        cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
+        emit(render(rows, cols, out_fmt, width=terminal_width(), cell=lambda _k, v: _fmt(v),
+                    title=f"{inst.name or file.name}: assignors vs the optimum "
+                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})"))
 
     @app.command()
     def frontier(

@@ -27,10 +27,12 @@ def read_subscription_bytes(path: Path, encoding: str = "auto") -> bytes:
     Raw subscriptions start with a big-endian version int (``00 00 00 0v``),
     whose zero bytes are never base64 text, so ``auto`` cannot confuse them.
     """
-    from solver.errors import InstanceError, Problem
+    from solver.errors import InstanceError, MissingFileError, Problem
 
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise MissingFileError(str(path), [Problem("", "no such file")]) from None
     except OSError as e:
         raise InstanceError(str(path), [Problem("", f"cannot read: {e}")]) from None
     if encoding == "binary" or (encoding == "auto" and not _B64.fullmatch(raw)):

@@ -79,3 +79,25 @@ def test_sampled_budgets_keep_both_ends() -> None:
     assert forced_moves(StreamsProblem.of(inst)) == 0  # the previous active is always caught up
     pts = compute_streams_frontier(inst, Params(), max_points=2)["points"]
     assert [p["budget"] for p in pts] == [0, 2] and [p["max_active_load"] for p in pts] == [4.0, 2.0]
+
+
+def test_a_streams_assignor_moving_more_than_the_frontier_needs_is_off_it():
+    # streams-app: the frontier reaches (2 actives, 3 replicas per thread) with 2 moved actives;
+    # state-store-weighted gets the same balance with 3, so a frontier point dominates it (it was marked
+    # on the frontier: only the balance at its budget was compared)
+    from solver.consumer.frontier import dominating
+    from solver.io import read_instance
+    from solver.streams.frontier import place_streams
+    from spark_runner.assignors import load_all
+
+    inst = read_instance(REPO / "examples" / "streams-app.json")
+    doc = compute_streams_frontier(inst, Params())
+    specs = [s for s in load_all() if s.protocol == "streams" and s.kind == "heuristic"]
+    placed = {h["assignor"]: h for h in place_streams(inst, doc, specs, Params())}
+    ssw = placed["state-store-weighted"]
+    keys = ("moved", "max_active_load", "max_total_load")
+    best = dominating(ssw, doc["points"], keys)
+    assert ssw["valid"] and best is not None and best["moved"] < ssw["moved"]
+    assert ssw["on_frontier"] is False
+    for h in placed.values():
+        assert h["on_frontier"] == (h["valid"] and dominating(h, doc["points"], keys) is None), h["assignor"]
