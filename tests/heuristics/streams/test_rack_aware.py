@@ -192,3 +192,27 @@ def test_whole_assignor_keeps_streams_invariants(doc: dict[str, Any]) -> None:
     assert res.extra["rack_aware"] is True
     # fresh clients (no state anywhere): no movement, so no warm-ups; standbys as required
     assert_actives_and_standbys(inst, res.assignment)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rack_docs())
+def test_sticky_task_with_racks_keeps_invariants_and_is_plain_when_off(doc: dict[str, Any]) -> None:
+    from spark_runner.assignors import load_all
+
+    load_all()
+    sticky = get("sticky-task")
+    inst = parse_instance(doc)
+    res = sticky.run(inst, Params())
+    assert_actives_and_standbys(inst, res.assignment)
+    # the active optimisations keep each client's number of actives
+    plain_doc = copy.deepcopy(doc)
+    plain_doc["config"]["rack_aware_assignment_strategy"] = "none"
+    plain = sticky.run(parse_instance(plain_doc), Params()).assignment
+    for cid, ca in plain.clients.items():
+        assert len(res.assignment.get(cid).active) == len(ca.active)
+    no_rack = copy.deepcopy(doc)
+    del no_rack["clients"][0]["rack"]
+    no_rack_plain = copy.deepcopy(no_rack)
+    no_rack_plain["config"]["rack_aware_assignment_strategy"] = "none"
+    assert (sticky.run(parse_instance(no_rack), Params()).assignment
+            == sticky.run(parse_instance(no_rack_plain), Params()).assignment)
