@@ -215,3 +215,14 @@ def test_gaps_are_never_negative_against_a_proven_optimum_in_its_stage_order(ini
     assert all(r["not_caught_up_actives"] == 0 for r in rows if r["assignor"] == "high-availability")
     assert all(r["warmups"] == 0 and r["probing_rebalance"] is False for r in rows
                if r["assignor"] in ("sticky-task", "state-store-weighted", STREAMS_OPTIMAL))
+
+
+def test_cross_rack_traffic_column_with_and_without_racks() -> None:
+    _need()
+    plain = StreamsScenarioParams(clients=3, steps=2, initial="mixed")
+    assert all(r["cross_rack_traffic"] is None for r in evaluate_scenario(plain, 1, list(STREAMS), 5.0))
+    racked = StreamsScenarioParams(clients=3, steps=2, initial="mixed", racks=2, replication=1)
+    rows = evaluate_scenario(racked, 1, list(STREAMS), 5.0)
+    assert rows and all(isinstance(r["cross_rack_traffic"], int) for r in rows if r["error"] is None)
+    assert all(r["cross_rack_traffic"] % 10 == 0 for r in rows if r["error"] is None)  # traffic cost 10
+    assert "racks" in rows[0]["params_json"]
