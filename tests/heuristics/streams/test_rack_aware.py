@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,14 +148,16 @@ def test_active_optimisation_keeps_counts_and_min_traffic_is_optimal(doc: dict[s
             for group in ra.groups:
                 share = math.ceil(len(before[c].active) / len(tasks) * len(group))
                 assert sum(t in st_.active for t in group) <= share
-    # the plain Bellman-Ford loop finds the very same assignment
-    again = copy.deepcopy(before)
-    fast = kafka_graph.Graph.solve_min_cost_flow
-    try:
-        kafka_graph.Graph.solve_min_cost_flow = kafka_graph.Graph.solve_min_cost_flow_reference  # type: ignore[method-assign]
+    # Kafka's plain Bellman-Ford loop, and the vectorised rounds forced, find the very same assignment
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kafka_graph.Graph, "solve_min_cost_flow", kafka_graph.Graph.solve_min_cost_flow_reference)
+        again = copy.deepcopy(before)
         ra.optimize_active(tasks, again, traffic, non_overlap)
-    finally:
-        kafka_graph.Graph.solve_min_cost_flow = fast  # type: ignore[method-assign]
+    assert [s.active for s in again] == [s.active for s in states]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kafka_graph, "VECTOR_MIN_EDGES", 0)
+        again = copy.deepcopy(before)
+        ra.optimize_active(tasks, again, traffic, non_overlap)
     assert [s.active for s in again] == [s.active for s in states]
 
 
