@@ -359,7 +359,10 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     for m in inst.members:
         obj = {"id": m.id, "topics": list(m.topics)}
         if m.owned:
-            obj["owned"] = {t: a.tolist() for t, a in m.owned.items()}
+            owned = m.owned
+            # listed order kept: the KIP-848 assignors read it (docs/format.md)
+            obj["owned"] = {t: (owned.listed(t) if isinstance(owned, OwnedMap) else a).tolist()
+                            for t, a in owned.items()}
         if m.generation != -1:
             obj["generation"] = m.generation
         if m.instance_id is not None:

@@ -83,7 +83,7 @@ class ClientSpec(_Strict):
     rack: StrictStr | None = None
     active: list[StrictStr] = Field(default_factory=list)
     standby: list[StrictStr] = Field(default_factory=list)
-    lags: dict[str, NonNegLong] = Field(default_factory=dict)
+    lags: dict[str, NonNegLong | None] = Field(default_factory=dict)
 
 
 class ConfigSpec(_Strict):

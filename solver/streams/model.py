@@ -25,6 +25,9 @@ from typing import Any
 NO_STATE: int = 2**63  # beyond any Java long lag
 #: Kafka's ``Task.LATEST_OFFSET`` sentinel: the client ran the task as an active.
 LATEST_OFFSET: int = -2
+#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the client has state for the task, its lag is unknown
+#: (a ``null`` in ``lags``).  Kafka's lag ordering puts it first, its caught-up test (``0 <= lag``) fails.
+UNKNOWN_LAG: int = -3
 #: Values of ``rack.aware.assignment.strategy`` (Kafka's ``StreamsConfig``).
 RACK_AWARE_STRATEGIES: tuple[str, ...] = ("none", "min_traffic", "balance_subtopology")
 #: What ``HighAvailabilityTaskAssignor`` reads for an unset ``rack.aware.assignment.traffic_cost``.
@@ -191,7 +194,8 @@ class Client:
     standby
         Previously standby tasks.
     lags
-        Task id -> offsets behind, for stateful tasks the client has state for.
+        Task id -> offsets behind, for stateful tasks the client has state for;
+        ``None``: it has state, but its lag is unknown.
     """
 
     id: str
@@ -200,7 +204,7 @@ class Client:
     rack: str | None = None
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
-    lags: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lags", MappingProxyType(dict(self.lags)))
@@ -209,14 +213,15 @@ class Client:
         """Kafka's ``ClientState.lagFor``.
 
         ``LATEST_OFFSET`` for a previous active, else the reported lag; a
+        ``null`` lag is :data:`UNKNOWN_LAG` (Kafka's ``UNKNOWN_OFFSET_SUM``); a
         previous standby without a ``lags`` entry is taken as caught up (0); no
         state at all is :data:`NO_STATE` (ranks behind every known lag).
         """
         if task.id in self.active:
             return LATEST_OFFSET
-        lag = self.lags.get(task.id)
-        if lag is not None:
-            return lag
+        if task.id in self.lags:
+            lag = self.lags[task.id]
+            return UNKNOWN_LAG if lag is None else lag
         return 0 if task.id in self.standby else NO_STATE
 
     def __eq__(self, other: object) -> bool:
@@ -424,8 +429,8 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
 
     0 on the previous active, the reported lag where the client has state (a
     previous standby without a reported lag: 0), the full restore
-    (:func:`full_restore_lag`, or ``full`` if given) where it has none; 0 for
-    stateless tasks.
+    (:func:`full_restore_lag`, or ``full`` if given) where it has none or its
+    lag is unknown (the worst case); 0 for stateless tasks.
     """
     if not task.stateful:
         return [0] * len(spec.clients)
@@ -433,7 +438,7 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
     out = []
     for c in spec.clients:
         lag = c.lag_for(task)
-        out.append(0 if lag == LATEST_OFFSET else (f if lag == NO_STATE else lag))
+        out.append(0 if lag == LATEST_OFFSET else (f if lag in (NO_STATE, UNKNOWN_LAG) else lag))
     return out
 
 

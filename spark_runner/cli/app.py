@@ -158,7 +158,7 @@ def score(
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
 ) -> None:
     """Every metric of an assignment (exit 0 also for an invalid assignment: see `valid`)."""
-    from solver.model.scoring import score as score_fn
+    from solver.api import score as score_fn
 
     recs = _records(instance)
     if len(recs) != 1:

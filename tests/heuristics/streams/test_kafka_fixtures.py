@@ -1,7 +1,9 @@
 """Kafka's own HighAvailabilityTaskAssignor output (shared/scenarios/kafka/streams-*.jsonl.gz): exact match.
 
 Active sets must be equal, ``standby + warmup`` must equal Kafka's standby set
-(Kafka reports warm-ups as standbys) and ``probing_rebalance`` must agree.
+(Kafka reports warm-ups as standbys) and ``probing_rebalance`` must agree; in the
+rack-aware files (KIP-925) also whether Kafka turned rack awareness on
+(``expected.rack_aware``).
 """
 
 from __future__ import annotations
@@ -57,3 +59,20 @@ def test_rack_fixtures_exercise_both_strategies_and_both_outcomes(registry_loade
         for rec in kafka_records(name):
             seen.add((rec.instance.streams.config.rack_aware_assignment_strategy, rec.raw["expected"]["rack_aware"]))
     assert seen == {(s, on) for s in ("min_traffic", "balance_subtopology") for on in (True, False)}
+
+
+@pytest.mark.parametrize("filename", ["streams-sticky-small.jsonl.gz", "streams-sticky-medium.jsonl.gz"])
+def test_sticky_task_matches_kafka(filename: str, registry_loaded: None) -> None:
+    """Kafka's LegacyStickyTaskAssignor (record assignor ``sticky-task``): actives, standbys, no probing."""
+    records = kafka_records(filename)
+    spec = get("sticky-task")
+    failures = []
+    for rec in records:
+        assert rec.raw["assignor"] == "sticky-task"
+        why = _mismatch(rec.raw["expected"], spec.run(rec.instance, Params()))
+        if why:
+            failures.append(f"{rec.id}: {why}")
+    total = len(records)
+    print(f"\n{filename} sticky-task: matched {total - len(failures)}/{total}")
+    assert total == {"streams-sticky-small.jsonl.gz": 500, "streams-sticky-medium.jsonl.gz": 75}[filename]
+    assert not failures, "\n".join(failures[:20])
