@@ -75,3 +75,9 @@ class InfeasibleError(KassignError):
     """No assignment satisfies the hard constraints, or none was found in the limit."""
 
     exit_code = 3
+
+
+class OptionError(KassignError, ValueError):
+    """A solver option (``-O KEY=VALUE``, ``--objective``) is unknown or has a bad value: a usage error."""
+
+    exit_code = 2

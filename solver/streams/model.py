@@ -25,15 +25,15 @@ from typing import Any
 NO_STATE: int = 2**63  # beyond any Java long lag
 #: Kafka's ``Task.LATEST_OFFSET`` sentinel: the client ran the task as an active.
 LATEST_OFFSET: int = -2
-#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the client has state for the task, its lag is unknown
-#: (a ``null`` in ``lags``).  Kafka's lag ordering puts it first, its caught-up test (``0 <= lag``) fails.
-UNKNOWN_LAG: int = -3
 #: Values of ``rack.aware.assignment.strategy`` (Kafka's ``StreamsConfig``).
 RACK_AWARE_STRATEGIES: tuple[str, ...] = ("none", "min_traffic", "balance_subtopology")
 #: What ``HighAvailabilityTaskAssignor`` reads for an unset ``rack.aware.assignment.traffic_cost``.
 DEFAULT_RACK_TRAFFIC_COST: int = 10
 #: What it reads for an unset ``rack.aware.assignment.non_overlap_cost``.
 DEFAULT_RACK_NON_OVERLAP_COST: int = 1
+#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the client has state for the task, its lag is unknown
+#: (a ``null`` in ``lags``).  Kafka's lag ordering puts it first, its caught-up test (``0 <= lag``) fails.
+UNKNOWN_LAG: int = -3
 
 
 def parse_task_id(task_id: str) -> tuple[int, int]:
@@ -205,9 +205,14 @@ class Client:
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
     lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+    # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
+    _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lags", MappingProxyType(dict(self.lags)))
+        object.__setattr__(self, "_active_set", frozenset(self.active))
+        object.__setattr__(self, "_standby_set", frozenset(self.standby))
 
     def lag_for(self, task: Task) -> int:
         """Kafka's ``ClientState.lagFor``.
@@ -217,12 +222,12 @@ class Client:
         previous standby without a ``lags`` entry is taken as caught up (0); no
         state at all is :data:`NO_STATE` (ranks behind every known lag).
         """
-        if task.id in self.active:
+        if task.id in self._active_set:
             return LATEST_OFFSET
         if task.id in self.lags:
             lag = self.lags[task.id]
             return UNKNOWN_LAG if lag is None else lag
-        return 0 if task.id in self.standby else NO_STATE
+        return 0 if task.id in self._standby_set else NO_STATE
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Client):
@@ -420,8 +425,20 @@ def full_restore_lag(spec: StreamsSpec, task: Task) -> int:
     """What restoring ``task`` from scratch costs: the largest lag any client reports
     for it, but at least ``acceptable_recovery_lag + 1`` (a client without state is
     never caught up)."""
-    known = [lag for c in spec.clients if (lag := c.lag_for(task)) != NO_STATE and lag >= 0]
-    return max([*known, spec.config.acceptable_recovery_lag + 1])
+    return _full_restore([c.lag_for(task) for c in spec.clients], spec.config.acceptable_recovery_lag)
+
+
+def _full_restore(lags: list[int], acceptable_recovery_lag: int) -> int:
+    return max([*(lag for lag in lags if lag != NO_STATE and lag >= 0), acceptable_recovery_lag + 1])
+
+
+def _restore_cost(lag: int, full: int) -> int:
+    # no state, or state of unknown lag (the worst case): a full restore
+    return 0 if lag == LATEST_OFFSET else (full if lag in (NO_STATE, UNKNOWN_LAG) else lag)
+
+
+def _caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
+    return lag == LATEST_OFFSET or 0 <= lag <= acceptable_recovery_lag
 
 
 def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> list[int]:
@@ -432,17 +449,21 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
     (:func:`full_restore_lag`, or ``full`` if given) where it has none or its
     lag is unknown (the worst case); 0 for stateless tasks.
     """
-    if not task.stateful:
-        return [0] * len(spec.clients)
-    f = full if full is not None else full_restore_lag(spec, task)
-    out = []
-    for c in spec.clients:
-        lag = c.lag_for(task)
-        out.append(0 if lag == LATEST_OFFSET else (f if lag in (NO_STATE, UNKNOWN_LAG) else lag))
-    return out
+    return task_placement(spec, task, full)[0]
 
 
 def is_caught_up(spec: StreamsSpec, client: Client, task: Task) -> bool:
     """Kafka's caught-up test: ran it as an active, or lag <= ``acceptable_recovery_lag``."""
-    lag = client.lag_for(task)
-    return lag == LATEST_OFFSET or 0 <= lag <= spec.config.acceptable_recovery_lag
+    return _caught_up(client.lag_for(task), spec.config.acceptable_recovery_lag)
+
+
+def task_placement(spec: StreamsSpec, task: Task, full: int | None = None) -> tuple[list[int], list[bool]]:
+    """:func:`restore_costs` and :func:`is_caught_up` of ``task`` on every client (input order), from one
+    pass over the clients' lags."""
+    acc = spec.config.acceptable_recovery_lag
+    lags = [c.lag_for(task) for c in spec.clients]
+    caught = [_caught_up(lag, acc) for lag in lags]
+    if not task.stateful:
+        return [0] * len(lags), caught
+    f = full if full is not None else _full_restore(lags, acc)
+    return [_restore_cost(lag, f) for lag in lags], caught

@@ -42,6 +42,7 @@ from spark_runner.cli.common import (
     _run,
     stderr,
     stdout,
+    unproven_note,
 )
 from spark_runner.cli.output import result_document
 
@@ -144,6 +145,9 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     lines = []
     for rec in _progress(records, f"assign ({name})", enabled=batch and len(records) > 1):
         res = _run(name, rec, params)
+        note = unproven_note(name, res)
+        if note:
+            stderr.print(f"{rec.id}: {note}" if batch else note, markup=False)
         doc = result_document(rec.instance, name, res)
         if batch:
             doc = {"id": rec.id, "name": rec.instance.name, **doc}

@@ -66,6 +66,34 @@ def _run(name: str, rec: Record, params: Params) -> Result:
     return spec.run(rec.instance, params)
 
 
+def unproven_note(name: str, res: Result) -> str | None:
+    """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``.
+
+    Examples
+    --------
+    >>> from solver.result import Status
+    >>> r = Result(None, Status.FEASIBLE, (2.0, 11), (2.0, 10), 1.0, {"stages": ["active_balance", "movement"]})
+    >>> unproven_note("optimal-streams", r)
+    'optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%)'
+    """
+    if res.status.value != "feasible" or not res.objective or len(res.bound) != len(res.objective):
+        return None
+    stages = list(res.extra.get("stages") or [f"stage {k + 1}" for k in range(len(res.objective))])
+
+    def num(x: float) -> str:
+        return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
+
+    flags = res.extra.get("proven")
+    proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
+    parts = []
+    for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):
+        if ok:
+            parts.append(f"{s} {num(v)} (proven)")
+        else:
+            parts.append(f"{s} {num(v)} >= {num(b)} (gap {100 * (v - b) / max(abs(v), 1e-12):.3g}%)")
+    return f"{name}: not proven optimal: " + ", ".join(parts)
+
+
 def _records(path: Path) -> list[Record]:
     records: list[Record] = []
     errors: list[InstanceError] = []

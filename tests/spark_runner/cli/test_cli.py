@@ -127,3 +127,53 @@ def test_assign_bad_batch_writes_nothing(tmp_path: Path):
 def test_bad_flags_are_usage_errors(flag: str):
     r = kassign("assign", str(EXAMPLES / "orders-group.json"), "--assignor", "range", flag)
     assert r.returncode == 2
+
+
+_P = "00000000-0000-0000-0000-00000000000{}".format
+
+
+@pytest.mark.parametrize("doc", [
+    {"tasks": [], "clients": [{"id": "a", "process_id": _P(1)}]},
+    {"subtopologies": [{"id": 0, "source_topics": {"A": 0}}], "clients": [{"id": "a", "process_id": _P(1)}]},
+    {"tasks": [{"id": "0_0"}, {"id": "0_1"}],
+     "clients": [{"id": "a", "process_id": _P(1), "active": ["0_0"], "lags": {"0_1": 2**63 - 1}},
+                 {"id": "b", "process_id": _P(2), "lags": {"0_0": 2**63 - 1}}],
+     "config": {"num_standby_replicas": 1}},
+    {"tasks": [{"id": "0_0"}, {"id": "0_1"}],
+     "clients": [{"id": "a", "process_id": _P(1), "active": ["0_0"]}, {"id": "b", "process_id": _P(2)}],
+     "config": {"num_standby_replicas": 1, "acceptable_recovery_lag": 2**63 - 1}},
+], ids=["no-tasks", "zero-partitions", "lags-2^63-1", "recovery-lag-2^63-1"])
+def test_optimal_streams_answers_degenerate_and_huge_values(tmp_path: Path, doc):
+    f = tmp_path / "streams.json"
+    f.write_text(json.dumps({"format": "kassign/v1", "protocol": "streams", **doc}))
+    r = kassign("assign", str(f), "-a", "optimal-streams", "--time-limit", "5")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["stats"]["status"] in ("optimal", "feasible")
+    a = tmp_path / "assignment.json"
+    a.write_text(r.stdout)
+    s = kassign("score", str(f), str(a), "--json")
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["valid"] is True
+
+
+@pytest.mark.parametrize("opt", ["workers=abc", "workers=0", "engine=gurobi", "flows=maybe", "no_such_key=1"])
+def test_optimal_streams_bad_options_are_usage_errors(opt: str):
+    r = kassign("assign", str(EXAMPLES / "streams-app.json"), "-a", "optimal-streams", "-O", opt)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stdout == ""
+
+
+def test_unproven_optimum_prints_its_gaps_on_stderr():
+    # CP-SAT alone cannot close the movement stage of this instance in 1 s; the MIP (default) proves it
+    hard = str(REPO / "tests" / "solver" / "streams" / "data" / "streams-movement-hard.json")
+    r = kassign("assign", hard, "-a", "optimal-streams", "-O", "engine=cp-sat", "--time-limit", "1")
+    assert r.returncode == 0
+    status = json.loads(r.stdout)["stats"]["status"]
+    lines = [ln for ln in r.stderr.splitlines() if "not proven optimal" in ln]
+    assert len(lines) == (status == "feasible")
+    if lines:
+        assert lines[0].startswith("optimal-streams: not proven optimal: active_balance 1 (proven)")
+        assert "movement" in lines[0] and "gap" in lines[0]
+    r = kassign("assign", hard, "-a", "optimal-streams", "--time-limit", "10")
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"]["status"] == "optimal"
+    assert "not proven" not in r.stderr
