@@ -28,7 +28,10 @@ relaxed at once: each target takes the smallest candidate, ties going to the
 first edge in Kafka's order, which is what the sequential loop leaves; in the
 last round the first relaxing edge in Kafka's order is the one returned.
 Rounds stop early when one relaxes nothing (none would later either: Kafka's
-answer is then "no cycle" as well).  :meth:`Graph.solve_min_cost_flow_reference`
+answer is then "no cycle" as well), and a round only tries the edges of nodes
+whose distance fell since their edges were last tried: distances only fall, so
+no other edge can relax (Kafka tries them and finds nothing).  Graphs under
+:data:`VECTOR_MIN_EDGES` residual edges run the same rules as a plain loop.  :meth:`Graph.solve_min_cost_flow_reference`
 is the plain loop, kept to check the fast one.
 """
 
@@ -286,8 +289,9 @@ class _CycleCanceller:
         self.layers = self._layers(len(order), src, dst)
 
     @staticmethod
-    def _layers(n: int, src: list[int], dst: list[int]) -> list[tuple[int, int]]:
-        """Edge ranges of maximal runs of consecutive nodes with no edge inside the run."""
+    def _layers(n: int, src: list[int], dst: list[int]) -> list[tuple[int, int, int, int]]:
+        """``(first node, end node, first edge, end edge)`` of maximal runs of consecutive nodes with
+        no edge inside the run (the residual graph is symmetric: checking a node's neighbours suffices)."""
         nbrs: list[set[int]] = [set() for _ in range(n)]
         for a, b in zip(src, dst, strict=True):
             nbrs[a].add(b)
@@ -296,13 +300,13 @@ class _CycleCanceller:
             first_edge[a + 1] += 1
         for i in range(n):
             first_edge[i + 1] += first_edge[i]
-        ranges: list[tuple[int, int]] = []
+        ranges: list[tuple[int, int, int, int]] = []
         start = 0
         for v in range(1, n + 1):
             if v == n or any(start <= w <= v for w in nbrs[v]):
-                ranges.append((first_edge[start], first_edge[v]))
+                ranges.append((start, v, first_edge[start], first_edge[v]))
                 start = v
-        return [r for r in ranges if r[1] > r[0]]
+        return [r for r in ranges if r[3] > r[2]]
 
     def run(self) -> None:
         while True:
@@ -327,7 +331,9 @@ class _CycleCanceller:
         return self._detect_vector()
 
     def _detect_plain(self) -> tuple[int, dict[int, int], dict[int, int]] | None:
-        # Kafka's loop over flat lists (small graphs: numpy's per-call cost would dominate).
+        # Kafka's loop over flat lists (small graphs: numpy's per-call cost would dominate).  Only the
+        # edges of nodes whose distance fell since they were last scanned are tried: distances only
+        # fall, so no other edge can relax (Kafka tries them and finds nothing).
         n = len(self.order)
         count = n + 1
         dist = [0] * n
@@ -335,20 +341,30 @@ class _CycleCanceller:
         pedge = [-1] * n
         src, dst = self.src.tolist(), self.dst.tolist()
         cost, res = self.cost.tolist(), self.res.tolist()
-        live = [k for k in range(len(src)) if res[k] != 0]
+        out: list[list[int]] = [[] for _ in range(n)]
+        for k in range(len(src)):
+            if res[k] != 0:
+                out[src[k]].append(k)
+        dirty = [True] * n
         for i in range(count):
             last = i == count - 1
             changed = False
-            for k in live:
-                d = dist[src[k]] + cost[k]
-                v = dst[k]
-                if d < dist[v]:
-                    dist[v] = d
-                    parent[v] = src[k]
-                    pedge[v] = k
-                    if last:
-                        return v, dict(enumerate(parent)), dict(enumerate(pedge))
-                    changed = True
+            for u in range(n):
+                if not dirty[u]:
+                    continue
+                dirty[u] = False
+                du = dist[u]
+                for k in out[u]:
+                    d = du + cost[k]
+                    v = dst[k]
+                    if d < dist[v]:
+                        dist[v] = d
+                        parent[v] = u
+                        pedge[v] = k
+                        if last:
+                            return v, dict(enumerate(parent)), dict(enumerate(pedge))
+                        dirty[v] = True
+                        changed = True
             if not changed:
                 return None
         return None
@@ -359,17 +375,37 @@ class _CycleCanceller:
         dist = np.zeros(n, dtype=np.int64)
         parent = np.full(n, -1, dtype=np.int64)
         pedge = np.full(n, -1, dtype=np.int64)
-        # Residual capacities do not change during one search: keep each layer's usable edges only.
+        dirty = np.ones(n, dtype=bool)  # distance fell since the node's edges were last tried
+        # Residual capacities do not change during one search: keep each layer's usable edges only,
+        # grouped by source node (ptr: CSR offsets per node of the layer).
         layers = []
-        for lo, hi in self.layers:
+        for nlo, nhi, lo, hi in self.layers:
             k = lo + np.flatnonzero(self.res[lo:hi] > 0)
             if len(k):
-                layers.append((k, self.src[k], self.dst[k], self.cost[k]))
+                s = self.src[k]
+                ptr = np.searchsorted(s, np.arange(nlo, nhi + 1))
+                layers.append((nlo, nhi, ptr, k, s, self.dst[k], self.cost[k]))
         for i in range(count):
             last = i == count - 1
             changed = False
-            for k, s, t, c in layers:
-                cand = dist[s] + c
+            for nlo, nhi, ptr, k_all, s_all, t_all, c_all in layers:
+                nodes = np.flatnonzero(dirty[nlo:nhi])
+                if not len(nodes):
+                    continue
+                dirty[nlo:nhi] = False
+                if len(nodes) == nhi - nlo:
+                    sel: np.ndarray | slice = slice(None)
+                else:
+                    starts, ends = ptr[nodes], ptr[nodes + 1]
+                    lens = ends - starts
+                    total = int(lens.sum())
+                    if not total:
+                        continue
+                    # concatenated ranges [start, end) of the dirty nodes, in node order
+                    shift = np.repeat(starts - np.cumsum(lens) + lens, lens)
+                    sel = shift + np.arange(total)
+                s, t, k = s_all[sel], t_all[sel], k_all[sel]
+                cand = dist[s] + c_all[sel]
                 better = cand < dist[t]
                 if not better.any():
                     continue
@@ -391,6 +427,7 @@ class _CycleCanceller:
                 dist[targets] = cand[win]
                 parent[targets] = s[win]
                 pedge[targets] = k[win]
+                dirty[targets] = True
             if not changed:
                 return None
         return None

@@ -1,7 +1,9 @@
 """Kafka's own HighAvailabilityTaskAssignor output (shared/scenarios/kafka/streams-*.jsonl.gz): exact match.
 
 Active sets must be equal, ``standby + warmup`` must equal Kafka's standby set
-(Kafka reports warm-ups as standbys) and ``probing_rebalance`` must agree.
+(Kafka reports warm-ups as standbys) and ``probing_rebalance`` must agree; in the
+rack-aware files (KIP-925) also whether Kafka turned rack awareness on
+(``expected.rack_aware``).
 """
 
 from __future__ import annotations

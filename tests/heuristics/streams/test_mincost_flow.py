@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from heuristics.streams import mincost_flow
 from heuristics.streams.mincost_flow import VECTOR_MIN_EDGES, Graph, java_int
 
 
@@ -55,10 +57,14 @@ def networkx_optimum(n_tasks: int, n_clients: int, costs: list[list[int]], place
 @given(assignment_graphs())
 def test_vectorised_equals_plain_loop_and_is_optimal(case: tuple[int, int, list[list[int]], list[int], bool]) -> None:
     n_tasks, n_clients, costs, place, _ = case
-    fast, plain = build(n_tasks, n_clients, costs, place), build(n_tasks, n_clients, costs, place)
-    fast.solve_min_cost_flow()
+    plain = build(n_tasks, n_clients, costs, place)
     plain.solve_min_cost_flow_reference()
-    assert flows(fast) == flows(plain)  # the same optimum, not just the same cost
+    for threshold in (0, 10**9):  # force the vectorised rounds, then the list-based ones
+        fast = build(n_tasks, n_clients, costs, place)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(mincost_flow, "VECTOR_MIN_EDGES", threshold)
+            fast.solve_min_cost_flow()
+        assert flows(fast) == flows(plain)  # the same optimum, not just the same cost
     assert fast.total_cost() == networkx_optimum(n_tasks, n_clients, costs, place)
     # every task still placed once, every client keeps its count
     for t in range(n_tasks):

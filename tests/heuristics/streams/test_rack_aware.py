@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,14 +148,16 @@ def test_active_optimisation_keeps_counts_and_min_traffic_is_optimal(doc: dict[s
             for group in ra.groups:
                 share = math.ceil(len(before[c].active) / len(tasks) * len(group))
                 assert sum(t in st_.active for t in group) <= share
-    # the plain Bellman-Ford loop finds the very same assignment
-    again = copy.deepcopy(before)
-    fast = kafka_graph.Graph.solve_min_cost_flow
-    try:
-        kafka_graph.Graph.solve_min_cost_flow = kafka_graph.Graph.solve_min_cost_flow_reference  # type: ignore[method-assign]
+    # Kafka's plain Bellman-Ford loop, and the vectorised rounds forced, find the very same assignment
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kafka_graph.Graph, "solve_min_cost_flow", kafka_graph.Graph.solve_min_cost_flow_reference)
+        again = copy.deepcopy(before)
         ra.optimize_active(tasks, again, traffic, non_overlap)
-    finally:
-        kafka_graph.Graph.solve_min_cost_flow = fast  # type: ignore[method-assign]
+    assert [s.active for s in again] == [s.active for s in states]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kafka_graph, "VECTOR_MIN_EDGES", 0)
+        again = copy.deepcopy(before)
+        ra.optimize_active(tasks, again, traffic, non_overlap)
     assert [s.active for s in again] == [s.active for s in states]
 
 
@@ -192,3 +195,27 @@ def test_whole_assignor_keeps_streams_invariants(doc: dict[str, Any]) -> None:
     assert res.extra["rack_aware"] is True
     # fresh clients (no state anywhere): no movement, so no warm-ups; standbys as required
     assert_actives_and_standbys(inst, res.assignment)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rack_docs())
+def test_sticky_task_with_racks_keeps_invariants_and_is_plain_when_off(doc: dict[str, Any]) -> None:
+    from spark_runner.assignors import load_all
+
+    load_all()
+    sticky = get("sticky-task")
+    inst = parse_instance(doc)
+    res = sticky.run(inst, Params())
+    assert_actives_and_standbys(inst, res.assignment)
+    # the active optimisations keep each client's number of actives
+    plain_doc = copy.deepcopy(doc)
+    plain_doc["config"]["rack_aware_assignment_strategy"] = "none"
+    plain = sticky.run(parse_instance(plain_doc), Params()).assignment
+    for cid, ca in plain.clients.items():
+        assert len(res.assignment.get(cid).active) == len(ca.active)
+    no_rack = copy.deepcopy(doc)
+    del no_rack["clients"][0]["rack"]
+    no_rack_plain = copy.deepcopy(no_rack)
+    no_rack_plain["config"]["rack_aware_assignment_strategy"] = "none"
+    assert (sticky.run(parse_instance(no_rack), Params()).assignment
+            == sticky.run(parse_instance(no_rack_plain), Params()).assignment)
