@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from solver.errors import InstanceError, Problem
+from solver.model.decode import DecodeError, decode_json, decode_yaml
 
 BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 
@@ -30,27 +30,19 @@ def is_batch(path: str | Path) -> bool:
 
 
 def _load_text(text: str, source: str, yaml_ok: bool) -> Any:
-    """Parse JSON (or YAML) text; syntax errors become located problems."""
+    """Parse JSON (or YAML) text; syntax errors, duplicate keys, too deep nesting become located problems."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        if not yaml_ok:
-            raise InstanceError(
-                source, [Problem("", f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}")]
-            ) from None
+        return decode_json(text)
+    except DecodeError as e:
+        if not (e.syntax and yaml_ok):
+            raise InstanceError(source, e.problems) from None
         json_err = e
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        if source.endswith((".yaml", ".yml")):
-            raise InstanceError(source, [Problem("", f"malformed YAML{where}: {problem}")]) from None
-        raise InstanceError(
-            source,
-            [Problem("", f"malformed JSON at line {json_err.lineno}, column {json_err.colno}: {json_err.msg}")],
-        ) from None
+        return decode_yaml(text)
+    except DecodeError as e:
+        if source.endswith((".yaml", ".yml")) or not e.syntax:
+            raise InstanceError(source, e.problems) from None
+        raise InstanceError(source, json_err.problems) from None
 
 
 def read_document(path: str | Path) -> Any:
