@@ -31,7 +31,7 @@ MEMORY_ENV = "KASSIGN_MEMORY_LIMIT"
 #: Bytes per partition and per (partition, subscriber) pair, by kind of engine (measured, with margin).
 CONSUMER_COSTS = {"heuristic": (120, 8), "solver": (300, 16), "score": (100, 0)}
 #: Bytes per task, per client and per (task, client, replica) triple for the Streams engines.
-STREAMS_COSTS = {"heuristic": (1000, 1000, 64), "solver": (1000, 1000, 300), "score": (500, 500, 0)}
+STREAMS_COSTS = {"heuristic": (1000, 1000, 64), "solver": (1000, 1000, 400), "score": (500, 500, 0)}
 #: Bytes of one derived Streams task while an instance is read (task object, id string, sort key).
 BYTES_PER_PARSED_TASK = 400
 #: Work limit of Kafka's high-availability assignor: clients^2 x tasks x replicas (about a minute here).

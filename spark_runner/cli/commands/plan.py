@@ -149,7 +149,8 @@ def register(app: typer.Typer) -> None:
         standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
         plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
-        time_limit: Annotated[float, typer.Option(help="Seconds for each CP-SAT model.")] = 10.0,
+        time_limit: Annotated[float, typer.Option(
+            help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
         seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
         no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
     ) -> None:
@@ -157,7 +158,7 @@ def register(app: typer.Typer) -> None:
         from solver.io import dumps, read_instance
         from solver.planning.plan import PlanConfig, PlanUsageError, parse_range
         from solver.planning.plan import plan as plan_fn
-        from spark_runner.cli.common import UsageError
+        from spark_runner.cli.common import UsageError, located
 
         err = Console(stderr=True, highlight=False)
         try:
@@ -173,7 +174,8 @@ def register(app: typer.Typer) -> None:
         inst = read_instance(instance)
         kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
         try:
-            doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
+            with located(str(instance)):
+                doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
         if plot_out is not None:
