@@ -12,7 +12,7 @@ import io
 import json
 import math
 import os
-import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +93,32 @@ def dumps(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
+def _remove_stale_temps(target: Path) -> None:
+    """Delete ``.<name>.<pid>.tmp`` files of ``target`` left by writers that were killed (their pid is gone)."""
+    for old in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+        pid = old.name[len(target.name) + 2: -len(".tmp")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            old.unlink(missing_ok=True)
+        except (PermissionError, OverflowError, OSError):
+            continue  # alive under another user, or not a pid we can ask about: leave it
+
+
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written."""
+    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written.
+
+    The temporary file is ``.<name>.<pid>.tmp`` beside the target; one left by
+    a writer killed with SIGKILL (no clean-up possible) is deleted by the next
+    write to the same target.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    _remove_stale_temps(target)
+    tmp = str(target.parent / f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
