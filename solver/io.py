@@ -115,11 +115,11 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                     try:
                         data = decode_json(text)
                     except DecodeError as de:
-                        e = de.error
-                        if e is None:  # duplicate keys, too deep, too long a number: located by decode_json
+                        syntax = de.error
+                        if syntax is None:  # duplicate keys, too deep, too long a number: located by decode_json
                             raise InstanceError(where, de.problems) from None
                         raise InstanceError(
-                            where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]
+                            where, [Problem("", f"malformed JSON at column {syntax.colno}: {syntax.msg}")]
                         ) from None
                     inst_data, prefix = _unwrap(data)
                     inst = parse_instance(inst_data, where, prefix)

@@ -64,7 +64,8 @@ def limit_message(error: Any) -> str:
     msg = str(error["msg"])
     ctx = error.get("ctx") or {}
     for bound in ("le", "ge"):
-        why = _WHY.get(ctx.get(bound)) if isinstance(ctx.get(bound), int | float) else None
+        value = ctx.get(bound)
+        why = _WHY.get(value) if isinstance(value, int | float) else None
         if why:
             return f"{msg} ({why})"
     return msg

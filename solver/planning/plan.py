@@ -191,7 +191,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
     say(f"{items.n_items} items, total load {items.raw.sum() / items.divisor:g}: proving the minimum")
     mn = minimum(pl)
     lo, hi = cfg.range if cfg.range is not None else default_range(mn, pl.m, cfg.resilience)
-    rows = []
+    rows: list[dict[str, Any]] = []
     kafka_fn = kafka_streams if instance.protocol == "streams" else kafka_consumer
     late: list[str] = []
     for n in range(lo, hi + 1):

@@ -24,7 +24,8 @@ def problems(fn, text: str) -> list[str]:
 def test_json_nested_100000_levels_is_refused_with_its_position(opening: str, closing: str) -> None:
     text = HEAD + opening * 100_000 + "1" * (opening == '{"a":') + closing * 100_000 + "}"
     [msg] = problems(decode_json, text)
-    assert msg.startswith("malformed JSON at line 1, column ") and msg.endswith(f"nested deeper than {MAX_DEPTH} levels")
+    assert msg.startswith("malformed JSON at line 1, column ")
+    assert msg.endswith(f"nested deeper than {MAX_DEPTH} levels")
 
 
 def test_json_nesting_python_can_parse_but_too_deep_names_the_path() -> None:
