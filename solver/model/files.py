@@ -115,6 +115,14 @@ def write_atomic(path: str | Path, text: str) -> None:
     write to the same target.
     """
     target = Path(path)
+    if target.exists() and not target.is_file():
+        # /dev/null, /dev/stdout, a FIFO (links followed): replacing it would destroy it (as root, /dev/null
+        # itself); write through it instead.
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(text)
+        return
+    if target.is_symlink():
+        target = target.resolve()  # replace the file the link points to, not the link
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(target)
     tmp = str(target.parent / f".{target.name}.{os.getpid()}.tmp")

@@ -82,3 +82,14 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path)
     assert not stale.exists() and alive.exists()
     assert json.loads((tmp_path / "out.json").read_text()) == {"whole": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.json.1.tmp", "out.json"]
+
+
+def test_devices_and_links_are_written_through_not_replaced(tmp_path: Path) -> None:
+    write_atomic("/dev/null", "x")
+    assert Path("/dev/null").is_char_device()
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
