@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from solver.model import Instance
+from solver.resources import check_fits, instance_need
 from solver.result import Params, Result
 
 AssignFn = Callable[[Instance, Params], Result]
@@ -61,6 +62,9 @@ class AssignorSpec:
                 f"assignor {self.name!r} is for the {self.protocol} protocol, "
                 f"the instance uses {instance.protocol!r}"
             )
+        # Refuse, before anything is built per partition or task, what this machine cannot hold.
+        check_fits(instance_need(instance, self.kind, f"assignor {self.name!r}", self.name),
+                   instance.name or "instance")
         t0 = time.perf_counter()
         res = self.fn(instance, params or Params())
         if res.seconds == 0.0:

@@ -60,7 +60,7 @@ def topic_uuid(name: str, topic_id: str | None) -> int:
     """
     if topic_id is None:
         return uuid.uuid5(_TOPIC_NAMESPACE, name).int
-    if len(topic_id) == 22 and "-" not in topic_id[:8]:
+    if len(topic_id) == 22:  # Kafka's base64 form ("-" and "_" may appear anywhere in it)
         import base64
 
         return int.from_bytes(base64.urlsafe_b64decode(topic_id + "=="), "big")

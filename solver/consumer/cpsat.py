@@ -64,6 +64,8 @@ STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 
 #: Largest scaled total load (so that squared loads and their sum fit in 64 bits).
 MAX_SCALED_TOTAL = 2**26
+#: Largest scaled sum of previous owners' move costs in a CP-SAT model.
+MAX_SCALED_MOVES = 2**40
 #: Above this many x[c, m] variables, classes keep only a neighbourhood of members.
 MAX_VARS = 60_000
 #: Per-member load ranges up to this many levels get the linear order encoding of the square.
@@ -233,22 +235,30 @@ def solve_cpsat(
     max_ratio = int(ratio_i.max()) if n else 1
     while ws > 1 and total_w * ws * max_ratio > MAX_SCALED_TOTAL:
         ws //= 10
-    wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
-    exact_w = bool(np.allclose(wint, ic.weight * ws))
     if total_w * ws * max_ratio > MAX_SCALED_TOTAL:
-        # weights too large even unscaled: divide
+        # weights too large even unscaled: divide (scaling them first would overflow int64)
         div = math.ceil(total_w * max_ratio / MAX_SCALED_TOTAL)
         wint = np.floor(ic.weight / div).astype(np.int64)
         ws_f = 1.0 / div
         exact_w = False
     else:
+        wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
+        exact_w = bool(np.allclose(wint, ic.weight * ws))
         ws_f = float(ws)
     exact = exact_w and exact_caps
     # normalised load in original units = NL * cs / (ws_f * big_l)
     unit = cs / (ws_f * big_l)
 
-    mscale = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
+    mscale: float = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
+    # Move costs scaled to integers like the weights: the scaled total stays far inside int64 (huge or
+    # many-decimal costs are rounded, and the optimum is then not claimed as proven).
+    total_m = float(ic.owned_cost.sum()) if ic.owned_cost.size else 0.0
+    while mscale > 1 and total_m * mscale > MAX_SCALED_MOVES:
+        mscale //= 10
+    if total_m * mscale > MAX_SCALED_MOVES:
+        mscale = MAX_SCALED_MOVES / total_m
     owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
+    exact = exact and bool(np.allclose(owned_int, ic.owned_cost * mscale, rtol=0, atol=1e-6))
 
     # ---- candidate members per class
     hint = greedy(ic, caps)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import META_KEYS
+from solver.model.schema import INT32_MAX, META_KEYS, limit_message
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -42,10 +42,11 @@ from solver.streams.model import (
     task_sort_key,
 )
 
-NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+#: A Java int (ids, partition counts, thread counts, configs): Kafka cannot represent more.
+NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
 #: A Java long (lags, offsets): Kafka cannot represent more.
 NonNegLong = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
-PosInt = Annotated[int, Field(strict=True, ge=1)]
+PosInt = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
 #: A Java int (Kafka's ``Type.INT`` configs, no further validation).
 JavaInt = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
 RackName = Annotated[str, Field(strict=True, min_length=1)]
@@ -93,7 +94,7 @@ class ConfigSpec(_Strict):
     acceptable_recovery_lag: NonNegLong = 10000
     max_warmup_replicas: PosInt = 2
     balance_factor: PosInt = 1
-    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000)] = 600000
+    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000, le=2**63 - 1)] = 600000
     rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = "none"
     rack_aware_assignment_traffic_cost: JavaInt | None = None
     rack_aware_assignment_non_overlap_cost: JavaInt | None = None
@@ -127,6 +128,8 @@ def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...]) -> l
             msg = "required key missing"
         elif e["type"] == "literal_error" and loc[-1:] == ("format",):
             msg = f"expected {FORMAT!r}"
+        else:
+            msg = limit_message(e)
         out.append(Problem(json_path(loc), msg))
     return out
 
@@ -181,6 +184,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     if spec.tasks is not None:
         tasks = _explicit_tasks(spec.tasks, bad)
     elif spec.subtopologies is not None:
+        _check_derived_size(spec.subtopologies, source, prefix)
         subtopologies, tasks = _derived_tasks(spec.subtopologies, bad)
     by_id = {t.id: t for t in tasks}
 
@@ -198,17 +202,19 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
 
 def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:
     tasks: list[Task] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[int, int], int] = {}
     for i, t in enumerate(specs):
         try:
-            parse_task_id(t.id)
+            key = parse_task_id(t.id)
         except ValueError as e:
             bad(("tasks", i, "id"), str(e))
             continue
-        if t.id in seen:
-            bad(("tasks", i, "id"), f"duplicate task id {t.id!r} (also tasks[{seen[t.id]}])")
+        if key in seen:
+            j = seen[key]
+            same = "" if specs[j].id == t.id else f", the same TaskId as {specs[j].id!r}"
+            bad(("tasks", i, "id"), f"duplicate task id {t.id!r} (also tasks[{j}]{same})")
             continue
-        seen[t.id] = i
+        seen[key] = i
         if not t.stateful and t.stores:
             bad(("tasks", i, "stores"), "a stateless task has no state stores")
         if not t.stateful and t.changelog_racks is not None:
@@ -232,6 +238,19 @@ def _partition_racks(racks: list[list[str]] | None, where: tuple[str | int, ...]
         elif len(set(part)) != len(part):
             bad((*where, j), "a rack is listed twice")
     return tuple(tuple(sorted(part)) for part in racks)
+
+
+def _check_derived_size(specs: list[SubtopologySpec], source: str, prefix: tuple[str | int, ...]) -> None:
+    """Refuse subtopologies whose derived tasks would not fit in memory, before deriving them."""
+    from solver.resources import BYTES_PER_PARSED_TASK, Need, check_fits
+
+    sizes = [max(s.source_topics.values(), default=0) for s in specs]
+    if not sizes:
+        return
+    total = sum(sizes)
+    i = max(range(len(sizes)), key=sizes.__getitem__)
+    check_fits(Need(total * BYTES_PER_PARSED_TASK, f"reading {total} tasks (one per partition number)",
+                    json_path((*prefix, "subtopologies", i, "source_topics"))), source)
 
 
 def _derived_tasks(specs: list[SubtopologySpec], bad: Any) -> tuple[tuple[Subtopology, ...], list[Task]]:

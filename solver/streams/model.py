@@ -36,6 +36,10 @@ DEFAULT_RACK_NON_OVERLAP_COST: int = 1
 UNKNOWN_LAG: int = -3
 
 
+#: Largest subtopology and partition number of a task id (a Java ``int`` in Kafka's ``TaskId``).
+TASK_PART_MAX = 2**31 - 1
+
+
 def parse_task_id(task_id: str) -> tuple[int, int]:
     """Split ``"<subtopology>_<partition>"`` into two ints.
 
@@ -47,7 +51,13 @@ def parse_task_id(task_id: str) -> tuple[int, int]:
     left, sep, right = task_id.partition("_")
     if not sep or not left.isdigit() or not right.isdigit() or not left.isascii() or not right.isascii():
         raise ValueError(f"task id {task_id!r} is not '<subtopology>_<partition>'")
-    return int(left), int(right)
+    # Kafka's TaskId holds both parts in a Java int; the length test keeps int() away from huge literals.
+    sub = int(left) if len(left) <= 12 else TASK_PART_MAX + 1
+    part = int(right) if len(right) <= 12 else TASK_PART_MAX + 1
+    if sub > TASK_PART_MAX or part > TASK_PART_MAX:
+        what = "subtopology" if sub > TASK_PART_MAX else "partition"
+        raise ValueError(f"task id {task_id[:40]!r}: {what} above {TASK_PART_MAX} (Kafka's TaskId holds a 32-bit int)")
+    return sub, part
 
 
 def task_sort_key(task_id: str) -> tuple[int, int]:

@@ -40,6 +40,8 @@ from spark_runner.cli.common import (
     _progress,
     _records,
     _run,
+    check_options,
+    check_output,
     stderr,
     stdout,
     unproven_note,
@@ -130,11 +132,12 @@ def assign(
     ] = None,
 ) -> None:
     """Assign partitions with one assignor; writes the assignment JSON (JSON lines for a batch)."""
-    opts = _parse_options(option)
+    check_output(out)
+    spec = get_assignor(assignor)  # unknown names fail before any input is read
+    opts = check_options(assignor, _parse_options(option))
     if settle:
         opts["rounds"] = "settle"
     params = _params(time_limit, seed, objective, opts)
-    spec = get_assignor(assignor)  # unknown names fail before any input is read
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line
@@ -184,6 +187,9 @@ def score(
     if len(recs) != 1:
         raise UsageError(f"{instance}: score needs exactly one instance, the file has {len(recs)}")
     inst = recs[0].instance
+    from solver.resources import check_fits, instance_need
+
+    check_fits(instance_need(inst, "score", "score"), str(instance))
     if inst.protocol == "streams":
         from solver.streams.format import read_streams_assignment
 

@@ -168,6 +168,8 @@ PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
 #: Every column of a row, in order, with its Spark SQL type.
 ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + STREAMS_COLUMNS
                                            + PARAM_COLUMNS)
+#: Columns that identify a row: one step of one scenario as seen by one assignor (readers keep one row per key).
+ROW_KEY = ("scenario_id", "step", "assignor")
 COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
 
 

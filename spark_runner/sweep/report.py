@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from solver.errors import InstanceError, MissingFileError, Problem
-from spark_runner.sweep.evaluate import EPS, OPTIMAL, REFERENCE, STREAMS_OPTIMAL, arrow_schema
+from spark_runner.sweep.evaluate import EPS, OPTIMAL, REFERENCE, ROW_KEY, STREAMS_OPTIMAL, arrow_schema
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
 STREAMS_GAPS = ("active_balance_gap", "total_balance_gap", "restoration_gap")
@@ -116,9 +116,13 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
     schema = arrow_schema()
     part = ds.partitioning(pa.schema([schema.field("assignor")]), flavor="hive")
     dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
-    cols = None if columns is None else [*columns, "assignor"]
+    cols = None if columns is None else list(dict.fromkeys([*columns, *ROW_KEY]))
     df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
+    # One row per (scenario, step, assignor), whatever an interrupted run left (run.clear_uncommitted).
+    df = df.drop_duplicates(subset=list(ROW_KEY), keep="first", ignore_index=True)
+    if columns is not None:
+        df = df[list(dict.fromkeys([*columns, "assignor"]))]
     if "protocol" in df.columns:
         df["protocol"] = df["protocol"].fillna("consumer").astype(str)
     return df

@@ -46,15 +46,19 @@ def _one_instance(path: Path) -> Any:
     recs = _records(path)
     if len(recs) != 1:
         raise UsageError(f"{path}: needs exactly one instance, the file has {len(recs)}")
-    return recs[0].instance
+    inst = recs[0].instance
+    from solver.resources import check_fits, instance_need
+
+    check_fits(instance_need(inst, "solver", "the optimal solver"), str(path))  # before anything is built
+    return inst
 
 
 def _params(time_limit: float | None, seed: int) -> Any:
     from solver.result import Params
-    from spark_runner.cli.common import UsageError
+    from spark_runner.cli.common import check_seed, check_time_limit
 
-    if time_limit is not None and time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
+    check_time_limit(time_limit)
+    check_seed(seed)
     return Params(time_limit=time_limit, seed=seed)
 
 

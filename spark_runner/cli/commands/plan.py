@@ -200,7 +200,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
         fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP + " tsv: the per-count table.")] = None,
         plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
-        time_limit: Annotated[float, typer.Option(help="Seconds for each CP-SAT model.")] = 10.0,
+        time_limit: Annotated[float, typer.Option(
+            help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
         seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
         no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
     ) -> None:
@@ -208,7 +209,7 @@ def register(app: typer.Typer) -> None:
         from solver.io import dumps, read_instance
         from solver.planning.plan import PlanConfig, PlanUsageError, parse_range
         from solver.planning.plan import plan as plan_fn
-        from spark_runner.cli.common import UsageError
+        from spark_runner.cli.common import UsageError, located
 
         err = Console(stderr=True, highlight=False)
         try:
@@ -228,7 +229,8 @@ def register(app: typer.Typer) -> None:
         inst = read_instance(instance)
         kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
         try:
-            doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
+            with located(str(instance)):
+                doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
         if plot_out is not None:
