@@ -40,6 +40,7 @@ from spark_runner.cli.common import (
     _progress,
     _records,
     _run,
+    warn_unproven,
     stderr,
     stdout,
 )
@@ -111,9 +112,14 @@ def assign(
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     time_limit: Annotated[float | None, typer.Option(help="Seconds a solver may use.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result).")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
+    ] = None,
     objective: Annotated[
         str | None, typer.Option(help="Solver stage order, e.g. balance,moves,racks (see docs/cli.md).")
+    ] = None,
+    balance_tolerance: Annotated[
+        float | None, typer.Option(help="Optimal solver: fewest moves with max load <= (1 + EPS) x its optimum.")
     ] = None,
     settle: Annotated[
         bool, typer.Option(help="Cooperative assignors: run follow-up rounds until stable, report the rounds.")
@@ -126,7 +132,7 @@ def assign(
     opts = _parse_options(option)
     if settle:
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts)
+    params = _params(time_limit, seed, objective, opts, balance_tolerance)
     get_assignor(assignor)  # unknown names fail before any input is read
     records = _records(file)
     batch = is_batch(file)
@@ -144,6 +150,7 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     lines = []
     for rec in _progress(records, f"assign ({name})", enabled=batch and len(records) > 1):
         res = _run(name, rec, params)
+        warn_unproven(f"{name} ({rec.id})" if batch else name, res)
         doc = result_document(rec.instance, name, res)
         if batch:
             doc = {"id": rec.id, "name": rec.instance.name, **doc}

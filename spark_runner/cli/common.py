@@ -54,11 +54,51 @@ def _parse_options(options: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _params(time_limit: float | None, seed: int, objective: str | None, options: dict[str, Any]) -> Params:
+def _params(time_limit: float | None, seed: int | None, objective: str | None, options: dict[str, Any],
+            balance_tolerance: float | None = None) -> Params:
     if time_limit is not None and time_limit <= 0:
         raise UsageError("--time-limit must be positive")
+    if balance_tolerance is not None and not 0 <= balance_tolerance < float("inf"):
+        raise UsageError("--balance-tolerance must be a finite number >= 0")
     obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
-    return Params(time_limit=time_limit, seed=seed, objective=obj, options=options)
+    if seed is not None and "deterministic" not in options:
+        # a given seed asks for the same answer on every run: exact solvers run their deterministic mode
+        options = {**options, "deterministic": True}
+    return Params(time_limit=time_limit, seed=seed or 0, objective=obj, options=options,
+                  balance_tolerance=balance_tolerance)
+
+
+def unproven_line(name: str, res: Result) -> str | None:
+    """One line with the per-stage gaps of an exact solver's result that is not proven (else ``None``).
+
+    Examples
+    --------
+    >>> from solver.result import Status
+    >>> r = Result(None, Status.FEASIBLE, (4.0, 10.0), (4.0, 8.0),
+    ...            extra={"stages": ["max_load", "moves"], "stage_proven": [True, False]})
+    >>> unproven_line("optimal", r)
+    'optimal: not proven optimal -- max_load 4 (proven), moves 10 (bound 8, gap 20%)'
+    """
+    if res.status.value != "feasible" or not res.objective:
+        return None
+    stages = list(res.extra.get("stages") or [f"stage{i}" for i in range(len(res.objective))])
+    proven = list(res.extra.get("stage_proven") or [v == b for v, b in zip(res.objective, res.bound, strict=False)])
+    parts = []
+    for i, (s, v) in enumerate(zip(stages, res.objective, strict=False)):
+        b = res.bound[i] if i < len(res.bound) else None
+        if (i < len(proven) and proven[i]) or b is None:
+            parts.append(f"{s} {v:.6g} (proven)")
+        else:
+            gap = abs(v - b) / max(abs(v), 1e-12)
+            parts.append(f"{s} {v:.6g} (bound {b:.6g}, gap {gap:.3g}%)".replace(f"{gap:.3g}%", f"{gap * 100:.3g}%"))
+    return f"{name}: not proven optimal -- " + ", ".join(parts)
+
+
+def warn_unproven(name: str, res: Result) -> None:
+    """Print :func:`unproven_line` on stderr when the result is not proven."""
+    line = unproven_line(name, res)
+    if line is not None:
+        stderr.print(line, markup=False)
 
 
 def _run(name: str, rec: Record, params: Params) -> Result:

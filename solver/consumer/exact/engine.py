@@ -471,7 +471,7 @@ def solve_exact(
                 # the bound as a hard cap: a solution proves it reached (and optimises the next stage)
                 z_dom[1] = lo
                 obj = objs[nxt] if nxt is not None else None
-                t_b = budget(0.75 if nxt is not None and n_stages - i > 2 else 0.9)
+                t_b = budget(0.5 if nxt is not None else 0.9)
                 if mip is not None and nxt in MIP_STAGES and "sum_sq" not in objs:
                     st, val, bnd, dt = mip.solve_stage(nxt, current, t_b, zcap=lo, fixed=_fixed(dom))
                     if st in ("optimal", "feasible"):

@@ -30,7 +30,14 @@ class MipModel:
         solver = pywraplp.Solver.CreateSolver(SOLVER_IDS[backend])
         if solver is None:
             raise InfeasibleError(f"the {backend} MIP solver is not available in this OR-Tools build")
+        solver.SuppressOutput()
+        if backend == "highs":
+            # HiGHS prints a banner on stdout unless told not to (stdout carries the assignment)
+            solver.SetSolverSpecificParametersAsString("output_flag=false")
         self.solver = solver
+        self.wint = wint
+        self.ratio = ratio
+        self.n_members = ic.n_members
         self.backend = backend
         self.seed = seed
         self.last: dict[tuple[int, int], int] | None = None
@@ -52,10 +59,25 @@ class MipModel:
             if row:
                 solver.Add(ratio[m] * solver.Sum(row) <= self.z)
         self.obj: dict[str, Any] = {"max_load": self.z}
+        self.coef: dict[str, dict[tuple[int, int], int]] = {}
         for name, terms in (("moves", mv_terms), ("racks", racks)):
             v = solver.IntVar(0, inf, name)
             solver.Add(v == solver.Sum([k * self.x[c, m] for c, m, k in terms if k]))
             self.obj[name] = v
+            self.coef[name] = {(c, m): k for c, m, k in terms if k}
+
+    def _max_load(self, sol: dict[tuple[int, int], int]) -> int:
+        load = [0] * self.n_members
+        for (c, m), k in sol.items():
+            load[m] += k * self.wint[c]
+        return max((load[m] * self.ratio[m] for m in range(self.n_members)), default=0)
+
+    def _value(self, name: str, sol: dict[tuple[int, int], int]) -> int | None:
+        """A linear stage's value for a solution given as counts."""
+        coef = self.coef.get(name)
+        if coef is None:
+            return None
+        return sum(coef.get(key, 0) * k for key, k in sol.items())
 
     def solve_stage(self, name: str, hint: dict[tuple[int, int], int] | None, seconds: float, *,
                     zcap: int, fixed: dict[str, tuple[int, int]]) -> tuple[str, int | None, int | None, float]:
@@ -72,9 +94,16 @@ class MipModel:
         lo, hi = fixed.get(name, (0, s.infinity()))
         target.SetBounds(lo, hi)
         s.Minimize(target)
-        if hint:
+        if hint and self.backend == "scip":
             vs = list(self.x.values())
             s.SetHint(vs, [float(hint.get(key, 0)) for key in self.x])
+        elif hint and name != "max_load" and name in self.obj:
+            # HiGHS: pywraplp's SetHint crashes with it (OR-Tools 9.15); the previous solution still
+            # bounds the stage from above (a cutoff), which is what the warm start buys for a MIP
+            incumbent = self._value(name, hint)
+            if incumbent is not None and self._max_load(hint) <= zcap:
+                target_hi = min(hi, incumbent) if hi != s.infinity() else incumbent
+                self.obj[name].SetBounds(lo, target_hi)
         s.SetTimeLimit(max(10, int(seconds * 1000)))
         s.SetNumThreads(1)
         t0 = time.perf_counter()

@@ -11,6 +11,7 @@ on it; JSON (``-o``) and a PNG plot (``--plot``).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,13 +46,10 @@ def _one_instance(path: Path) -> Any:
     return inst
 
 
-def _params(time_limit: float | None, seed: int) -> Any:
-    from solver.result import Params
-    from spark_runner.cli.common import UsageError
+def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None) -> Any:
+    from spark_runner.cli.common import _params as common_params
 
-    if time_limit is not None and time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
-    return Params(time_limit=time_limit, seed=seed)
+    return common_params(time_limit, seed, None, {}, balance_tolerance)
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None) -> dict[str, Any]:
@@ -61,8 +59,8 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
     the gap metrics (``error`` instead when the assignor refused the input).
     """
     from solver.consumer.gaps import gap_metrics
-    from solver.consumer.optimal import solve
     from solver.model.scoring import score
+    from spark_runner.cli.common import unproven_line
     from spark_runner.assignors import load_all
 
     specs = {s.name: s for s in load_all() if s.protocol == "consumer"}
@@ -75,13 +73,32 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
         if unknown:
             raise UsageError(f"unknown consumer assignor(s): {', '.join(unknown)} (see `kassign list`)")
         chosen = [n for n in names if not n.startswith("optimal")]
-    opt = solve(instance, params)
+    from solver.consumer.optimal import solve as solve_optimal
+
+    tolerance = params.balance_tolerance
+    opt = solve_optimal(instance, dataclasses.replace(params, balance_tolerance=None))
+    if err is not None:
+        line = unproven_line("optimal", opt)
+        if line is not None:
+            err.print(line, markup=False)
     opt_scores = score(instance, opt.assignment)
     rows: list[dict[str, Any]] = []
     base = {"assignor": "optimal", "status": opt.status.value, "seconds": round(opt.seconds, 4),
             "engine": opt.extra.get("engine"), **opt_scores}
     base.update(gap_metrics(instance, opt.assignment, opt, scores=opt_scores))
     rows.append(base)
+    if tolerance is not None:
+        # the tolerance result as its own row: fewest moves with max load <= (1 + EPS) x the optimum's
+        tol = solve_optimal(instance, params)
+        if err is not None:
+            line = unproven_line(f"optimal (tolerance {tolerance:g})", tol)
+            if line is not None:
+                err.print(line, markup=False)
+        tol_scores = score(instance, tol.assignment)
+        row = {"assignor": f"optimal~{tolerance:g}", "status": tol.status.value, "seconds": round(tol.seconds, 4),
+               "engine": tol.extra.get("engine"), **tol_scores}
+        row.update(gap_metrics(instance, tol.assignment, opt, scores=tol_scores))
+        rows.append(row)
     for name in chosen:
         try:
             res = specs[name].run(instance, params)
@@ -114,7 +131,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
         time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
-        seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        seed: Annotated[int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")] = None,
+        balance_tolerance: Annotated[
+            float | None, typer.Option(help="Add a row: fewest moves with max load <= (1 + EPS) x the optimum.")
+        ] = None,
     ) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
@@ -122,7 +142,7 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
-        doc = compare_rows(inst, names, _params(time_limit, seed), err)
+        doc = compare_rows(inst, names, _params(time_limit, seed, balance_tolerance), err)
         if as_json:
             sys.stdout.write(dumps(doc) + "\n")
             return
@@ -152,7 +172,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         points: Annotated[int, typer.Option(help="At most this many budgets (evenly spaced, ends kept).")] = 60,
         time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point.")] = None,
-        seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        seed: Annotated[int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")] = None,
     ) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
         from solver.consumer.frontier import compute_frontier, place, plot_frontier
@@ -165,6 +185,13 @@ def register(app: typer.Typer) -> None:
         inst = _one_instance(file)
         params = _params(time_limit, seed)
         doc = compute_frontier(inst, params, max_points=points)
+        open_pts = [p for p in doc["points"] if not p["proven"]]
+        if open_pts:
+            gaps = ", ".join(f"budget {p['budget']:g}: max load {p['max_load']:.6g} (bound {p['bound']:.6g})"
+                             for p in open_pts[:5])
+            more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
+            err.print(f"frontier: {len(open_pts)} of {len(doc['points'])} points not proven -- {gaps}{more}",
+                      markup=False)
         from spark_runner.assignors import load_all
 
         specs = [s for s in load_all() if s.protocol == "consumer" and s.kind == "heuristic"]

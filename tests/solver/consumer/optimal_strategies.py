@@ -39,7 +39,7 @@ def instance_docs(
         if weights:
             spec["weights"] = [draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 7.0])) for _ in range(n)]
         if move_costs:
-            spec["move_costs"] = [draw(st.sampled_from([0.0, 1.0, 2.5, 10.0])) for _ in range(n)]
+            spec["move_costs"] = [draw(st.sampled_from([0.0, 1.0, 3.0, 10.0])) for _ in range(n)]
         if racks:
             spec["racks"] = [sorted(draw(st.sets(st.sampled_from(RACKS), min_size=1, max_size=2)))
                              for _ in range(n)]
