@@ -10,9 +10,11 @@ Engines: when every item has the same load, capacities are equal, all items
 share one eligible set and all owned items have the same move cost, the budget
 is one gate arc in the min-cost flow network (exact and fast; the point is the
 most balanced assignment within the budget).  Otherwise each point is a solve
-of the exact engine (:mod:`solver.consumer.exact`): the least max load within
-the budget, then the fewest moves at that max load; ``proven`` marks points
-whose max load is proven least (``bound`` is its lower bound either way).
+of the exact engine (:mod:`solver.consumer.exact`): for items of different
+loads the least max load within the budget, then the fewest moves at that max
+load; for items of one load (other eligible sets or move costs) the max load,
+then the sum of squares, then the moves.  ``proven`` marks points whose stages
+are all proven (``bound`` is the max-load lower bound either way).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 from solver.consumer.exact import solve_exact
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import ItemClasses, build_classes
+from solver.consumer.optimal import differs_in_load
 from solver.model import Instance
 from solver.result import Params
 
@@ -89,6 +92,8 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     deterministic = bool((params.options or {}).get("deterministic", False))
     use_flow = _flow_ok(instance, ic)
     scale = [1]
+    # items of one load: the most balanced point (max load, then sum of squares); else the least max load
+    stages = ("max_load", "moves") if differs_in_load(instance, ic) else ("max_load", "sum_sq", "moves")
 
     def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, float, bool]:
         """(flows, moved cost, max-load bound, proven) of the best assignment within ``budget``."""
@@ -100,10 +105,10 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
                 out = solve_flow(ic, racks, order=("balance", "moves"), move_budget=round(budget * scale[0]))
             ml = float(_loads(ic, out.flows, caps).max())
             return out.flows, out.moved_cost_int / out.move_scale, ml, True
-        cout = solve_exact(ic, caps, racks, stages=("max_load", "moves"), time_limit=tl, seed=params.seed,
+        cout = solve_exact(ic, caps, racks, stages=stages, time_limit=tl, seed=params.seed,
                            deterministic=deterministic, moves_cap=budget)
         first = cout.stages[0]
-        return cout.flows, cout.stages[-1].value, first.bound, first.proven
+        return cout.flows, cout.stages[-1].value, first.bound, all(r.proven for r in cout.stages)
 
     _, top, _, _ = solve_at(None)
     owned = ic.owned_cost[ic.owned_cost > 0]

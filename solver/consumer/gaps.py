@@ -11,8 +11,8 @@ Loads are the balance measure the optimum minimises: topic-partitions per
 capacity, or partition weights per capacity when the instance has weights.
 ``moved`` is the scorer's (per topic-partition).  The fewest moves are a
 min-cost flow with member capacities ``floor(max_load * capacity / item
-load)`` when all items have the same load, else a CP-SAT model with the load
-cap (an assignment with co-partition violations is compared with assignments
+load)`` when all items have the same load, else the exact class-count engine
+(:mod:`solver.consumer.exact`) with the load cap (an assignment with co-partition violations is compared with assignments
 free of the co-partition constraint, one that leaves not-joinable partitions
 idle with assignments that may too); if CP-SAT does not prove its answer within the time limit,
 ``excess_moves_proven`` is false and ``excess_moves`` is a lower estimate
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import solve_cpsat
+from solver.consumer.exact import solve_exact
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import build_classes
 from solver.model import Assignment, Instance
@@ -121,7 +121,7 @@ def fewest_moves(instance: Instance, max_load: float, *, time_limit: float = 10.
         item_caps = np.floor(max_load * caps / w + 1e-9).astype(np.int64) if w > 0 else None
         out = solve_flow(ic, racks, order=("moves",), caps=item_caps)
         return round(out.moved_cost_int / out.move_scale), True
-    cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
+    cout = solve_exact(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
                        load_cap=max_load * (1 + 1e-12))
     rep = cout.stages[0]
     return round(rep.value), rep.proven and cout.exact

@@ -25,10 +25,10 @@ def max_load_bound(ic: ItemClasses, wint: list[int], ratio: list[int], *, use_lp
     """
     nc = ic.n_classes
     best = 0
+    min_ratio = [min(ratio[m] for m in e.tolist()) for e in ic.eligsets]
     for c in range(nc):
         if ic.count[c] > 0 and wint[c] > 0:
-            members = ic.eligsets[int(ic.cls_elig[c])].tolist()
-            best = max(best, wint[c] * min(ratio[m] for m in members))
+            best = max(best, wint[c] * min_ratio[int(ic.cls_elig[c])])
     per_set: dict[int, int] = {}
     for c in range(nc):
         per_set[int(ic.cls_elig[c])] = per_set.get(int(ic.cls_elig[c]), 0) + wint[c] * int(ic.count[c])
@@ -90,10 +90,12 @@ def moves_bound(ic: ItemClasses, wint: list[int], ratio: list[int], owned: list[
     total = 0
     shed: dict[int, list[tuple[Fraction, int, int]]] = {}
     kept: dict[int, int] = {}
+    elig = [set(e.tolist()) for e in ic.eligsets]
     for c in range(ic.n_classes):
         cnt = int(ic.count[c])
-        members = ic.eligsets[int(ic.cls_elig[c])].tolist()
-        cheapest = min(owned[c] - own[c].get(m, 0) for m in members)
+        members = elig[int(ic.cls_elig[c])]
+        # the cheapest destination: the eligible owner holding the most of the item's state, else anyone
+        cheapest = owned[c] - max((k for m, k in own[c].items() if m in members), default=0)
         total += cnt * cheapest
         if len(own[c]) == 1 and cheapest == 0:
             (o, cost), = own[c].items()

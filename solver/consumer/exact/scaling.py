@@ -81,9 +81,24 @@ def integer_scale(values: Sequence[float] | np.ndarray, *, limit: int, total: in
     >>> integer_scale([0.5, 1.25], limit=2**40).ints
     [2, 5]
     """
-    vals = [float(v) for v in values]
-    if not vals:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
         return Scale([], Fraction(1), True)
+    for d in range(7):
+        # fast path: values with at most d decimals (most inputs), exact in integers below 2**53
+        scaled = arr * 10**d
+        ints_np = np.round(scaled)
+        if np.all(np.abs(ints_np) < 2**53) and np.all(ints_np / 10**d == arr):
+            iv = ints_np.astype(np.int64)
+            g = int(np.gcd.reduce(iv)) if iv.size else 0
+            g = g or 1
+            unit = Fraction(g, 10**d)
+            out = (iv // g).tolist()
+            biggest = max(out) if total is None else float(total) / float(unit)
+            if biggest <= limit:
+                return Scale(out, unit, True)
+            break
+    vals = arr.tolist()
     fr = [as_rational(v) for v in vals]
     if all(f is not None for f in fr):
         den = 1

@@ -203,7 +203,9 @@ def test_weighted_realistic_records_reached_and_proven():
     failures = []
     for rec in recs:
         inst = parse_instance(rec["instance"])
-        res = solve(inst, Params(time_limit=10))
+        # deterministic mode (what --seed selects): the 10 s are CP-SAT deterministic seconds, so the test
+        # holds on a loaded machine; docs/benchmarks.md has the wall-clock figures
+        res = solve(inst, Params(time_limit=10, options={"deterministic": True}))
         obj = _obj(res)
         proven = dict(zip(res.extra["stages"], res.extra["stage_proven"], strict=True))
         ok = (tuple(res.extra["stages"]) == WEIGHTED_ORDER and proven["max_load"] and proven["moves"]
@@ -220,7 +222,7 @@ def test_weighted_realistic_records_reached_and_proven():
 def test_ingest_example_proven():
     path = shared_path("scenarios", "optimal", "ingest-2-left-weighted.json")
     doc = json.loads(path.read_text())
-    res = solve(parse_instance(doc), Params(time_limit=10))
+    res = solve(parse_instance(doc), Params(time_limit=10, options={"deterministic": True}))
     obj = _obj(res)
     proven = dict(zip(res.extra["stages"], res.extra["stage_proven"], strict=True))
     assert proven["max_load"] and proven["moves"]
