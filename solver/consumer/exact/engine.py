@@ -68,8 +68,8 @@ LINEAR = ("max_load", "moves", "racks", "topic_balance")
 MIP_STAGES = ("max_load", "moves", "racks")
 #: CP-SAT's share of a linear stage's budget before HiGHS takes what it left open (auto backend).
 CPSAT_SHARE = 0.4
-#: Largest model handed to the HiGHS fallback.
-MIP_MAX_VARS = 20_000
+#: Largest model handed to the HiGHS fallback (HiGHS can overrun its time limit by far on larger ones).
+MIP_MAX_VARS = 2_000
 #: Largest scaled total load per capacity (linear stages; int64 with room).
 MAX_LINEAR = 2**40
 #: Largest scaled load per capacity whose square enters the sum_sq stage exactly.
