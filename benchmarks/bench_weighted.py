@@ -86,9 +86,11 @@ def run_realistic(time_limit: float, deterministic: bool) -> None:
     from solver.result import Params
 
     print(f"## realistic (default objective, --time-limit {time_limit:g}, deterministic={deterministic})")
-    print("| record | partitions | members | seconds | status | max load | moved cost | reference | proven |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| record | partitions | members | max load + moves proven at s | whole solve s | status | max load "
+          "| moved cost | reference | proven |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     secs = []
+    first2 = []
     ok = 0
     recs = realistic_records()
     for rec in recs:
@@ -103,11 +105,15 @@ def run_realistic(time_limit: float, deterministic: bool) -> None:
         hit = obj["max_load"] == opt["max_load"] and obj["moves"] == opt["moved_cost"]
         proven = pr["max_load"] and pr["moves"]
         ok += hit and proven
-        print(f"| {rec['id']} | {inst.total_partitions} | {len(inst.members)} | {dt:.2f} | {res.status.value} "
+        done = res.extra.get("stage_done_s") or [dt, dt]
+        first2.append(done[1] if proven else dt)
+        print(f"| {rec['id']} | {inst.total_partitions} | {len(inst.members)} | {first2[-1]:.2f} | {dt:.2f} "
+              f"| {res.status.value} "
               f"| {obj['max_load']:.10g} | {obj['moves']:.10g} | {'=' if hit else opt} "
               f"| {'max_load+moves' if proven else 'no'}{', all' if res.status.value == 'optimal' else ''} |")
-    print(f"\nmatched and proven (max load, moved cost): {ok}/{len(recs)}; seconds median "
-          f"{statistics.median(secs):.2f}, max {max(secs):.2f}\n")
+    print(f"\nmatched and proven (max load, moved cost): {ok}/{len(recs)}; until both proven: median "
+          f"{statistics.median(first2):.2f} s, max {max(first2):.2f} s; whole solve (all four stages): median "
+          f"{statistics.median(secs):.2f} s, max {max(secs):.2f} s\n")
 
 
 def run_large(time_limit: float, deterministic: bool) -> None:

@@ -12,7 +12,8 @@ capacity, or partition weights per capacity when the instance has weights.
 ``moved`` is the scorer's (per topic-partition).  The fewest moves are a
 min-cost flow with member capacities ``floor(max_load * capacity / item
 load)`` when all items have the same load, else the exact class-count engine
-(:mod:`solver.consumer.exact`) with the load cap (an assignment with co-partition violations is compared with assignments
+(:mod:`solver.consumer.exact`) with the load cap (an assignment with co-partition violations is
+compared with assignments
 free of the co-partition constraint, one that leaves not-joinable partitions
 idle with assignments that may too); if CP-SAT does not prove its answer within the time limit,
 ``excess_moves_proven`` is false and ``excess_moves`` is a lower estimate

@@ -376,7 +376,7 @@ def build_classes(
             )
         e = elig_ids(tuple(elig))
         cols = []
-        per_topic = []
+        topic_cols = []
         for t in group:
             topic = instance.topics[t]
             own = prev[t][:lim]
@@ -386,11 +386,11 @@ def build_classes(
                 rk = np.array([rack_ids(frozenset(r)) for r in topic.racks[:lim]], dtype=np.int64)
             else:
                 rk = np.full(lim, -1, dtype=np.int64)
-            per_topic.append((own, w, mc, rk))
+            topic_cols.append((own, w, mc, rk))
             cols += [own, rk]
-        wsum = np.sum([p[1] for p in per_topic], axis=0)
+        wsum = np.sum([p[1] for p in topic_cols], axis=0)
         uw, iw = _factorize(wsum)
-        mc_all = np.concatenate([p[2] for p in per_topic])
+        mc_all = np.concatenate([p[2] for p in topic_cols])
         umc, imc_flat = _factorize(mc_all)
         imc = imc_flat.reshape(len(group), lim)
         mat = np.stack([*cols, iw, *imc], axis=1)

@@ -40,9 +40,9 @@ from spark_runner.cli.common import (
     _progress,
     _records,
     _run,
-    warn_unproven,
     stderr,
     stdout,
+    warn_unproven,
 )
 from spark_runner.cli.output import result_document
 

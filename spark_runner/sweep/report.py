@@ -306,7 +306,8 @@ def unproven_by_point(out: str | Path) -> pd.DataFrame:
     if not len(opt):
         return pd.DataFrame(columns=cols)
     params = {pj: json.loads(pj) for pj in opt["params_json"].dropna().unique()}
-    varying = sorted({k for d in params.values() for k in d if len({json.dumps(p.get(k)) for p in params.values()}) > 1})
+    keys = {k for d in params.values() for k in d}
+    varying = sorted(k for k in keys if len({json.dumps(p.get(k)) for p in params.values()}) > 1)
     rows = []
     for pj, g in opt.groupby("params_json", sort=False):
         bad = int((g["status"] != "optimal").sum())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 from solver.consumer.items import ItemClasses
 
@@ -56,7 +57,7 @@ def _lp_bound(ic: ItemClasses, wint: list[int], ratio: list[int]) -> int:
     lp = pywraplp.Solver.CreateSolver("GLOP")
     if lp is None:
         return 0
-    rows: list[list[tuple[int, object]]] = [[] for _ in range(ic.n_members)]
+    rows: list[list[tuple[int, Any]]] = [[] for _ in range(ic.n_members)]
     for c in range(ic.n_classes):
         cnt = int(ic.count[c])
         if cnt == 0:

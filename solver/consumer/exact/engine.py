@@ -55,11 +55,10 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
-from solver.errors import InfeasibleError
-from solver.consumer.items import ItemClasses
-
 from solver.consumer.exact.bounds import max_load_bound, moves_bound
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
+from solver.consumer.items import ItemClasses
+from solver.errors import InfeasibleError
 
 STAGES = ("max_load", "sum_sq", "moves", "racks", "topic_balance")
 #: Stages with a linear objective (the probe and the MIP backends take these).
@@ -330,11 +329,11 @@ def solve_exact(
             if top <= share:
                 continue
             for m in members:
-                cnt = [by_member[c][m] for c in cls if m in by_member[c]]
-                if not cnt:
+                held = [by_member[c][m] for c in cls if m in by_member[c]]
+                if not held:
                     continue
                 over = model.new_int_var(0, top - share, f"tb{m}")
-                model.add(over >= sum(cnt) - share)
+                model.add(over >= sum(held) - share)
                 tb_terms.append((k, over))
         linear_obj("topic_balance", tb_terms, sum(int(ic.size[c]) * int(ic.count[c]) for c in range(nc)))
 
@@ -412,6 +411,7 @@ def solve_exact(
         h.values.extend([sol.get(key, 0) for key in hint_keys])
 
     reports: list[StageReport] = []
+    done_at: list[float] = []  # perf_counter() when each stage was settled
     n_stages = len(stages)
     det_spent = [0.0]
 
@@ -459,6 +459,7 @@ def solve_exact(
         f = to_orig[name]
         exact_here = sc.exact and (name != "sum_sq" or sq_exact[0]) and not (restricted and not proven)
         reports.append(StageReport(name, float(value * f), float(bnd * f), proven and exact_here, dt))
+        done_at.append(time.perf_counter())
 
     mips: dict[str, Any] = {}
 
@@ -612,13 +613,14 @@ def solve_exact(
     flows = [(c, m, k) for (c, m), k in sorted(current.items())]
     info: dict[str, object] = {"load_unit": float(sc.load_unit), "move_unit": float(sc.move_unit),
                                "variables": sum(len(r) for r in xs), "lower_bound_max_load": float(lb_z * sc.load_unit),
-                               "backend": backend, **stats}
+                               "backend": backend, "stage_done_at": done_at, **stats}
     if z_opt is not None:
         info["optimal_max_load"] = float(z_opt * sc.load_unit)
-    if sc.notes:
-        info["notes"] = sc.notes
+    notes = list(sc.notes)
     if not sq_exact[0]:
-        info.setdefault("notes", []).append("sum_sq on a coarser load scale (squares would overflow)")  # type: ignore[union-attr]
+        notes.append("sum_sq on a coarser load scale (squares would overflow)")
+    if notes:
+        info["notes"] = notes
     return CpsatOutcome(flows=flows, stages=reports, exact=sc.exact, restricted=restricted,
                         seconds=time.perf_counter() - t_start, info=info)
 

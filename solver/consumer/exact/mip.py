@@ -14,8 +14,8 @@ import math
 import time
 from typing import Any
 
-from solver.errors import InfeasibleError
 from solver.consumer.items import ItemClasses
+from solver.errors import InfeasibleError
 
 SOLVER_IDS = {"highs": "HIGHS", "scip": "SCIP"}
 

@@ -54,7 +54,7 @@ class Scale:
     exact: bool
 
 
-def integer_scale(values: Sequence[float] | np.ndarray, *, limit: int, total: int | None = None) -> Scale:
+def integer_scale(values: Sequence[float] | np.ndarray, *, limit: int, total: float | None = None) -> Scale:
     """Scale non-negative ``values`` to integers with their gcd divided out.
 
     Parameters

@@ -60,8 +60,8 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
     """
     from solver.consumer.gaps import gap_metrics
     from solver.model.scoring import score
-    from spark_runner.cli.common import unproven_line
     from spark_runner.assignors import load_all
+    from spark_runner.cli.common import unproven_line
 
     specs = {s.name: s for s in load_all() if s.protocol == "consumer"}
     if names is None:
@@ -131,7 +131,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
         time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
-        seed: Annotated[int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")] = None,
+        seed: Annotated[
+            int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
+        ] = None,
         balance_tolerance: Annotated[
             float | None, typer.Option(help="Add a row: fewest moves with max load <= (1 + EPS) x the optimum.")
         ] = None,
@@ -172,7 +174,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         points: Annotated[int, typer.Option(help="At most this many budgets (evenly spaced, ends kept).")] = 60,
         time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point.")] = None,
-        seed: Annotated[int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")] = None,
+        seed: Annotated[
+            int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
+        ] = None,
     ) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
         from solver.consumer.frontier import compute_frontier, place, plot_frontier
