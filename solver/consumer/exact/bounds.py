@@ -115,3 +115,64 @@ def moves_bound(ic: ItemClasses, wint: list[int], ratio: list[int], owned: list[
             if excess <= 0:
                 break
     return total + math.ceil(extra)
+
+
+def load_windows(n_members: int, terms: list[tuple[int, int, int, int, int]], counts: list[int], ratio: list[int],
+                 zcap: int, moves_cap: int | None, racks_cap: int | None,
+                 members: set[int] | None = None) -> list[tuple[float, float]] | None:
+    """LP range ``[lo_m, hi_m]`` of every member's ``NL_m`` under the earlier stages' caps.
+
+    ``terms`` are ``(class, member, W_c, move cost, rack cost)`` per variable.
+    Any integer solution with max load ``<= zcap`` (and moved cost, cross-rack
+    within their caps) has every ``NL_m`` inside its range, so the sum-of-squares
+    stage can encode only those levels.  Only ``members`` (default all) are
+    narrowed; the others get ``(0, zcap)``.  ``None`` when the LP fails.
+    """
+    from ortools.linear_solver import pywraplp
+
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    if lp is None:
+        return None
+    by_class: dict[int, list[Any]] = {}
+    rows: list[list[tuple[int, Any]]] = [[] for _ in range(n_members)]
+    mv: list[Any] = []
+    rk: list[Any] = []
+    for c, m, w, mc, rc in terms:
+        v = lp.NumVar(0, counts[c], "")
+        by_class.setdefault(c, []).append(v)
+        if w:
+            rows[m].append((w * ratio[m], v))
+        if mc:
+            mv.append(mc * v)
+        if rc:
+            rk.append(rc * v)
+    for c, vs in by_class.items():
+        lp.Add(lp.Sum(vs) == counts[c])
+    nls = []
+    for row in rows:
+        e = lp.Sum([k * v for k, v in row]) if row else 0
+        if row:
+            lp.Add(e <= zcap)
+        nls.append(e)
+    if moves_cap is not None and mv:
+        lp.Add(lp.Sum(mv) <= moves_cap)
+    if racks_cap is not None and rk:
+        lp.Add(lp.Sum(rk) <= racks_cap)
+    out: list[tuple[float, float]] = []
+    for m in range(n_members):
+        if not rows[m]:
+            out.append((0.0, 0.0))
+            continue
+        if members is not None and m not in members:
+            out.append((0.0, float(zcap)))
+            continue
+        lo_hi = []
+        for sense in (1, -1):
+            lp.Minimize(sense * nls[m])
+            if lp.Solve() != pywraplp.Solver.OPTIMAL:
+                return None
+            val = sense * lp.Objective().Value()
+            slack = max(1e-6, LP_SLACK * abs(val))
+            lo_hi.append(val - slack if sense == 1 else val + slack)
+        out.append((lo_hi[0], min(float(zcap), lo_hi[1])))
+    return out

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
-from solver.consumer.exact.bounds import max_load_bound, moves_bound
+from solver.consumer.exact.bounds import load_windows, max_load_bound, moves_bound
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
@@ -76,7 +76,9 @@ MAX_SQUARED = 2**28
 #: Above this many x[c, m] variables, classes keep only a neighbourhood of members.
 MAX_VARS = 60_000
 #: Member load ranges up to this many levels get the order encoding of the square.
-ORDER_ENCODING_MAX = 400
+ORDER_ENCODING_MAX = 600
+#: Largest model whose members' load ranges are narrowed by LP before the sum_sq stage.
+WINDOW_MAX_VARS = 20_000
 
 
 @dataclass
@@ -348,19 +350,34 @@ def solve_exact(
         if zhi > MAX_SQUARED:
             coarse = -(-zhi // MAX_SQUARED)
             sq_exact[0] = False
-        terms = []
+        terms: list[Any] = []
+        base = 0
+        windows = None
+        wide = {m for m in range(n) if min(nl_hi[m], zhi) // ratio[m] > ORDER_ENCODING_MAX}
+        if coarse == 1 and wide and n_vars <= WINDOW_MAX_VARS and not restricted:
+            # the levels each load can still take under the earlier stages (LP ranges), so that the
+            # order encoding -- whose LP relaxation is the convex-flow one -- fits most members
+            windows = load_windows(n, [(c, m, W[c], sc.owned[c] - sc.own[c].get(m, 0), ic.rack_cost(c, racks[m]))
+                                       for c in range(nc) for m in cand[c]],
+                                   [int(k) for k in ic.count.tolist()], ratio, zhi, int(dom["moves"][1]),
+                                   int(dom["racks"][1]), wide)
         for m in range(n):
             hi = min(nl_hi[m], zhi)
             if hi <= 0:
                 continue
             step = ratio[m]
-            if coarse == 1 and hi // step <= ORDER_ENCODING_MAX:
-                levels = hi // step
-                bs = [model.new_bool_var(f"b{m}_{k}") for k in range(1, levels + 1)]
+            k0, k1 = 0, hi // step
+            if windows is not None:
+                k0 = max(0, math.ceil(windows[m][0] / step))
+                k1 = min(k1, math.floor(windows[m][1] / step))
+            if coarse == 1 and 0 <= k1 - k0 <= ORDER_ENCODING_MAX:
+                # NL = step (k0 + sum_k b_k); (step k)^2 - (step (k - 1))^2 = step^2 (2k - 1)
+                bs = [model.new_bool_var(f"b{m}_{k}") for k in range(k0 + 1, k1 + 1)]
                 for a, b in itertools.pairwise(bs):
                     model.add_implication(b, a)
-                model.add(nl[m] == step * sum(bs))
-                terms.append(sum(step * step * (2 * k - 1) * b for k, b in enumerate(bs, start=1)))
+                model.add(nl[m] == step * (k0 + sum(bs)))
+                base += (step * k0) ** 2
+                terms.append(sum(step * step * (2 * k - 1) * b for k, b in enumerate(bs, start=k0 + 1)))
                 continue
             src = nl[m]
             top = hi
@@ -376,7 +393,7 @@ def solve_exact(
                 model.add(sq >= 2 * pt * src - pt * pt)
             terms.append(sq)
         v = model.new_int_var(0, sum(min(nl_hi[m], zhi) ** 2 // (coarse * coarse) for m in range(n)) or 0, "sumsq")
-        model.add(v == (sum(terms) if terms else 0))
+        model.add(v == base + (sum(terms) if terms else 0))
         dom["sum_sq"] = model.proto.variables[v.index].domain
         to_orig["sum_sq"] = sc.load_unit * sc.load_unit * coarse * coarse
         return v
@@ -501,7 +518,9 @@ def solve_exact(
             return st, val, bnd, dt
         stats["mip_fallbacks"] += 1
         mip = get_mip("highs")
-        st2, val2, bnd2, dt2 = mip.solve_stage(name, current, left, zcap=zcap, fixed=_fixed(dom))
+        # deterministic mode keeps HiGHS only when it proves its stage, so give it room to finish
+        st2, val2, bnd2, dt2 = mip.solve_stage(name, current, left * (4.0 if deterministic else 1.0), zcap=zcap,
+                                               fixed=_fixed(dom))
         if deterministic:
             det_spent[0] += min(left, dt2)
         if st2 == "optimal" and mip.last is not None:

@@ -73,11 +73,14 @@ def test_weighted_records_under_the_default_order() -> None:
             continue
         res = solve(rec.instance, Params(time_limit=20, seed=0))
         obj = dict(zip(res.extra["stages"], res.objective, strict=True))
-        assert res.extra["stages"] == ["max_load", "moves", "sum_sq", "racks"], rec.id
         assert res.status is Status.OPTIMAL, rec.id
         assert np.isclose(obj["max_load"], rec.raw["optimum"]["max_load"]), rec.id
-        assert obj["moves"] <= rec.raw["optimum"]["moved"], rec.id
-        n += 1
+        if res.extra["stages"] == ["max_load", "moves", "sum_sq", "racks"]:
+            assert obj["moves"] <= rec.raw["optimum"]["moved"], rec.id
+            n += 1
+        else:  # all items of one load after all (equal weights): the unit order, the record's own
+            assert res.extra["stages"][:3] == ["max_load", "sum_sq", "moves"], rec.id
+            assert obj["moves"] == rec.raw["optimum"]["moved"], rec.id
     assert n > 0
 
 
