@@ -76,7 +76,7 @@ def test_compare_tolerance_row(small: Path) -> None:
     assert r.returncode == 0, r.stderr
     rows = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["optimal"]["moved_cost"] == 3.0 and rows["optimal~0.5"]["moved_cost"] == 1.0
-    assert rows["optimal~0.5"]["max_load"] == 6.0
+    assert rows["optimal~0.5"]["weighted_max_load"] == 6.0
 
 
 def test_frontier_on_weighted_instance(small: Path, tmp_path: Path) -> None:
@@ -85,8 +85,8 @@ def test_frontier_on_weighted_instance(small: Path, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["engine"] == "exact" and doc["x_axis"] == "moved_cost" and doc["optimum_moves"] == 3.0
-    # budget 0: everything stays (8); 1: partition 3 leaves (6); 2: still 6; 3: partitions 1, 2, 3 leave (4)
-    assert [(p["budget"], p["max_load"]) for p in doc["points"]] == [(0.0, 8.0), (1.0, 6.0), (2.0, 6.0), (3.0, 4.0)]
+    # budget 0: everything stays (8); 1: partition 3 leaves (6); 2: partitions 2, 3 leave (5); 3: 1, 2, 3 leave (4)
+    assert [(p["budget"], p["max_load"]) for p in doc["points"]] == [(0.0, 8.0), (1.0, 6.0), (2.0, 5.0), (3.0, 4.0)]
     assert all(p["proven"] and p["bound"] == p["max_load"] and p["moved"] <= p["budget"] for p in doc["points"])
 
 
