@@ -110,7 +110,8 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                 where = f"{source}:line {lineno}"
                 try:
                     try:
-                        data = json.loads(text)
+                        # without the line break: a truncated line ends at its last column, not "line 2, column 1"
+                        data = json.loads(text.rstrip("\r\n"))
                     except json.JSONDecodeError as e:
                         raise InstanceError(
                             where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]
@@ -359,7 +360,10 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     for m in inst.members:
         obj = {"id": m.id, "topics": list(m.topics)}
         if m.owned:
-            obj["owned"] = {t: a.tolist() for t, a in m.owned.items()}
+            owned = m.owned
+            # listed order kept: the KIP-848 assignors read it (docs/format.md)
+            obj["owned"] = {t: (owned.listed(t) if isinstance(owned, OwnedMap) else a).tolist()
+                            for t, a in owned.items()}
         if m.generation != -1:
             obj["generation"] = m.generation
         if m.instance_id is not None:

@@ -8,7 +8,7 @@ packages so that the registry is complete.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -102,7 +102,31 @@ def get(name: str) -> AssignorSpec:
         return _REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise UnknownAssignorError(f"unknown assignor {name!r} (known: {known})") from None
+        raise UnknownAssignorError(f"unknown assignor {name!r}{did_you_mean(name, _REGISTRY)} (known: {known})"
+                                   ) from None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name (typos, missing dashes), else ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("coperative-sticky", ["cooperative-sticky", "sticky", "range"])
+    "; did you mean 'cooperative-sticky'?"
+    >>> did_you_mean("cooperativesticky", ["cooperative-sticky", "sticky"])
+    "; did you mean 'cooperative-sticky'?"
+    >>> did_you_mean("zzz", ["range"])
+    ''
+    """
+    import difflib
+
+    names = list(known)
+    folded = {n.replace("-", "").replace("_", "").lower(): n for n in names}
+    key = name.replace("-", "").replace("_", "").lower()
+    if key in folded:
+        return f"; did you mean {folded[key]!r}?"
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def all_specs() -> list[AssignorSpec]:

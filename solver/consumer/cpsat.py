@@ -100,6 +100,12 @@ def _lcm(values: Sequence[int]) -> int:
     return out
 
 
+def _int_cap(v: float) -> int:
+    """Largest integer ``<= v``, reading a float within rounding error of an integer as that integer."""
+    r = round(v)
+    return r if abs(v - r) <= 1e-9 * max(1.0, abs(v)) else math.floor(v)
+
+
 def _tangent_points(hi: int, k: int) -> list[int]:
     """Up to ``k`` integer points spread over ``[1, hi]`` (all of them when ``hi <= k``)."""
     if hi <= k:
@@ -151,6 +157,7 @@ def solve_cpsat(
     load_cap: float | None = None,
     moves_cap: float | None = None,
     tangents: int = 64,
+    sum_sq_cap: float | None = None,
 ) -> CpsatOutcome:
     """Solve lexicographic stages with CP-SAT.
 
@@ -186,6 +193,10 @@ def solve_cpsat(
         units); used by the gap metrics.
     moves_cap
         Optional hard upper bound on the moved cost (the frontier's budget).
+    sum_sq_cap
+        Optional hard upper bound on the sum of squared loads per capacity
+        (original units); with ``load_cap``, "at least as balanced" in the gap
+        metrics.
 
     Returns
     -------
@@ -341,6 +352,8 @@ def solve_cpsat(
     }
     if moves_cap is not None and mv_terms:
         model.add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
+    if sum_sq_cap is not None:
+        model.add(sum_sq_expr() <= _int_cap(sum_sq_cap / (unit * unit)))
     to_orig = {"max_load": unit, "sum_sq": unit * unit, "moves": 1.0 / mscale, "racks": 1.0}
 
     # hint
@@ -418,7 +431,7 @@ def solve_cpsat(
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             # no solution in the limit: keep the previous complete solution (greedy for the first
             # stage) when it satisfies the hard constraints, with only the obvious bound
-            if load_cap is not None or moves_cap is not None or name == "weighted":
+            if load_cap is not None or moves_cap is not None or sum_sq_cap is not None or name == "weighted":
                 raise InfeasibleError(
                     f"CP-SAT found no solution within the time limit (status {solver.status_name(st)})")
             val = _stage_value(name, current)

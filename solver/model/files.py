@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from solver.errors import InstanceError, Problem
+from solver.errors import InstanceError, MissingFileError, Problem
 
 BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 
@@ -64,7 +64,7 @@ def read_document(path: str | Path) -> Any:
         else:
             text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InstanceError(source, [Problem("", "no such file")]) from None
+        raise MissingFileError(source, [Problem("", "no such file")]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
     yaml_ok = not source.endswith(".json")
@@ -78,7 +78,7 @@ def _open_lines(path: str | Path) -> io.TextIOBase:
             return io.TextIOWrapper(gzip.open(source, "rb"), encoding="utf-8")  # type: ignore[return-value]
         return open(source, encoding="utf-8")  # type: ignore[return-value]
     except FileNotFoundError:
-        raise InstanceError(source, [Problem("", "no such file")]) from None
+        raise MissingFileError(source, [Problem("", "no such file")]) from None
     except OSError as e:
         raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
 
@@ -101,12 +101,21 @@ def dumps(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
+def _umask() -> int:
+    """The process umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600; the file gets the mode a plain open() would (0666 minus the umask)
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, target)

@@ -162,6 +162,13 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "name": instance.name,
         "protocol": instance.protocol,
         "capacity": cfg.capacity,
+        # what --capacity is per: a member's `capacity` (a Streams client's stream threads) multiplies it
+        "capacity_per": ("stream thread" if instance.protocol == "streams" else
+                         "instance" if bool((items.multipliers == 1).all()) and cfg.new_capacity == 1
+                         else "unit of member capacity"),
+        "instance_capacity": ([float(items.multipliers.min() * cfg.capacity),
+                               float(items.multipliers.max() * cfg.capacity)] if pl.m else None),
+        "new_instance_capacity": float(cfg.new_capacity * cfg.capacity),
         "load_unit": "lag/s" if cfg.catch_up_seconds else "weight",
         "catch_up_seconds": cfg.catch_up_seconds,
         "items": items.n_items,

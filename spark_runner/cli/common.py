@@ -19,6 +19,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
 EXIT_DATA = 65
+EXIT_NOINPUT = 66
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -68,42 +69,37 @@ def _params(time_limit: float | None, seed: int | None, objective: str | None, o
                   balance_tolerance=balance_tolerance)
 
 
-def unproven_line(name: str, res: Result) -> str | None:
-    """One line with the per-stage gaps of an exact solver's result that is not proven (else ``None``).
+def _run(name: str, rec: Record, params: Params) -> Result:
+    spec = get_assignor(name)
+    return spec.run(rec.instance, params)
+
+
+def unproven_note(name: str, res: Result) -> str | None:
+    """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``.
 
     Examples
     --------
     >>> from solver.result import Status
-    >>> r = Result(None, Status.FEASIBLE, (4.0, 10.0), (4.0, 8.0),
-    ...            extra={"stages": ["max_load", "moves"], "stage_proven": [True, False]})
-    >>> unproven_line("optimal", r)
-    'optimal: not proven optimal -- max_load 4 (proven), moves 10 (bound 8, gap 20%)'
+    >>> r = Result(None, Status.FEASIBLE, (2.0, 11), (2.0, 10), 1.0, {"stages": ["active_balance", "movement"]})
+    >>> unproven_note("optimal-streams", r)
+    'optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%)'
     """
-    if res.status.value != "feasible" or not res.objective:
+    if res.status.value != "feasible" or not res.objective or len(res.bound) != len(res.objective):
         return None
-    stages = list(res.extra.get("stages") or [f"stage{i}" for i in range(len(res.objective))])
-    proven = list(res.extra.get("stage_proven") or [v == b for v, b in zip(res.objective, res.bound, strict=False)])
+    stages = list(res.extra.get("stages") or [f"stage {k + 1}" for k in range(len(res.objective))])
+
+    def num(x: float) -> str:
+        return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
+
+    flags = res.extra.get("proven", res.extra.get("stage_proven"))
+    proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
     parts = []
-    for i, (s, v) in enumerate(zip(stages, res.objective, strict=False)):
-        b = res.bound[i] if i < len(res.bound) else None
-        if (i < len(proven) and proven[i]) or b is None:
-            parts.append(f"{s} {v:.6g} (proven)")
+    for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):
+        if ok:
+            parts.append(f"{s} {num(v)} (proven)")
         else:
-            gap = abs(v - b) / max(abs(v), 1e-12)
-            parts.append(f"{s} {v:.6g} (bound {b:.6g}, gap {gap:.3g}%)".replace(f"{gap:.3g}%", f"{gap * 100:.3g}%"))
-    return f"{name}: not proven optimal -- " + ", ".join(parts)
-
-
-def warn_unproven(name: str, res: Result) -> None:
-    """Print :func:`unproven_line` on stderr when the result is not proven."""
-    line = unproven_line(name, res)
-    if line is not None:
-        stderr.print(line, markup=False)
-
-
-def _run(name: str, rec: Record, params: Params) -> Result:
-    spec = get_assignor(name)
-    return spec.run(rec.instance, params)
+            parts.append(f"{s} {num(v)} >= {num(b)} (gap {100 * (v - b) / max(abs(v), 1e-12):.3g}%)")
+    return f"{name}: not proven optimal: " + ", ".join(parts)
 
 
 def _records(path: Path) -> list[Record]:

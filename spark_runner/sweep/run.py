@@ -334,6 +334,26 @@ def plan(grid: Grid, done: set[tuple[str, str]]) -> list[Work]:
 # --------------------------------------------------------------------------- spark
 
 
+def master_label(master: str | None) -> str:
+    """The master as the user gave it, with the task retries kassign adds said in words.
+
+    Examples
+    --------
+    >>> master_label("local[2]")
+    'local[2], 4 attempts per task'
+    >>> master_label(None)
+    'local[*], 4 attempts per task'
+    >>> master_label("spark://127.0.0.1:7077")
+    'spark://127.0.0.1:7077'
+    """
+    given = master or "local[*]"
+    real = normalize_master(master)
+    if real == given:
+        return given
+    tries = real.rsplit(",", 1)[1].rstrip("]")
+    return f"{given}, {tries} attempts per task"
+
+
 def normalize_master(master: str | None) -> str:
     """``local[*]`` by default; ``local`` / ``local[N]`` get task retries (``local[N,F]``).
 
@@ -577,7 +597,7 @@ def run_sweep(
     if work:
         own = spark is None
         if own:
-            say(f"[sweep] starting Spark ({normalize_master(master)})")
+            say(f"[sweep] starting Spark ({master_label(master)})")
             spark = start_spark(master, conf)
         try:
             batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every)
