@@ -203,7 +203,7 @@ def frontier(instance: Instance, params: Params | None = None, *, max_points: in
     ...     {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
     ...     {"id": "b", "topics": ["T"]}]})
     >>> [(p["budget"], p["max_load"]) for p in frontier(inst)["points"]]
-    [(0, 4.0), (1, 3.0), (2, 2.0)]
+    [(0.0, 4.0), (1.0, 3.0), (2.0, 2.0)]
     """
     if max_points < 2:
         raise ValueError("max_points must be at least 2")

@@ -39,12 +39,17 @@ class Params:
         lexicographic order of design.md).
     options
         Assignor-specific options (e.g. ``{"rounds": "settle"}``).
+    balance_tolerance
+        Exact consumer solvers: ``EPS >= 0`` trades balance for movement --
+        the fewest moves among assignments whose max load is at most
+        ``(1 + EPS)`` times the optimal max load (``None``: no trade).
     """
 
     time_limit: float | None = None
     seed: int = 0
     objective: tuple[str, ...] | None = None
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    balance_tolerance: float | None = None
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,9 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         solver names among them are skipped (the optimum is always run).
     params
         The optimum's ``time_limit``, ``seed`` and ``options``; heuristics get
-        the seed and options (see :func:`heuristic_params`).
+        the seed and options (see :func:`heuristic_params`).  A
+        ``balance_tolerance`` (consumer protocol) adds the row
+        ``optimal~EPS``: the optimum under that tolerance.
     settle
         Run cooperative assignors' follow-up rounds until nothing is withheld
         (default); ``False`` shows their first round only.
@@ -162,10 +164,22 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     p = params or Params()
     chosen = select(instance.protocol, assignors)
     ref = REFERENCE[instance.protocol]
-    opt = get(ref).run(instance, p)
+    tolerance = p.balance_tolerance if instance.protocol == "consumer" else None
+    opt = get(ref).run(instance, replace(p, balance_tolerance=None))
     hp = heuristic_params(p, settle)
     rows_fn = _streams_rows if instance.protocol == "streams" else _consumer_rows
     rows = rows_fn(instance, ref, opt, chosen, hp, warn)
+    if tolerance is not None:
+        # the tolerance result as its own row, right after the optimum: the fewest moves with max load
+        # at most (1 + EPS) x the optimum's, measured against the optimum
+        from solver.api import score
+        from solver.consumer.gaps import gap_metrics
+
+        tol = get(ref).run(instance, p)
+        s = score(instance, tol.assignment)
+        row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
+        row.update(gap_metrics(instance, tol.assignment, opt, scores=s))
+        rows.insert(1, row)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
 
 

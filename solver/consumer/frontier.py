@@ -1,15 +1,20 @@
-"""Balance-movement Pareto frontier: for each movement budget, the best achievable balance.
+"""Balance-movement Pareto frontier: for each moved-cost budget, the best achievable balance.
 
-For budgets ``B = 0 .. M*`` (``M*`` = moves of the most balanced assignment
-with fewest moves) the frontier point is the most balanced assignment with
-moved cost ``<= B`` (maximum load, then sum of squared loads, then fewest
-moves).  Moves are counted per topic-partition as the scorer does, so that
-heuristics can be placed on the same axes.
+For budgets ``B`` from 0 to ``M*`` (the moved cost of the optimum: the
+fewest moves at the best balance) the frontier point is the best assignment
+with moved cost ``<= B``.  The x axis is the moved cost (``move_costs``,
+default 1 per topic-partition, counted per topic-partition as the scorer's
+``moved_cost``), so heuristics can be placed on the same axes.
 
 Engines: when every item has the same load, capacities are equal, all items
 share one eligible set and all owned items have the same move cost, the budget
-is one gate arc in the min-cost flow network (exact and fast); otherwise each
-point is a CP-SAT solve with a moves cap (status per point).
+is one gate arc in the min-cost flow network (exact and fast; the point is the
+most balanced assignment within the budget).  Otherwise each point is a solve
+of the exact engine (:mod:`solver.consumer.exact`): for items of different
+loads the least max load within the budget, then the fewest moves at that max
+load; for items of one load (other eligible sets or move costs) the max load,
+then the sum of squares, then the moves.  ``proven`` marks points whose stages
+are all proven (``bound`` is the max-load lower bound either way).
 """
 
 from __future__ import annotations
@@ -20,19 +25,22 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import solve_cpsat
+from solver.consumer.exact import solve_exact
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import ItemClasses, build_classes
+from solver.consumer.optimal import differs_in_load
 from solver.model import Instance
 from solver.result import Params
 
 DEFAULT_POINT_LIMIT = 10.0
 
 
-def _budgets(top: int, max_points: int) -> list[int]:
-    if top + 1 <= max_points:
-        return list(range(top + 1))
-    return sorted({round(x) for x in np.linspace(0, top, max_points)})
+def _budgets(top: float, max_points: int, unit: float) -> list[float]:
+    """Up to ``max_points`` budgets from 0 to ``top`` (multiples of ``unit``, ends kept)."""
+    steps = round(top / unit) if unit > 0 else 0
+    if steps + 1 <= max_points:
+        return [k * unit for k in range(steps + 1)]
+    return sorted({round(x) * unit for x in np.linspace(0, steps, max_points)})
 
 
 def _loads(ic: ItemClasses, flows: Sequence[tuple[int, int, int]], caps: np.ndarray) -> np.ndarray:
@@ -58,8 +66,10 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     Returns
     -------
     dict
-        ``engine``, ``optimum_moves`` (``M*``), ``points``: one per budget with
-        ``budget``, ``max_load``, ``sum_sq``, ``moved``, ``proven``.
+        ``engine``, ``optimum_moves`` (``M*``, moved cost), ``points``: one per
+        budget with ``budget``, ``max_load``, ``bound`` (lower bound of the
+        least max load within the budget), ``sum_sq``, ``moved`` (moved cost),
+        ``proven``.
 
     Examples
     --------
@@ -68,41 +78,53 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     ...     {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
     ...     {"id": "b", "topics": ["T"]}]})
     >>> [(p["budget"], p["max_load"]) for p in compute_frontier(inst, Params())["points"]]
-    [(0, 4.0), (1, 3.0), (2, 2.0)]
+    [(0.0, 4.0), (1.0, 3.0), (2.0, 2.0)]
     """
-    from solver.consumer.gaps import _unit_move_costs
-
-    instance = _unit_move_costs(instance)  # the budget counts moved topic-partitions, as the scorer's moved
     ic = build_classes(instance)
     caps = np.array([m.capacity for m in instance.members], dtype=np.float64)
     racks = [m.rack for m in instance.members]
     points: list[dict[str, Any]] = []
     if ic.total_items == 0 or not instance.members:
-        return {"instance": instance.name, "engine": "none", "optimum_moves": 0,
-                "points": [{"budget": 0, "max_load": 0.0, "sum_sq": 0.0, "moved": 0.0, "proven": True}]}
+        return {"instance": instance.name, "engine": "none", "optimum_moves": 0.0, "x_axis": "moved_cost",
+                "points": [{"budget": 0.0, "max_load": 0.0, "bound": 0.0, "sum_sq": 0.0, "moved": 0.0,
+                            "proven": True}]}
     tl = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
+    deterministic = bool((params.options or {}).get("deterministic", False))
     use_flow = _flow_ok(instance, ic)
+    scale = [1]
+    # items of one load: the most balanced point (max load, then sum of squares); else the least max load
+    stages = ("max_load", "moves") if differs_in_load(instance, ic) else ("max_load", "sum_sq", "moves")
 
-    def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, bool]:
+    def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, float, bool]:
+        """(flows, moved cost, max-load bound, proven) of the best assignment within ``budget``."""
         if use_flow:
             if budget is None:
                 out = solve_flow(ic, racks, order=("balance", "moves"))
+                scale[0] = out.move_scale
             else:
-                out = solve_flow(ic, racks, order=("balance", "moves"), move_budget=round(budget))
-            return out.flows, out.moved_cost_int / out.move_scale, True
-        cout = solve_cpsat(ic, caps, racks, stages=("max_load", "sum_sq", "moves"), time_limit=tl,
-                           seed=params.seed, moves_cap=budget)
-        proven = all(r.proven for r in cout.stages) and cout.exact and not cout.restricted
-        return cout.flows, cout.stages[-1].value, proven
+                out = solve_flow(ic, racks, order=("balance", "moves"), move_budget=round(budget * scale[0]))
+            ml = float(_loads(ic, out.flows, caps).max())
+            return out.flows, out.moved_cost_int / out.move_scale, ml, True
+        cout = solve_exact(ic, caps, racks, stages=stages, time_limit=tl, seed=params.seed,
+                           deterministic=deterministic, moves_cap=budget)
+        first = cout.stages[0]
+        return cout.flows, cout.stages[-1].value, first.bound, all(r.proven for r in cout.stages)
 
-    _, top, _ = solve_at(None)
-    for b in _budgets(round(top), max_points):
-        flows, moved, proven = solve_at(float(b))
+    _, top, _, _ = solve_at(None)
+    owned = ic.owned_cost[ic.owned_cost > 0]
+    unit = float(owned.min()) if use_flow and owned.size else 1.0
+    budgets = _budgets(top, max_points, unit) if use_flow else sorted(
+        {float(x) for x in np.linspace(0.0, top, max(2, min(max_points, int(top) + 1)))})
+    for b in budgets:
+        flows, moved, bound, proven = solve_at(float(b))
         loads = _loads(ic, flows, caps)
-        points.append({"budget": b, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum()),
-                       "moved": moved, "proven": proven})
-    return {"instance": instance.name, "engine": "flow" if use_flow else "cpsat", "optimum_moves": top,
-            "points": points}
+        points.append({"budget": float(b), "max_load": float(loads.max()), "bound": min(float(loads.max()), bound),
+                       "sum_sq": float((loads**2).sum()), "moved": moved, "proven": proven})
+    # a heuristic is off the frontier when a point is no worse on the frontier's criteria and better on one
+    dominance = ["moved", "max_load"] if stages == ("max_load", "moves") and not use_flow else [
+        "moved", "max_load", "sum_sq"]
+    return {"instance": instance.name, "engine": "flow" if use_flow else "exact", "optimum_moves": top,
+            "x_axis": "moved_cost", "dominance": dominance, "points": points}
 
 
 def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]],
@@ -156,8 +178,8 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
             continue
         s = score(instance, res.assignment)
         loads = member_loads(instance, res.assignment)
-        moved = int(s["moved"])
-        # best frontier point with budget <= moved (budgets are sampled: the closest below)
+        moved = float(s["moved_cost"])
+        # best frontier point with budget <= moved cost (budgets are sampled: the closest below)
         below = [p for p in pts if p["budget"] <= moved] or pts[:1]
         best = below[-1]
         h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
@@ -166,7 +188,7 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
                     # an assignment outside the optimum's feasible set (invalid, split co-partition units) is
                     # never on the frontier, even when it looks more balanced
                     "on_frontier": bool(s["valid"]) and not s.get("copartition_violations")
-                    and dominating(h, pts) is None})
+                    and dominating(h, pts, doc.get("dominance", ("moved", "max_load", "sum_sq"))) is None})
     return out
 
 
@@ -223,7 +245,7 @@ def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
         for (x, y), text, ty in label_positions(heur, key):
             ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
                         arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
-        ax.set_xlabel("moved topic-partitions (budget)")
+        ax.set_xlabel("moved cost (budget; move_costs, 1 per topic-partition by default)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper right", fontsize=8)

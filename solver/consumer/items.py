@@ -92,6 +92,9 @@ class ItemClasses:
     not_joinable
         Topic-partitions of co-partition topics beyond the group limit (counted
         only for information; they are single items here).
+    cls_topic
+        With ``per_topic`` classes: class -> topic index (single partitions)
+        or ``-1 - g`` (units of co-partition group ``g``); else ``None``.
     """
 
     n_members: int
@@ -110,6 +113,7 @@ class ItemClasses:
     topics: list[str]
     groups: list[tuple[str, ...]]
     not_joinable: int = 0
+    cls_topic: np.ndarray | None = None
     _rack_cache: dict[tuple[int, str | None], int] = field(default_factory=dict)
 
     @property
@@ -194,7 +198,7 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_classes(
-    instance: Instance, view: GroupView | None = None, not_joinable: bool = True,
+    instance: Instance, view: GroupView | None = None, not_joinable: bool = True, per_topic: bool = False,
 ) -> ItemClasses:
     """Aggregate the items of ``instance`` into classes.
 
@@ -207,6 +211,9 @@ def build_classes(
     not_joinable
         Include not-joinable partitions as single items (default) or leave
         them out.
+    per_topic
+        Never merge items of different topics (or co-partition groups) into
+        one class: needed by per-topic objectives (``topic_balance``).
 
     Returns
     -------
@@ -242,6 +249,7 @@ def build_classes(
     # Per class, accumulated from the per-topic / per-group pieces.
     key_ids = _Interner()
     cls_count: list[int] = []
+    cls_fam: list[int] = []
     cls_info: list[tuple[int, float, int, tuple[tuple[int, float], ...], float, int]] = []
     item_chunks: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # kind, ref, parts, class
 
@@ -252,6 +260,7 @@ def build_classes(
             c = key_ids(k)
             if c == len(cls_count):
                 cls_count.append(0)
+                cls_fam.append(-1 - ref)
                 cls_info.append(info)
             local[j] = c
         cls_of = local[inv]
@@ -270,6 +279,7 @@ def build_classes(
     c_w: list[np.ndarray] = []
     c_mc: list[np.ndarray] = []
     c_rk: list[np.ndarray] = []
+    c_t: list[np.ndarray] = []
     for t, topic in instance.topics.items():
         if not subs[t]:
             continue
@@ -288,10 +298,12 @@ def build_classes(
             c_rk.append(np.array([rack_ids(frozenset(r)) for r in topic.racks[start:]], dtype=np.int64) + 1)
         else:
             c_rk.append(np.zeros(k, dtype=np.int64))
+        c_t.append(np.full(k, tindex[t] if per_topic else 0, dtype=np.int64))
     if s_topic:
         cols: list[np.ndarray] = []
         decoders: list[np.ndarray | None] = []
-        for chunk_list, is_float in ((c_e, False), (c_o, False), (c_w, True), (c_mc, True), (c_rk, False)):
+        for chunk_list, is_float in ((c_e, False), (c_o, False), (c_w, True), (c_mc, True), (c_rk, False),
+                                     (c_t, False)):
             col = np.concatenate(chunk_list)
             if col.size and col.min() == col.max():
                 uniq_c, inv_c = col[:1], np.zeros(col.size, dtype=np.int64)
@@ -329,12 +341,14 @@ def build_classes(
             wv = float(decoders[2][row[2]])  # type: ignore[index]
             mv = float(decoders[3][row[3]])  # type: ignore[index]
             r = int(decoders[4][row[4]]) - 1  # type: ignore[index]
+            ti = int(decoders[5][row[5]])  # type: ignore[index]
             rsig: tuple[frozenset[str] | None, ...] = (rack_ids.keys[r] if r >= 0 else None,)  # type: ignore[assignment]
             sig_id = sig_ids(rsig)
             owners: tuple[tuple[int, float], ...] = ((o, mv),) if o >= 0 else ()
-            c = key_ids((0, e, wv, owners, sig_id))
+            c = key_ids((0, e, wv, owners, sig_id, ti))
             if c == len(cls_count):
                 cls_count.append(0)
+                cls_fam.append(ti)
                 cls_info.append((e, wv, 1, owners, mv if o >= 0 else 0.0, sig_id))
             local[j] = c
         cls_all = local[inv]
@@ -362,7 +376,7 @@ def build_classes(
             )
         e = elig_ids(tuple(elig))
         cols = []
-        per_topic = []
+        topic_cols = []
         for t in group:
             topic = instance.topics[t]
             own = prev[t][:lim]
@@ -372,11 +386,11 @@ def build_classes(
                 rk = np.array([rack_ids(frozenset(r)) for r in topic.racks[:lim]], dtype=np.int64)
             else:
                 rk = np.full(lim, -1, dtype=np.int64)
-            per_topic.append((own, w, mc, rk))
+            topic_cols.append((own, w, mc, rk))
             cols += [own, rk]
-        wsum = np.sum([p[1] for p in per_topic], axis=0)
+        wsum = np.sum([p[1] for p in topic_cols], axis=0)
         uw, iw = _factorize(wsum)
-        mc_all = np.concatenate([p[2] for p in per_topic])
+        mc_all = np.concatenate([p[2] for p in topic_cols])
         umc, imc_flat = _factorize(mc_all)
         imc = imc_flat.reshape(len(group), lim)
         mat = np.stack([*cols, iw, *imc], axis=1)
@@ -399,7 +413,7 @@ def build_classes(
             owners = tuple(sorted(owned.items()))  # type: ignore[assignment]
             wv = float(uw[row[2 * k]])
             sig_id = sig_ids(tuple(rsig_l))
-            keys.append((1, e, wv, owners, sig_id, k, total))
+            keys.append((1, e, wv, owners, sig_id, k, total, g if per_topic else 0))
             infos.append((e, wv, k, owners, total, sig_id))
         add_classes(1, g, np.arange(lim, dtype=np.int64), keys, inv, infos)
 
@@ -434,6 +448,7 @@ def build_classes(
         topics=topic_names,
         groups=groups,
         not_joinable=view.not_joinable_count,
+        cls_topic=np.array(cls_fam, dtype=np.int64) if per_topic else None,
     )
 
 

@@ -120,9 +120,14 @@ def assign(
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     time_limit: Annotated[float | None, typer.Option(help="Seconds a solver may use.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same result).")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
+    ] = None,
     objective: Annotated[
         str | None, typer.Option(help="Solver stage order, e.g. balance,moves,racks (see docs/cli.md).")
+    ] = None,
+    balance_tolerance: Annotated[
+        float | None, typer.Option(help="Optimal solver: fewest moves with max load <= (1 + EPS) x its optimum.")
     ] = None,
     settle: Annotated[
         bool, typer.Option(help="Cooperative assignors: run follow-up rounds until stable, report the rounds.")
@@ -137,7 +142,7 @@ def assign(
     opts = check_options(assignor, _parse_options(option))
     if settle:
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts)
+    params = _params(time_limit, seed, objective, opts, balance_tolerance)
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line

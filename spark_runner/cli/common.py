@@ -58,11 +58,19 @@ def _parse_options(options: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _params(time_limit: float | None, seed: int, objective: str | None, options: dict[str, Any]) -> Params:
+def _params(time_limit: float | None, seed: int | None, objective: str | None, options: dict[str, Any],
+            balance_tolerance: float | None = None) -> Params:
     check_time_limit(time_limit)
-    check_seed(seed)
+    if seed is not None:
+        check_seed(seed)
+    if balance_tolerance is not None and not (math.isfinite(balance_tolerance) and balance_tolerance >= 0):
+        raise UsageError(f"--balance-tolerance must be a finite number >= 0, got {balance_tolerance}")
     obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
-    return Params(time_limit=time_limit, seed=seed, objective=obj, options=options)
+    if seed is not None and "deterministic" not in options:
+        # a given seed asks for the same answer on every run: exact solvers run their deterministic mode
+        options = {**options, "deterministic": True}
+    return Params(time_limit=time_limit, seed=seed or 0, objective=obj, options=options,
+                  balance_tolerance=balance_tolerance)
 
 
 #: Largest ``--seed``: CP-SAT's random seed is a 32-bit int.
@@ -117,7 +125,8 @@ def _one_of(*choices: str) -> Any:
     return check
 
 
-_CPSAT_OPTIONS = {"workers": _pos_int, "interleave": _flag, "deterministic": _flag, "max_vars": _pos_int}
+_CPSAT_OPTIONS = {"workers": _pos_int, "interleave": _flag, "deterministic": _flag, "max_vars": _pos_int,
+                  "backend": _one_of("cpsat", "highs", "scip")}
 #: ``-O KEY=VALUE`` options each assignor understands, with the check (and normalisation) of the value.
 ASSIGNOR_OPTIONS: dict[str, dict[str, Any]] = {
     "optimal": _CPSAT_OPTIONS,
@@ -182,7 +191,7 @@ def unproven_note(name: str, res: Result) -> str | None:
     def num(x: float) -> str:
         return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
 
-    flags = res.extra.get("proven")
+    flags = res.extra.get("proven", res.extra.get("stage_proven"))
     proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
     parts = []
     for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):

@@ -600,6 +600,29 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
     return sections
 
 
+def unproven_by_point(out: str | Path) -> pd.DataFrame:
+    """Consumer optimum steps per grid point (distinct generator parameters) and how many are not proven.
+
+    Columns ``point`` (the parameters that differ between the grid's points,
+    ``key=value``), ``steps``, ``unproven``; only points with an unproven step.
+    """
+    opt = load_rows(out, ("status", "protocol", "params_json"))
+    opt = opt[(opt["assignor"] == OPTIMAL) & (opt["protocol"] != "streams")]
+    cols = ["point", "steps", "unproven"]
+    if not len(opt):
+        return pd.DataFrame(columns=cols)
+    params = {pj: json.loads(pj) for pj in opt["params_json"].dropna().unique()}
+    keys = {k for d in params.values() for k in d}
+    varying = sorted(k for k in keys if len({json.dumps(p.get(k)) for p in params.values()}) > 1)
+    rows = []
+    for pj, g in opt.groupby("params_json", sort=False):
+        bad = int((g["status"] != "optimal").sum())
+        if bad:
+            label = ", ".join(f"{k}={json.dumps(params[pj].get(k))}" for k in varying) or "(one point)"
+            rows.append({"point": label, "steps": len(g), "unproven": bad})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def _notes(df: pd.DataFrame) -> list[str]:
     notes = []
     opt = df[df["assignor"] == OPTIMAL]
@@ -757,6 +780,10 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         plots += _plots(df, folder)
         sections += _sections(df)
         notes += _notes(df)
+        if (df[df["assignor"] == OPTIMAL]["status"] != "optimal").any():
+            sections.append(("Unproven optima by grid point", "Steps whose optimum is not proven (status feasible: "
+                             "a stage hit the time limit), per grid point; gaps there are against the best "
+                             "solution found.", unproven_by_point(out), ()))
         summary_table(df).to_csv(folder / "summary.csv", index=False)
     if len(st):
         plots += _streams_plot(st, folder)

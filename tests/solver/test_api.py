@@ -32,7 +32,7 @@ def test_solve_and_score_dispatch_by_protocol() -> None:
 
 def test_forced_engines_and_bad_arguments() -> None:
     inst = solver.read_instance(ORDERS)
-    assert solver.solve(inst, solver.Params(time_limit=20), solver="cpsat").extra["engine"] == "cpsat"
+    assert solver.solve(inst, solver.Params(time_limit=20), solver="cpsat").extra["engine"] == "exact"
     with pytest.raises(ValueError, match="unknown solver"):
         solver.solve(inst, solver="gurobi")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="consumer engine"):

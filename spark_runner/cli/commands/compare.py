@@ -53,13 +53,10 @@ def _one_instance(path: Path) -> Any:
     return inst
 
 
-def _params(time_limit: float | None, seed: int) -> Any:
-    from solver.result import Params
-    from spark_runner.cli.common import check_seed, check_time_limit
+def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None) -> Any:
+    from spark_runner.cli.common import _params as common_params
 
-    check_time_limit(time_limit)
-    check_seed(seed)
-    return Params(time_limit=time_limit, seed=seed)
+    return common_params(time_limit, seed, None, {}, balance_tolerance)
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
@@ -71,7 +68,18 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
         if err is not None:
             err.print(f"{name}: {msg}", markup=False)
 
-    return compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
+    doc = compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
+    opt = doc["optimal"]
+    if err is not None and opt.get("status") == "feasible":
+        from solver.result import Result, Status
+        from spark_runner.cli.common import unproven_note
+
+        note = unproven_note(doc.get("reference") or "optimal",
+                             Result(None, Status.FEASIBLE, tuple(opt["objective"]), tuple(opt["bound"]),
+                                    extra={"stages": opt.get("stages")}))
+        if note:
+            err.print(note, markup=False)
+    return doc
 
 
 def register(app: typer.Typer) -> None:
@@ -87,7 +95,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
         time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
-        seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        seed: Annotated[
+            int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
+        ] = None,
+        balance_tolerance: Annotated[
+            float | None, typer.Option(help="Add a row: fewest moves with max load <= (1 + EPS) x the optimum.")
+        ] = None,
         settle: Annotated[
             bool, typer.Option(help="Run cooperative assignors' follow-up rounds until settled (see `rounds`).")
         ] = True,
@@ -106,7 +119,7 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
-        doc = compare_rows(inst, names, _params(time_limit, seed), err, settle=settle)
+        doc = compare_rows(inst, names, _params(time_limit, seed, balance_tolerance), err, settle=settle)
         if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
             return
@@ -130,7 +143,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         points: Annotated[int, typer.Option(help="At most this many budgets (evenly spaced, ends kept).")] = 60,
         time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point.")] = None,
-        seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        seed: Annotated[
+            int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
+        ] = None,
     ) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
         from solver.api import frontier as frontier_fn
@@ -146,6 +161,13 @@ def register(app: typer.Typer) -> None:
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
         doc = frontier_fn(inst, params, max_points=points)
+        open_pts = [p for p in doc["points"] if not p.get("proven", True)]
+        if open_pts and "bound" in open_pts[0]:
+            gaps = ", ".join(f"budget {p['budget']:g}: max load {p['max_load']:.6g} (bound {p['bound']:.6g})"
+                             for p in open_pts[:5])
+            more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
+            err.print(f"frontier: {len(open_pts)} of {len(doc['points'])} points not proven -- {gaps}{more}",
+                      markup=False)
         # cooperative assignors are placed where they settle, as in `compare`
         if inst.protocol == "streams":
             from solver.streams.frontier import place_streams, plot_streams_frontier

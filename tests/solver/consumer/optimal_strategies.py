@@ -23,6 +23,7 @@ def instance_docs(
     capacities: bool = False,
     racks: bool = False,
     copartition: str = "none",  # "none", "equal" (one group, equal sizes), "any"
+    move_costs: bool = False,
 ) -> dict[str, Any]:
     """A random ``kassign/v1`` consumer document (always valid)."""
     nt = draw(st.integers(1, max_topics))
@@ -37,6 +38,8 @@ def instance_docs(
         spec: dict[str, Any] = {"partitions": n}
         if weights:
             spec["weights"] = [draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 7.0])) for _ in range(n)]
+        if move_costs:
+            spec["move_costs"] = [draw(st.sampled_from([0.0, 1.0, 3.0, 10.0])) for _ in range(n)]
         if racks:
             spec["racks"] = [sorted(draw(st.sets(st.sampled_from(RACKS), min_size=1, max_size=2)))
                              for _ in range(n)]

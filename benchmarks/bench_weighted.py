@@ -1,0 +1,189 @@
+"""Benchmark the exact engine on weighted instances (issue 12's performance bar).
+
+Cases (``--cases``):
+
+- ``realistic``: every record of ``scenarios/optimal/weighted-realistic.jsonl.gz``
+  (and the hand-written ``ingest-2-left-weighted.json``) with the default
+  objective and ``--time-limit``: seconds per record (median, max), whether max
+  load and moved cost match the reference optimum and are proven, status.
+- ``large``: 10,000 partitions (two topics) with lognormal loads and state
+  sizes, 210 members with a balanced previous assignment of which 10 leave
+  (200 remain): max-load gap and moved-cost gap against their bounds after
+  ``--time-limit`` seconds.
+- ``backends``: the probe stage (least moved cost at the max-load bound) of the
+  realistic records with CP-SAT, HiGHS and SCIP: the measurement behind the
+  default backend.
+
+Every solve runs in this process; ``--deterministic`` runs the solver's
+deterministic mode (what ``--seed`` selects on the command line).  Run
+``python -m benchmarks.bench_weighted`` (``KASSIGN_SHARED`` or ``../shared``
+for the fixtures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solver.model import Instance
+
+CASES = ("realistic", "large", "backends")
+
+
+def _shared() -> Path:
+    return Path(os.environ.get("KASSIGN_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def realistic_records() -> list[dict[str, Any]]:
+    """The weighted-realistic records plus the ingest example, as ``{id, instance, optimum}``."""
+    folder = _shared() / "scenarios" / "optimal"
+    with gzip.open(folder / "weighted-realistic.jsonl.gz", "rt") as fh:
+        recs = [json.loads(line) for line in fh if line.strip()]
+    doc = json.loads((folder / "ingest-2-left-weighted.json").read_text())
+    recs.append({"id": "ingest-2-left-weighted", "instance": doc,
+                 "optimum": {"max_load": doc["facts"]["optimum_max_load"],
+                             "moved_cost": doc["facts"]["optimum_moved_cost_at_that_max_load"]}})
+    return recs
+
+
+def large_instance(seed: int = 1, n: int = 10_000, members: int = 200, leave: int = 10) -> Instance:
+    """Lognormal loads and state sizes; a balanced (greedy) assignment over ``members + leave``, then ``leave`` go."""
+    from solver.io import parse_instance
+
+    rng = np.random.default_rng(seed)
+    half = n // 2
+    topics: dict[str, Any] = {}
+    loads = []
+    for name, k in (("events", half), ("orders", n - half)):
+        w = np.round(rng.lognormal(0.0, 1.0, k) * 1000).clip(1)
+        mc = np.round(rng.lognormal(3.0, 1.0, k))
+        topics[name] = {"partitions": k, "weights": w.tolist(), "move_costs": mc.tolist()}
+        loads += [(float(x), name, p) for p, x in enumerate(w)]
+    total = members + leave
+    held = np.zeros(total)
+    owned: list[dict[str, list[int]]] = [{} for _ in range(total)]
+    for x, t, p in sorted(loads, reverse=True):
+        i = int(np.argmin(held))
+        held[i] += x
+        owned[i].setdefault(t, []).append(p)
+    gone = set(rng.choice(total, size=leave, replace=False).tolist())
+    docs = [{"id": f"c{i:03d}", "topics": ["events", "orders"], "owned": {t: sorted(ps) for t, ps in owned[i].items()},
+             "generation": 3} for i in range(total) if i not in gone]
+    return parse_instance({"format": "kassign/v1", "name": "weighted-10k-leave", "topics": topics, "members": docs})
+
+
+def run_realistic(time_limit: float, deterministic: bool) -> None:
+    from solver.consumer.optimal import solve
+    from solver.io import parse_instance
+    from solver.result import Params
+
+    print(f"## realistic (default objective, --time-limit {time_limit:g}, deterministic={deterministic})")
+    print("| record | partitions | members | max load + moves proven at s | whole solve s | status | max load "
+          "| moved cost | reference | proven |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    secs = []
+    first2 = []
+    ok = 0
+    recs = realistic_records()
+    for rec in recs:
+        inst = parse_instance(rec["instance"])
+        t0 = time.perf_counter()
+        res = solve(inst, Params(time_limit=time_limit, options={"deterministic": deterministic}))
+        dt = time.perf_counter() - t0
+        secs.append(dt)
+        obj = dict(zip(res.extra["stages"], res.objective, strict=True))
+        pr = dict(zip(res.extra["stages"], res.extra["stage_proven"], strict=True))
+        opt = rec["optimum"]
+        hit = obj["max_load"] == opt["max_load"] and obj["moves"] == opt["moved_cost"]
+        proven = pr["max_load"] and pr["moves"]
+        ok += hit and proven
+        done = res.extra.get("stage_done_s") or [dt, dt]
+        first2.append(done[1] if proven else dt)
+        print(f"| {rec['id']} | {inst.total_partitions} | {len(inst.members)} | {first2[-1]:.2f} | {dt:.2f} "
+              f"| {res.status.value} "
+              f"| {obj['max_load']:.10g} | {obj['moves']:.10g} | {'=' if hit else opt} "
+              f"| {'max_load+moves' if proven else 'no'}{', all' if res.status.value == 'optimal' else ''} |")
+    print(f"\nmatched and proven (max load, moved cost): {ok}/{len(recs)}; until both proven: median "
+          f"{statistics.median(first2):.2f} s, max {max(first2):.2f} s; whole solve (all four stages): median "
+          f"{statistics.median(secs):.2f} s, max {max(secs):.2f} s\n")
+
+
+def run_large(time_limit: float, deterministic: bool) -> None:
+    from solver.consumer.optimal import solve
+    from solver.result import Params
+
+    t0 = time.perf_counter()
+    inst = large_instance()
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = solve(inst, Params(time_limit=time_limit, options={"deterministic": deterministic}))
+    dt = time.perf_counter() - t0
+    print(f"## large: {inst.total_partitions} partitions, {len(inst.members)} members (10 left), "
+          f"--time-limit {time_limit:g}, build {build:.2f} s, solve {dt:.2f} s, status {res.status.value}")
+    print("| stage | value | bound | gap |")
+    print("|---|---|---|---|")
+    for s, v, b in zip(res.extra["stages"], res.objective, res.bound, strict=True):
+        gap = 0.0 if v == b else abs(v - b) / max(abs(v), 1e-12)
+        print(f"| {s} | {v:.10g} | {b:.10g} | {gap:.3%} |")
+    print(f"\nrestricted model: {res.extra.get('restricted')}, classes {res.extra.get('classes')}, "
+          f"stage seconds {res.extra.get('stage_seconds')}\n")
+
+
+def run_backends(time_limit: float) -> None:
+    from solver.consumer.exact import solve_exact
+    from solver.consumer.items import build_classes
+    from solver.io import parse_instance
+
+    print(f"## backends: probe (least moved cost at the max-load bound), deterministic CP-SAT vs MIP, "
+          f"limit {time_limit:g} s")
+    print("| record | cpsat s | highs s | scip s | agree |")
+    print("|---|---|---|---|---|")
+    tot = {"cpsat": [], "highs": [], "scip": []}  # type: dict[str, list[float]]
+    for rec in realistic_records():
+        inst = parse_instance(rec["instance"])
+        ic = build_classes(inst)
+        caps = [m.capacity for m in inst.members]
+        racks = [m.rack for m in inst.members]
+        vals = {}
+        row = []
+        for b in ("cpsat", "highs", "scip"):
+            t0 = time.perf_counter()
+            out = solve_exact(ic, caps, racks, stages=("max_load", "moves"), time_limit=time_limit, backend=b,
+                              deterministic=b == "cpsat")
+            dt = time.perf_counter() - t0
+            tot[b].append(dt)
+            vals[b] = tuple((s.value, s.proven) for s in out.stages)
+            row.append(f"{dt:.2f}")
+        print(f"| {rec['id']} | {' | '.join(row)} | {'yes' if len(set(vals.values())) == 1 else vals} |")
+    print("\nmedian s: " + ", ".join(f"{b} {statistics.median(v):.2f}" for b, v in tot.items()) + "\n")
+
+
+def main() -> None:
+    """Run the selected cases and print Markdown tables."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--deterministic", action="store_true")
+    args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+    for case in args.cases.split(","):
+        if case == "realistic":
+            run_realistic(args.time_limit, args.deterministic)
+        elif case == "large":
+            run_large(args.time_limit, args.deterministic)
+        elif case == "backends":
+            run_backends(args.time_limit)
+        else:
+            raise SystemExit(f"unknown case {case!r}; choose from {', '.join(CASES)}")
+
+
+if __name__ == "__main__":
+    main()

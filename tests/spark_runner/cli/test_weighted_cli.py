@@ -1,0 +1,105 @@
+"""Weighted instances through the console script: tolerance, unproven results on stderr, the frontier."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _kassign(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("kassign")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "spark_runner", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+# heavy partition 0 stays on a; the tolerance lets the light ones stay too
+SMALL = {"format": "kassign/v1", "name": "w",
+         "topics": {"T": {"partitions": 4, "weights": [4, 1, 1, 2], "move_costs": [5, 1, 1, 1]}},
+         "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
+                     {"id": "b", "topics": ["T"]}]}
+
+
+@pytest.fixture()
+def small(tmp_path: Path) -> Path:
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(SMALL))
+    return p
+
+
+def test_assign_with_balance_tolerance(small: Path) -> None:
+    r = _kassign("assign", str(small), "-a", "optimal")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)["stats"]
+    obj = dict(zip(st["stages"], st["objective"], strict=True))
+    assert st["stages"] == ["max_load", "moves", "sum_sq", "racks"]
+    assert (obj["max_load"], obj["moves"]) == (4.0, 3.0)  # b gets partitions 1, 2, 3 (cost 3; partition 0 costs 5)
+    r = _kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "0.5")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)["stats"]
+    obj = dict(zip(st["stages"], st["objective"], strict=True))
+    # max load may be 6 = 1.5 x 4: moving partition 3 alone (cost 1) is enough
+    assert st["status"] == "optimal" and obj["max_load"] == 6.0 and obj["moves"] == 1.0
+    assert st["balance_tolerance"]["optimal_max_load"] == 4.0
+    r = _kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "-1")
+    assert r.returncode == 2
+
+
+def test_unproven_result_prints_one_line_of_gaps(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    w = (rng.lognormal(0, 1, 30) * 1000).round().tolist()
+    doc = {"format": "kassign/v1", "name": "hard", "topics": {"T": {"partitions": 30, "weights": w}},
+           "members": [{"id": f"m{i}", "topics": ["T"], "owned": {"T": list(range(i, 30, 5))}, "generation": 1}
+                       for i in range(4)]}
+    p = tmp_path / "hard.json"
+    p.write_text(json.dumps(doc))
+    r = _kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)["stats"]
+    assert st["status"] == "feasible"
+    lines = [ln for ln in r.stderr.splitlines() if "not proven optimal" in ln]
+    assert len(lines) == 1 and "gap" in lines[0] and "max_load" in lines[0]
+    # a given seed: deterministic mode, the same assignment although the limit ends the search
+    again = _kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
+    assert json.loads(again.stdout)["assignment"] == json.loads(r.stdout)["assignment"]
+
+
+def test_compare_tolerance_row(small: Path) -> None:
+    r = _kassign("compare", str(small), "--json", "--assignors", "range", "--balance-tolerance", "0.5")
+    assert r.returncode == 0, r.stderr
+    rows = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}
+    assert rows["optimal"]["moved_cost"] == 3.0 and rows["optimal~0.5"]["moved_cost"] == 1.0
+    assert rows["optimal~0.5"]["weighted_max_load"] == 6.0
+
+
+def test_frontier_on_weighted_instance(small: Path, tmp_path: Path) -> None:
+    out = tmp_path / "f.json"
+    r = _kassign("frontier", str(small), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["engine"] == "exact" and doc["x_axis"] == "moved_cost" and doc["optimum_moves"] == 3.0
+    # budget 0: everything stays (8); 1: partition 3 leaves (6); 2: partitions 2, 3 leave (5); 3: 1, 2, 3 leave (4)
+    assert [(p["budget"], p["max_load"]) for p in doc["points"]] == [(0.0, 8.0), (1.0, 6.0), (2.0, 5.0), (3.0, 4.0)]
+    assert all(p["proven"] and p["bound"] == p["max_load"] and p["moved"] <= p["budget"] for p in doc["points"])
+
+
+def test_sweep_report_counts_unproven_optima_per_grid_point(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from spark_runner.sweep.report import unproven_by_point
+
+    rows = tmp_path / "rows" / "assignor=optimal"
+    rows.mkdir(parents=True)
+    pj = [json.dumps({"members": m, "weights": "lognormal"}, sort_keys=True) for m in (3, 5)]
+    pd.DataFrame({"protocol": ["consumer"] * 5, "status": ["optimal", "feasible", "feasible", "feasible", "optimal"],
+                  "params_json": [pj[0], pj[0], pj[1], pj[1], pj[1]]}).to_parquet(rows / "part-0.parquet")
+    t = unproven_by_point(tmp_path)
+    assert t.to_dict("records") == [{"point": "members=3", "steps": 2, "unproven": 1},
+                                    {"point": "members=5", "steps": 3, "unproven": 2}]
