@@ -27,8 +27,8 @@ def inst(tmp_path: Path) -> Path:
     (["--seed", "1" * 23], "--seed must be between 0 and 2147483647, got 11111111111111111111111"),
     (["-O", "workers=abc"], '-O workers="abc": expected a positive integer'),
     (["-O", "workers=0"], "-O workers=0: expected a positive integer"),
-    (["-O", "colour=red"], "-O colour: unknown option for 'optimal' (its options: deterministic, interleave, "
-                           "max_vars, workers)"),
+    (["-O", "colour=red"], "-O colour: unknown option for 'optimal' (its options: backend, deterministic, "
+                           "interleave, max_vars, workers)"),
     (["--time-limit", "nan"], "--time-limit must be a positive number of seconds, got nan"),
     (["--time-limit", "inf"], "--time-limit must be a positive number of seconds, got inf"),
 ])
