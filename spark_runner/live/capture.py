@@ -213,7 +213,7 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
             generation = kas.generation
         entry: dict[str, Any] = {"id": m.member_id, "topics": sorted(set(sub.topics))}
         if owned:
-            entry["owned"] = {t: list(ps) for t, ps in sorted(owned.items())}
+            entry["owned"] = {t: sorted(set(ps)) for t, ps in sorted(owned.items())}
         entry["generation"] = generation
         if m.instance_id:
             entry["instance_id"] = m.instance_id
@@ -256,8 +256,11 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
                      "record (end offset - earliest offset)")
     if weights == "rate":
         notes.append(f"weights are {obs.rate_unit} over a {obs.sample:.2f} s sample")
+    source = _source(obs, bootstrap, weights)
+    source["clients"] = {m.member_id: {"client_id": m.client_id, "host": m.client_host}
+                         for m in sorted(obs.group.members, key=lambda m: m.member_id)}
     doc: dict[str, Any] = {"format": "kassign/v1", "name": obs.group.group_id, "protocol": "consumer",
-                           "topics": topics, "members": members, "source": _source(obs, bootstrap, weights)}
+                           "topics": topics, "members": members, "source": source}
     if notes:
         doc["notes"] = notes
     return doc

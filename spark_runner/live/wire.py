@@ -150,7 +150,7 @@ class _Reader:
         for _ in range(self.count(name)):
             topic = self.string(f"{name} topic")
             parts = tuple(self.i32(f"{name} partition") for _ in range(self.count(f"{name} partitions")))
-            out[topic] = tuple(sorted(set(out.get(topic, ()) + parts)))
+            out[topic] = out.get(topic, ()) + parts  # wire order, as Kafka's decoder keeps it
         return out
 
 
@@ -194,7 +194,7 @@ def decode_assignment(data: bytes) -> MemberAssignment:
     --------
     >>> a = decode_assignment(encode_assignment({"t": [2, 0]}))
     >>> dict(a.partitions), a.user_data
-    ({'t': (0, 2)}, None)
+    ({'t': (2, 0)}, None)
     """
     r = _Reader(data, "assignment")
     version = r.i16("version")
@@ -254,9 +254,9 @@ def _bytes(b: bytes | None) -> bytes:
 
 
 def _topic_partitions(tps: Mapping[str, Sequence[int]]) -> bytes:
+    # In the caller's order: re-encoding what was decoded gives the same bytes.
     out = [_i32(len(tps))]
-    for topic in sorted(tps):
-        parts = sorted(tps[topic])
+    for topic, parts in tps.items():
         out.append(_string(topic) + _i32(len(parts)) + b"".join(_i32(p) for p in parts))
     return b"".join(out)
 
@@ -299,7 +299,8 @@ def encode_user_data(data: KassignUserData) -> bytes:
     >>> back.generation, dict(back.owned), {t: dict(w) for t, w in back.weights.items()}
     (3, {'t': (0, 1)}, {'t': {1: 2.5}})
     """
-    out = [KASSIGN_MAGIC, _i32(data.generation), _topic_partitions(data.owned), _i32(len(data.weights))]
+    owned = {t: sorted(data.owned[t]) for t in sorted(data.owned)}
+    out = [KASSIGN_MAGIC, _i32(data.generation), _topic_partitions(owned), _i32(len(data.weights))]
     for topic in sorted(data.weights):
         per = data.weights[topic]
         out.append(_string(topic) + _i32(len(per)))
