@@ -130,12 +130,23 @@ def _solve_within(instance: Any, budget: float) -> Any:
 
 
 def withhold(target: Plan, members: Sequence[MemberReport]) -> tuple[Plan, int]:
-    """Cooperative round: drop each partition that some *other* member still claims."""
+    """Cooperative round: drop each partition that some *other* member still holds.
+
+    A partition's holders are its claimants at the highest generation claimed
+    for it (Kafka's rule for the previous owner): an older claim is stale, from
+    a member that lost its membership and with it the partition.
+    """
+    best: dict[tuple[str, int], int] = {}
+    for m in members:
+        for topic, owned in m.owned.items():
+            for part in owned:
+                best[(topic, part)] = max(best.get((topic, part), m.generation), m.generation)
     claims: dict[tuple[str, int], set[str]] = {}
     for m in members:
         for topic, owned in m.owned.items():
             for part in owned:
-                claims.setdefault((topic, part), set()).add(m.member_id)
+                if m.generation == best[(topic, part)]:
+                    claims.setdefault((topic, part), set()).add(m.member_id)
     out: Plan = {}
     dropped = 0
     for mid, topics in target.items():

@@ -97,8 +97,18 @@ class Member(threading.Thread):
     """A kafka-python consumer in a group, polling in its own thread until :meth:`stop`."""
 
     def __init__(self, bootstrap: str, group: str, topics: Sequence[str], *, name: str,
-                 strategy: Sequence[Any] | None = None, **config: Any) -> None:
-        from kafka import KafkaConsumer
+                 strategy: Sequence[Any] | None = None, revoke_pause: float = 0.0, **config: Any) -> None:
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+        class Pause(ConsumerRebalanceListener):  # type: ignore[misc]
+            """Work on revocation (an application commits and flushes here) before the follow-up join."""
+
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                if revoked:
+                    time.sleep(revoke_pause)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                pass
 
         super().__init__(name=f"member-{name}", daemon=True)
         # Short metadata age: a leader that assigned before a new topic's metadata arrived re-checks soon.
@@ -109,7 +119,7 @@ class Member(threading.Thread):
         if strategy is not None:
             settings["partition_assignment_strategy"] = list(strategy)
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **settings)
-        self.consumer.subscribe(list(topics))
+        self.consumer.subscribe(list(topics), listener=Pause() if revoke_pause else None)
         self._halt = threading.Event()
         self._lock = threading.Lock()
         self._calls: list[tuple[Callable[[Any], Any], threading.Event, list[Any]]] = []

@@ -188,3 +188,14 @@ def test_settled_assignment_is_the_optimum_and_never_doubles_an_owner(
     assert (got["max_load"], got["sum_sq_load"]) == (best["max_load"], best["sum_sq_load"])
     before = {m.member_id: dict(m.owned) for m in members}
     assert _moves(before, settled) == best["moved"]
+
+
+def test_a_stale_claim_does_not_hold_a_partition_back() -> None:
+    # m1 lost its membership at generation 2 (kafka-python revoked its partitions without telling the
+    # assignor) and still reports a-0; m0 holds a-0 since generation 5.  Counting the stale claim would take
+    # a-0 from m0 in every round (m0 revokes, rejoins, and m1 still claims it): a livelock.
+    members = [MemberReport("m0", ("a",), {"a": (0,)}, 5), MemberReport("m1", ("a",), {"a": (0,)}, 2),
+               MemberReport("m2", ("a",), {"a": (1,)}, 5)]
+    res = plan(members, {"a": 3})
+    assert res.target["m0"] == {"a": [0]} and res.target["m2"] == {"a": [1]} and res.target["m1"] == {"a": [2]}
+    assert res.assignment == res.target and res.withheld == 0
