@@ -160,6 +160,8 @@ def score(
     """Every metric of an assignment (exit 0 also for an invalid assignment: see `valid`)."""
     from solver.model.scoring import score as score_fn
 
+    if str(instance) == "-" and str(assignment) == "-":
+        raise UsageError("score reads one of INSTANCE and ASSIGNMENT from stdin ('-'), not both")
     recs = _records(instance)
     if len(recs) != 1:
         raise UsageError(f"{instance}: score needs exactly one instance, the file has {len(recs)}")
