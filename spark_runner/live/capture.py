@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from spark_runner.live.broker import (
+    CONSUMER_GROUP_DESCRIBE,
     Broker,
     BrokerUnavailable,
     CaptureError,
@@ -78,13 +79,17 @@ class Observed:
 # --------------------------------------------------------------------------- the live part
 
 
-def wait_stable(broker: Broker, group: str, deadline: float) -> GroupDescription:
-    """DescribeGroups until the group is Stable (a rebalance in flight has no assignments yet)."""
+def wait_stable(broker: Broker, group: str, deadline: float, kip848: bool = False) -> GroupDescription:
+    """DescribeGroups until the group is Stable (a rebalance in flight has no assignments yet).
+
+    ``kip848``: the broker runs KIP-848 groups, which DescribeGroups does not show.
+    """
     while True:
         desc = broker.describe_group(group)
         if desc.state == "Dead" or (desc.state == "Empty" and not desc.members):
             what = "has no members (state Empty)" if desc.state == "Empty" else "does not exist"
-            raise GroupNotFound(f"group {group!r} {what}: nothing to capture")
+            hint = " (or it is a KIP-848 group: those are not captured yet)" if kip848 else ""
+            raise GroupNotFound(f"group {group!r} {what}: nothing to capture{hint}")
         if desc.protocol_type not in ("consumer", ""):
             raise BrokerUnavailable(f"group {group!r} uses protocol type {desc.protocol_type!r}; kassign captures "
                                     "consumer groups and Kafka Streams applications")
@@ -109,8 +114,8 @@ def observe(broker: Broker, group: str, *, weights: Weights = "none", sample: fl
             progress: Any = None) -> Observed:
     """Read everything a capture needs from the cluster (read-only)."""
     deadline = time.monotonic() + timeout
-    broker.check_apis()
-    desc = wait_stable(broker, group, deadline)
+    versions = broker.check_apis()
+    desc = wait_stable(broker, group, deadline, kip848=CONSUMER_GROUP_DESCRIBE in versions)
     names = subscribed_topics(desc)
     extra = sorted({t for ts in (changelogs or {}).values() for t in ts} - set(names))
     topics, racks = broker.topics(names + extra)
