@@ -139,3 +139,35 @@ def test_streams_instance_from_kafkas_subscription_info_bytes() -> None:
     assert (c2["capacity"], c2["active"], c2["standby"]) == (1, [], ["0_107", "2_6"])
     assert c2["lags"] == {"0_107": 40000 - 31086, "2_6": 5}
     assert doc["source"]["kassign_assignor"] == "high-availability"
+
+
+class _FakeGroup:
+    def __init__(self, code: int) -> None:
+        self.error_code = code
+        self.group_state, self.protocol_type, self.protocol_data, self.members = "Dead", "", "", []
+
+
+class _FakeResponse:
+    def __init__(self, code: int) -> None:
+        self.groups = [_FakeGroup(code)]
+
+
+@pytest.mark.parametrize(("code", "kind", "exit_code", "match"), [
+    (30, "NotAuthorized", 77, "not authorised to describe group 'g'"),
+    (69, "GroupNotFound", 66, "KIP-848"),
+    (16, None, None, None),  # NOT_COORDINATOR: retried by the caller until its deadline
+])
+def test_describe_group_error_codes_become_exit_codes(code: int, kind: str | None, exit_code: int | None,
+                                                      match: str | None) -> None:
+    from spark_runner.live import broker as mod
+
+    b = object.__new__(mod.Broker)
+    b.bootstrap = "h:1"
+    b.admin = None
+    b._run = lambda what, fn, *a: _FakeResponse(code)  # type: ignore[method-assign]
+    if kind is None:
+        assert b.describe_group("g").state == "CoordinatorNotReady"
+        return
+    with pytest.raises(getattr(mod, kind), match=match) as e:
+        b.describe_group("g")
+    assert e.value.exit_code == exit_code
