@@ -112,9 +112,11 @@ class Member(threading.Thread):
 
         super().__init__(name=f"member-{name}", daemon=True)
         # Short metadata age: a leader that assigned before a new topic's metadata arrived re-checks soon.
+        # Short rebalance timeout (max.poll.interval.ms): noida-db sometimes answers a JoinGroup only when
+        # the rebalance times out (see test_kafka_assignor), so that stall stays short.
         settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
                                     "metadata_max_age_ms": 1000,
-                                    "max_poll_interval_ms": 20000, "enable_auto_commit": False,
+                                    "max_poll_interval_ms": 7000, "enable_auto_commit": False,
                                     "auto_offset_reset": "earliest", "client_id": name, **config}
         if strategy is not None:
             settings["partition_assignment_strategy"] = list(strategy)
@@ -155,7 +157,12 @@ class Member(threading.Thread):
         return box[0]
 
     def assigned(self) -> set[tuple[str, int]]:
-        """The partitions this member holds now."""
+        """The partitions this member holds now (read from another thread: retried if it changes meanwhile)."""
+        for _ in range(10):
+            try:
+                return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+            except RuntimeError:  # the consumer's thread changed the assignment while it was read
+                time.sleep(0.01)
         return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
     def stop(self) -> None:

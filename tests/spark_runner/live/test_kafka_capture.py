@@ -63,12 +63,12 @@ def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int
 
     def ready() -> bool:
         g = adm.describe_groups([group])[group]
-        held = [m.call(lambda c: {(tp.topic, tp.partition) for tp in c.assignment()}) for m in members]
+        held = [m.assigned() for m in members]  # read, not call: a member stuck in a join blocks in poll
         return (g["group_state"] == "Stable" and len(g["members"]) == len(members)
                 and sum(map(len, held)) == n_partitions and all(x["member_assignment"] for x in g["members"]))
 
     try:
-        wait_until(ready, 60, f"group {group} stable with {n_partitions} partitions assigned")
+        wait_until(ready, 90, f"group {group} stable with {n_partitions} partitions assigned")
     finally:
         adm.close()
 
