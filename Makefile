@@ -6,17 +6,18 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install demo test lint bench clean
 
+# pip's and setuptools' output (the editable-install banner) goes to a log, shown only when the install fails
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "installing kassign into $(VENV) (log: $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV)
+	@{ $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[test]'; } \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install kassign with its test tools
 
 demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
-	@echo "report: out/sweep-small/report/index.html (summary: out/sweep-small/report/summary.md)"
 
 test: $(STAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster)
 	$(BIN)/ruff check .

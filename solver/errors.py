@@ -71,7 +71,19 @@ class InstanceError(KassignError):
         return "\n".join(f"{self.source}: {p}" for p in self.problems)
 
 
+class MissingFileError(InstanceError):
+    """An input file does not exist (exit 66, ``EX_NOINPUT``): nothing was read, so nothing is invalid."""
+
+    exit_code = 66
+
+
 class InfeasibleError(KassignError):
     """No assignment satisfies the hard constraints, or none was found in the limit."""
 
     exit_code = 3
+
+
+class OptionError(KassignError, ValueError):
+    """A solver option (``-O KEY=VALUE``, ``--objective``) is unknown or has a bad value: a usage error."""
+
+    exit_code = 2

@@ -11,7 +11,7 @@ problem; all problems of a document are collected before raising
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
+from solver.model.decode import DecodeError, decode_json
 from solver.model.files import (
     _open_lines,
     dumps,
@@ -30,7 +31,7 @@ from solver.model.files import (
     read_document,
     write_atomic,
 )
-from solver.model.schema import META_KEYS, AssignmentSpec, ConsumerInstanceSpec
+from solver.model.schema import MAX_TOTAL, META_KEYS, AssignmentSpec, ConsumerInstanceSpec, limit_message
 
 # --------------------------------------------------------------------------- reading raw data
 
@@ -46,6 +47,8 @@ def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ())
             msg = "required key missing"
         elif e["type"] == "literal_error" and loc[-1:] == ("format",):
             msg = f"expected {FORMAT!r}"
+        else:
+            msg = limit_message(e)
         out.append(Problem(json_path(loc), msg))
     return out
 
@@ -110,10 +113,14 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                 where = f"{source}:line {lineno}"
                 try:
                     try:
-                        data = json.loads(text)
-                    except json.JSONDecodeError as e:
+                        # without the line break: a truncated line ends at its last column, not "line 2, column 1"
+                        data = decode_json(text.rstrip("\r\n"))
+                    except DecodeError as de:
+                        syntax = de.error
+                        if syntax is None:  # duplicate keys, too deep, too long a number: located by decode_json
+                            raise InstanceError(where, de.problems) from None
                         raise InstanceError(
-                            where, [Problem("", f"malformed JSON at column {e.colno}: {e.msg}")]
+                            where, [Problem("", f"malformed JSON at column {syntax.colno}: {syntax.msg}")]
                         ) from None
                     inst_data, prefix = _unwrap(data)
                     inst = parse_instance(inst_data, where, prefix)
@@ -243,6 +250,7 @@ def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...],
                     values = t.get(key)
                     if isinstance(values, list) and len(values) != n:
                         out.append((("topics", name, key), f"has {len(values)} entries, topic has {n} partitions"))
+    out.extend(_total_problems(raw_topics))
     members = data.get("members")
     seen: dict[str, int] = {}
     for i, m in enumerate(members if isinstance(members, list) else []):
@@ -285,7 +293,7 @@ def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...],
                 out.append((("members", i, "owned", t, k), f"partition {p} out of range ({t} has {n} partitions)"))
             if len(oor) > 5:
                 out.append((("members", i, "owned", t), f"{len(oor) - 5} more partitions out of range"))
-            values = [p for _, p in ints]
+            values = [p for _, p in ints if 0 <= p < n]  # the others are reported above
             if len(set(values)) != len(values):
                 arr = np.sort(np.asarray(values, dtype=np.int64))
                 dup = int(arr[1:][arr[1:] == arr[:-1]][0])
@@ -297,14 +305,51 @@ def consumer_problems(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...],
             continue
         if len({t for t in group if isinstance(t, str)}) < 2:
             out.append((("copartition", g), "a co-partition group needs at least two distinct topics"))
+        listed_at: dict[str, int] = {}
         for j, t in enumerate(group):
             if not isinstance(t, str):
                 continue
+            if t in listed_at:
+                out.append((("copartition", g, j), f"topic {t!r} listed twice (also copartition[{g}][{listed_at[t]}])"))
+                continue
+            listed_at[t] = j
             if t not in topics:
                 out.append((("copartition", g, j), f"topic {t!r} not in topics"))
             elif t in in_group and in_group[t] != g:
                 out.append((("copartition", g, j), f"topic {t!r} already in copartition[{in_group[t]}]"))
             in_group.setdefault(t, g)
+    return out
+
+
+def _total_problems(raw_topics: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """Weights and move costs whose sum over the document exceeds :data:`~solver.schema.MAX_TOTAL`.
+
+    Each value may be finite and still overflow a sum (``1e308`` twice); loads
+    are also squared and divided by capacities, so the sum is bounded well below
+    the float range.
+    """
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if not isinstance(raw_topics, dict):
+        return out
+    for key in ("weights", "move_costs"):
+        total = 0.0
+        for name, t in raw_topics.items():
+            values = t.get(key) if isinstance(t, dict) else None
+            if not isinstance(values, list):
+                continue
+            try:
+                total += math.fsum(values)
+            except TypeError:  # a non-number: the schema reports it
+                continue
+            except OverflowError:  # finite values whose sum is not
+                total = math.inf
+            except ValueError:  # inf - inf: the schema reports the non-finite values
+                continue
+            if not total <= MAX_TOTAL:  # also nan from inf - inf
+                out.append((("topics", name, key), f"the {key} of the document sum to more than {MAX_TOTAL:g} "
+                                                   f"(the limit, so that loads and their squares stay exact "
+                                                   f"enough and finite)"))
+                break
     return out
 
 
@@ -359,7 +404,10 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     for m in inst.members:
         obj = {"id": m.id, "topics": list(m.topics)}
         if m.owned:
-            obj["owned"] = {t: a.tolist() for t, a in m.owned.items()}
+            owned = m.owned
+            # listed order kept: the KIP-848 assignors read it (docs/format.md)
+            obj["owned"] = {t: (owned.listed(t) if isinstance(owned, OwnedMap) else a).tolist()
+                            for t, a in owned.items()}
         if m.generation != -1:
             obj["generation"] = m.generation
         if m.instance_id is not None:

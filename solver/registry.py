@@ -8,11 +8,12 @@ packages so that the registry is complete.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from solver.model import Instance
+from solver.resources import check_fits, instance_need
 from solver.result import Params, Result
 
 AssignFn = Callable[[Instance, Params], Result]
@@ -61,6 +62,9 @@ class AssignorSpec:
                 f"assignor {self.name!r} is for the {self.protocol} protocol, "
                 f"the instance uses {instance.protocol!r}"
             )
+        # Refuse, before anything is built per partition or task, what this machine cannot hold.
+        check_fits(instance_need(instance, self.kind, f"assignor {self.name!r}", self.name),
+                   instance.name or "instance")
         t0 = time.perf_counter()
         res = self.fn(instance, params or Params())
         if res.seconds == 0.0:
@@ -102,7 +106,31 @@ def get(name: str) -> AssignorSpec:
         return _REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise UnknownAssignorError(f"unknown assignor {name!r} (known: {known})") from None
+        raise UnknownAssignorError(f"unknown assignor {name!r}{did_you_mean(name, _REGISTRY)} (known: {known})"
+                                   ) from None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name (typos, missing dashes), else ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("coperative-sticky", ["cooperative-sticky", "sticky", "range"])
+    "; did you mean 'cooperative-sticky'?"
+    >>> did_you_mean("cooperativesticky", ["cooperative-sticky", "sticky"])
+    "; did you mean 'cooperative-sticky'?"
+    >>> did_you_mean("zzz", ["range"])
+    ''
+    """
+    import difflib
+
+    names = list(known)
+    folded = {n.replace("-", "").replace("_", "").lower(): n for n in names}
+    key = name.replace("-", "").replace("_", "").lower()
+    if key in folded:
+        return f"; did you mean {folded[key]!r}?"
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def all_specs() -> list[AssignorSpec]:

@@ -1,13 +1,19 @@
-"""Every ``console`` example in README.md and docs/*.md is run and its output checked.
+"""Every ``console`` and ``pycon`` example in README.md and docs/*.md is run and its output checked.
 
 A block fenced as ```console holds commands (``$ ...``) each followed by the
 exact stdout it prints; a line ``[exit N]`` after the output states a non-zero
 exit code (stderr is then compared instead of stdout).  Commands run from the
 repository root with the installed ``kassign`` on PATH.
+
+A block fenced as ```pycon is a Python session (``>>>`` prompts, each followed
+by what it prints): the blocks of one document run in order in one namespace,
+from the repository root, as a notebook would, and every printed line is
+compared (doctest).
 """
 
 from __future__ import annotations
 
+import doctest
 import os
 import re
 import subprocess
@@ -20,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```console\n(.*?)^```", re.S | re.M)
+PYCON = re.compile(r"^```pycon\n(.*?)^```", re.S | re.M)
 
 
 @dataclass
@@ -65,3 +72,32 @@ def test_console_example(ex: Example, out_dir: Path):
     assert r.returncode == ex.exit_code, f"{ex.command}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     got = (r.stdout if ex.exit_code == 0 else r.stderr).rstrip("\n").splitlines()
     assert [g.rstrip() for g in got] == ex.expected
+
+
+def test_output_paths_in_examples_have_a_default() -> None:
+    """``-o $KASSIGN_OUT/x`` with the variable unset writes ``/x`` at the filesystem root: every use has a default."""
+    for ex in examples():
+        for m in re.finditer(r"\$\{?KASSIGN_OUT(:-[^}]+)?\}?", ex.command):
+            assert m.group(1), f"{ex.doc}: {ex.command}"
+
+
+def _sessions() -> list[Path]:
+    return [d for d in DOCS if PYCON.search(d.read_text())]
+
+
+def test_api_doc_has_a_session() -> None:
+    assert REPO / "docs" / "api.md" in _sessions()
+
+
+@pytest.mark.parametrize("doc", _sessions(), ids=lambda d: d.name)
+def test_python_session(doc: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # the session reads examples/ relative to the repository root
+    text = doc.read_text()
+    session = "\n".join(b.rstrip("\n") + "\n" for b in PYCON.findall(text))
+    line0 = text[:text.index("```pycon")].count("\n") + 1
+    test = doctest.DocTestParser().get_doctest(session, {"__name__": "__docs__"}, doc.name, str(doc), line0)
+    assert test.examples, f"{doc.name}: no examples"
+    report: list[str] = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    result = runner.run(test, out=report.append, clear_globs=True)
+    assert result.failed == 0, "".join(report)

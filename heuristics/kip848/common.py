@@ -22,8 +22,8 @@ from itertools import chain
 
 import numpy as np
 
-from heuristics._java import hashmap_capacity, hashmap_order, java_string_hash
-from solver.model import Instance
+from heuristics._java import hashmap_capacity, hashmap_order
+from solver.model import Instance, OwnedMap
 
 _MASK64 = (1 << 64) - 1
 # Namespace for topic ids derived from names when an instance gives none.
@@ -60,7 +60,7 @@ def topic_uuid(name: str, topic_id: str | None) -> int:
     """
     if topic_id is None:
         return uuid.uuid5(_TOPIC_NAMESPACE, name).int
-    if len(topic_id) == 22 and "-" not in topic_id[:8]:
+    if len(topic_id) == 22:  # Kafka's base64 form ("-" and "_" may appear anywhere in it)
         import base64
 
         return int.from_bytes(base64.urlsafe_b64decode(topic_id + "=="), "big")
@@ -147,10 +147,10 @@ def int_hashset_order(parts: np.ndarray) -> list[int]:
 class TopicHashes:
     """Per-topic ``HashMap`` bucket hashes, cached once per instance.
 
-    A member's current assignment (``Map<Uuid, Set<Integer>>``) is filled from a
-    ``HashMap<String, ...>`` keyed by topic name, so topics iterate in ``Uuid``
-    bucket order of a default ``HashMap`` (grown by ``put``), ids sharing a
-    bucket in the name map's order (``String.hashCode`` buckets).
+    A member's current assignment is a ``Map<Uuid, Set<Integer>>`` (a default
+    ``HashMap`` grown by ``put``) filled in the order of the member's
+    ``owned`` topics: it iterates in ``Uuid`` bucket order, ids sharing a
+    bucket in that insertion order (a resize keeps their relative order).
 
     Parameters
     ----------
@@ -163,19 +163,32 @@ class TopicHashes:
     def __init__(self, instance: Instance, topic_ids: dict[str, int]) -> None:
         names = list(instance.topics)
         self.index = {t: k for k, t in enumerate(names)}
-        self.name_spread = np.array([_spread(java_string_hash(t)) for t in names], dtype=np.int64)
         self.id_spread = np.array([_spread(uuid_hash(topic_ids[t])) for t in names], dtype=np.int64)
 
     def iteration_order(self, topics: np.ndarray) -> np.ndarray:
-        """Permutation putting topic numbers ``topics`` (insertion order) into iteration order."""
+        """Permutation putting topic numbers ``topics`` (insertion order) into iteration order.
+
+        Examples
+        --------
+        Ids ``...01`` and ``...11`` share a bucket, ``...02`` has the next one:
+
+        >>> from solver.io import parse_instance
+        >>> ids = {"a": "00000000-0000-0000-0000-000000000011", "b": "00000000-0000-0000-0000-000000000001",
+        ...        "c": "00000000-0000-0000-0000-000000000002"}
+        >>> inst = parse_instance({"format": "kassign/v1", "topics": {t: {"partitions": 1, "id": u}
+        ...     for t, u in ids.items()}, "members": []})
+        >>> h = TopicHashes(inst, topic_id_map(inst))
+        >>> def names(inserted):
+        ...     topics = np.array([h.index[t] for t in inserted])
+        ...     return [inserted[k] for k in h.iteration_order(topics)]
+        >>> names(["c", "a", "b"]), names(["c", "b", "a"])
+        (['a', 'b', 'c'], ['b', 'a', 'c'])
+        """
         n = topics.size
         if n <= 1:
             return np.arange(n)
         mask = hashmap_capacity(n) - 1
-        insertion = np.arange(n)
-        name_rank = np.empty(n, dtype=np.int64)
-        name_rank[np.lexsort((insertion, self.name_spread[topics] & mask))] = insertion
-        return np.lexsort((name_rank, self.id_spread[topics] & mask))
+        return np.lexsort((np.arange(n), self.id_spread[topics] & mask))
 
 
 def topic_id_map(instance: Instance) -> dict[str, int]:
@@ -234,7 +247,8 @@ def owned_entries(
     tuple of numpy.ndarray
         ``(member number, topic position, partition)`` per claim: member
         numbers are positions in ``order``; claims run member by member, then
-        topic by topic, partitions ascending.
+        topic by topic (in ``owned`` order, or Java's if ``hashes`` is given),
+        partitions in the order the instance lists them.
     """
     index = {t: k for k, t in enumerate(instance.topics)}
     pos_of = np.array([topic_pos.get(t, -1) for t in instance.topics], dtype=np.int64)
@@ -252,7 +266,9 @@ def owned_entries(
             mask[[index[t] for t in member.topics if t in index]] = True
             sub_masks[member.topics] = mask
         names = list(member.owned)
-        arrays = list(member.owned.values())
+        owned = member.owned
+        # the order given: Kafka's HashSet iterates colliding partitions in insertion order
+        arrays = [owned.listed(t) for t in names] if isinstance(owned, OwnedMap) else list(owned.values())
         g = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
         lens = np.fromiter(map(len, arrays), dtype=np.int64, count=len(names))
         sel = np.flatnonzero(lens > 0)  # Kafka's maps hold no empty partition sets
@@ -279,9 +295,9 @@ def owned_entries(
 def hashset_rank(segment: np.ndarray, parts: np.ndarray) -> np.ndarray:
     """Positions that sort each run of ``segment`` into ``HashSet<Integer>`` order.
 
-    ``segment`` labels consecutive runs (one run per member and topic, parts
-    ascending inside); each run is a ``new HashSet<>(collection)``, whose table
-    size follows from the run length.  Returns a permutation of
+    ``segment`` labels consecutive runs (one run per member and topic, parts in
+    insertion order inside); each run is a ``new HashSet<>(collection)``, whose
+    table size follows from the run length; colliding parts keep their order.  Returns a permutation of
     ``arange(len(parts))``.
 
     Examples
@@ -298,6 +314,6 @@ def hashset_rank(segment: np.ndarray, parts: np.ndarray) -> np.ndarray:
     cap = np.where(cap < want, cap * 2, cap)
     run_cap = np.repeat(cap, lengths)
     bucket = (parts ^ (parts >> 16)) & (run_cap - 1)
-    if np.array_equal(bucket, parts):
-        return np.arange(parts.size, dtype=np.int64)
+    if np.array_equal(bucket, parts) and not np.any((np.diff(parts) < 0) & (np.diff(segment) == 0)):
+        return np.arange(parts.size, dtype=np.int64)  # every run ascending and below its table size
     return np.lexsort((np.arange(parts.size), bucket, segment))

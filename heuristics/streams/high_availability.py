@@ -1,6 +1,8 @@
 """Kafka Streams ``HighAvailabilityTaskAssignor`` (KIP-441), as Kafka ships it (Oct 2024).
 
-Rack awareness off, default standby placement.  The steps, in Kafka's order:
+Default standby placement; rack-aware task assignment (KIP-925) when the
+instance turns it on (:mod:`heuristics.streams.rack_aware`: strategy not
+``none``, racks for every client and partition).  The steps, in Kafka's order:
 
 1. **Stateful actives, balanced first**: stateful tasks (task order) are dealt
    round robin over the clients in process-id order, then moved between
@@ -25,6 +27,12 @@ Rack awareness off, default standby placement.  The steps, in Kafka's order:
    up; the old holder keeps the replica as a warm-up while warm-ups last.
 6. **Stateless actives**: each to the client with the fewest active tasks per thread.
 7. **Probing rebalance** is requested when any movement of step 4 or 5 was needed.
+
+With rack awareness on, three steps are each followed by Kafka's min-cost-flow
+optimisation: the balanced stateful actives of step 1 (``optimizeActiveTasks``
+with the configured costs, defaults 10 and 1), the balanced standbys of step 2
+(``optimizeStandbyTasks``: swaps between clients on different racks) and the
+stateless actives of step 6 (costs 1 and 0).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from collections.abc import Callable
 
 from heuristics.streams.common import ClientState, StreamsContext
 from heuristics.streams.java import ConstrainedPrioritySet, JavaPriorityQueue
+from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -243,24 +252,33 @@ def assign_stateless(ctx: StreamsContext, states: list[ClientState], tasks: list
         pset.offer(c)
 
 
-def high_availability_assign(ctx: StreamsContext) -> tuple[list[ClientState], list[set[int]], bool]:
-    """Run the assignor; returns client states, warm-ups per client and the probing decision."""
+def high_availability_assign(ctx: StreamsContext) -> tuple[list[ClientState], list[set[int]], bool, bool]:
+    """Run the assignor; returns client states, warm-ups per client, the probing decision and whether
+    rack awareness was on."""
     cfg = ctx.spec.config
     states = ctx.fresh_states()
     n = ctx.n_clients
     if n == 0:
-        return states, [], False
+        return states, [], False, False
+    rack = RackAwareTasks(ctx)
     stateful = ctx.stateful()
     for k, t in enumerate(stateful):
         states[k % n].assign_active(t)
     balance_tasks_over_threads(states, "active")
+    if rack.enabled:
+        rack.optimize_active(stateful, states, rack.traffic_cost, rack.non_overlap_cost)
     if cfg.num_standby_replicas > 0:
         assign_standbys_least_loaded(ctx, states, stateful, cfg.num_standby_replicas)
         balance_tasks_over_threads(states, "standby")
+        if rack.enabled:
+            rack.optimize_standby(states, rack.traffic_cost, rack.non_overlap_cost)
     mv = _Movements(ctx, states, cfg.max_warmup_replicas, cfg.acceptable_recovery_lag)
     needed = mv.actives() + mv.standbys()
-    assign_stateless(ctx, states, ctx.stateless())
-    return states, mv.reported_warmups, needed > 0
+    stateless = ctx.stateless()
+    assign_stateless(ctx, states, stateless)
+    if rack.enabled:
+        rack.optimize_active(stateless, states, STATELESS_TRAFFIC_COST, STATELESS_NON_OVERLAP_COST)
+    return states, mv.reported_warmups, needed > 0, rack.enabled
 
 
 @register(
@@ -268,17 +286,18 @@ def high_availability_assign(ctx: StreamsContext) -> tuple[list[ClientState], li
     kind="heuristic",
     protocol="streams",
     summary="Kafka Streams HighAvailabilityTaskAssignor: balanced actives, caught-up clients, warm-ups, probing",
-    source="KIP-441; Kafka HighAvailabilityTaskAssignor + TaskMovement (rack awareness off)",
+    source="KIP-441 / KIP-925; Kafka HighAvailabilityTaskAssignor + TaskMovement + RackAwareTaskAssignor",
 )
 def high_availability(instance: Instance, params: Params) -> Result:
     """Kafka Streams' ``HighAvailabilityTaskAssignor`` (see the module docstring).
 
     ``Result.assignment`` is a :class:`~solver.streams.model.StreamsAssignment`
     (warm-ups listed apart from standbys); ``Result.extra`` carries
-    ``probing_rebalance`` and the number of ``warmups``.
+    ``probing_rebalance``, the number of ``warmups`` and ``rack_aware`` (whether Kafka would
+    turn rack awareness on: ``canEnableRackAwareAssignor``).
     """
     ctx = StreamsContext.of(instance)
-    states, warmups, probing = high_availability_assign(ctx)
+    states, warmups, probing, rack_aware = high_availability_assign(ctx)
     asg = ctx.to_assignment(states, warmups or None, probing)
     n_warm = sum(len(ca.warmup) for ca in asg.clients.values())
-    return Result(asg, extra={"probing_rebalance": probing, "warmups": n_warm})
+    return Result(asg, extra={"probing_rebalance": probing, "warmups": n_warm, "rack_aware": rack_aware})

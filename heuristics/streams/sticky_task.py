@@ -1,7 +1,7 @@
 """Kafka Streams' sticky task assignor (``LegacyStickyTaskAssignor``, formerly ``StickyTaskAssignor``).
 
 The assignor Kafka Streams used before KIP-441 (and still ships as an
-option), rack awareness off.  Rules, in Kafka's order:
+option).  Rules, in Kafka's order:
 
 1. ``tasksPerThread = tasks // total threads``.  Every previous active goes
    back to its previous client while that client has fewer than
@@ -25,6 +25,13 @@ codes (``TaskId``: ``Objects.hash(subtopology, partition, null)``,
 Previous standbys are the ``standby`` tasks plus every task with a ``lags``
 entry: Kafka treats every task a client reports state for as a previous
 standby.  Never requests a probing rebalance.
+
+When rack awareness is on (KIP-925, :mod:`heuristics.streams.rack_aware`),
+Kafka optimises after step 3 the stateful actives (``optimizeActiveTasks``
+with the configured costs, defaults traffic 1 and non-overlap 10: stickiness
+first) and the stateless ones (costs 1 and 0), and after step 4 the standbys
+(``optimizeStandbyTasks``, same costs).  No Kafka fixture covers this path; it
+follows ``LegacyStickyTaskAssignor.optimizeActive`` / ``optimizeStandby``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections.abc import Callable, Iterable
 
 from heuristics._java import hashmap_order
 from heuristics.streams.common import ClientState, StreamsContext
+from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -204,9 +212,20 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
     """Run the assignor; returns the client states (Kafka's process-id order)."""
     if ctx.n_clients == 0:
         return []
+    cfg = ctx.spec.config
+    rack = RackAwareTasks(ctx)
+    # LegacyStickyTaskAssignor's own defaults for unset costs: stickiness first
+    traffic = 1 if cfg.rack_aware_assignment_traffic_cost is None else cfg.rack_aware_assignment_traffic_cost
+    non_overlap = (10 if cfg.rack_aware_assignment_non_overlap_cost is None
+                   else cfg.rack_aware_assignment_non_overlap_cost)
     s = _Sticky(ctx)
     s.assign_active()
-    s.assign_standby(ctx.spec.config.num_standby_replicas)
+    if rack.enabled:
+        rack.optimize_active(ctx.stateful(), s.states, traffic, non_overlap)
+        rack.optimize_active(ctx.stateless(), s.states, STATELESS_TRAFFIC_COST, STATELESS_NON_OVERLAP_COST)
+    s.assign_standby(cfg.num_standby_replicas)
+    if cfg.num_standby_replicas > 0 and rack.enabled:
+        rack.optimize_standby(s.states, traffic, non_overlap)
     return s.states
 
 
@@ -215,7 +234,7 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
     kind="heuristic",
     protocol="streams",
     summary="Kafka Streams (Legacy)StickyTaskAssignor: previous owners first, quota per thread, task pairs",
-    source="Kafka LegacyStickyTaskAssignor (StickyTaskAssignor before 3.8), rack awareness off",
+    source="Kafka LegacyStickyTaskAssignor (StickyTaskAssignor before 3.8), with KIP-925 rack awareness",
 )
 def sticky_task(instance: Instance, params: Params) -> Result:
     """Kafka Streams' sticky task assignor (see the module docstring)."""

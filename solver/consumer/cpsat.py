@@ -64,6 +64,8 @@ STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 
 #: Largest scaled total load (so that squared loads and their sum fit in 64 bits).
 MAX_SCALED_TOTAL = 2**26
+#: Largest scaled sum of previous owners' move costs in a CP-SAT model.
+MAX_SCALED_MOVES = 2**40
 #: Above this many x[c, m] variables, classes keep only a neighbourhood of members.
 MAX_VARS = 60_000
 #: Per-member load ranges up to this many levels get the linear order encoding of the square.
@@ -98,6 +100,12 @@ def _lcm(values: Sequence[int]) -> int:
     for v in values:
         out = out * v // math.gcd(out, v)
     return out
+
+
+def _int_cap(v: float) -> int:
+    """Largest integer ``<= v``, reading a float within rounding error of an integer as that integer."""
+    r = round(v)
+    return r if abs(v - r) <= 1e-9 * max(1.0, abs(v)) else math.floor(v)
 
 
 def _tangent_points(hi: int, k: int) -> list[int]:
@@ -151,6 +159,7 @@ def solve_cpsat(
     load_cap: float | None = None,
     moves_cap: float | None = None,
     tangents: int = 64,
+    sum_sq_cap: float | None = None,
 ) -> CpsatOutcome:
     """Solve lexicographic stages with CP-SAT.
 
@@ -186,6 +195,10 @@ def solve_cpsat(
         units); used by the gap metrics.
     moves_cap
         Optional hard upper bound on the moved cost (the frontier's budget).
+    sum_sq_cap
+        Optional hard upper bound on the sum of squared loads per capacity
+        (original units); with ``load_cap``, "at least as balanced" in the gap
+        metrics.
 
     Returns
     -------
@@ -222,22 +235,30 @@ def solve_cpsat(
     max_ratio = int(ratio_i.max()) if n else 1
     while ws > 1 and total_w * ws * max_ratio > MAX_SCALED_TOTAL:
         ws //= 10
-    wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
-    exact_w = bool(np.allclose(wint, ic.weight * ws))
     if total_w * ws * max_ratio > MAX_SCALED_TOTAL:
-        # weights too large even unscaled: divide
+        # weights too large even unscaled: divide (scaling them first would overflow int64)
         div = math.ceil(total_w * max_ratio / MAX_SCALED_TOTAL)
         wint = np.floor(ic.weight / div).astype(np.int64)
         ws_f = 1.0 / div
         exact_w = False
     else:
+        wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
+        exact_w = bool(np.allclose(wint, ic.weight * ws))
         ws_f = float(ws)
     exact = exact_w and exact_caps
     # normalised load in original units = NL * cs / (ws_f * big_l)
     unit = cs / (ws_f * big_l)
 
-    mscale = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
+    mscale: float = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
+    # Move costs scaled to integers like the weights: the scaled total stays far inside int64 (huge or
+    # many-decimal costs are rounded, and the optimum is then not claimed as proven).
+    total_m = float(ic.owned_cost.sum()) if ic.owned_cost.size else 0.0
+    while mscale > 1 and total_m * mscale > MAX_SCALED_MOVES:
+        mscale //= 10
+    if total_m * mscale > MAX_SCALED_MOVES:
+        mscale = MAX_SCALED_MOVES / total_m
     owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
+    exact = exact and bool(np.allclose(owned_int, ic.owned_cost * mscale, rtol=0, atol=1e-6))
 
     # ---- candidate members per class
     hint = greedy(ic, caps)
@@ -341,6 +362,8 @@ def solve_cpsat(
     }
     if moves_cap is not None and mv_terms:
         model.add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
+    if sum_sq_cap is not None:
+        model.add(sum_sq_expr() <= _int_cap(sum_sq_cap / (unit * unit)))
     to_orig = {"max_load": unit, "sum_sq": unit * unit, "moves": 1.0 / mscale, "racks": 1.0}
 
     # hint
@@ -418,7 +441,7 @@ def solve_cpsat(
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             # no solution in the limit: keep the previous complete solution (greedy for the first
             # stage) when it satisfies the hard constraints, with only the obvious bound
-            if load_cap is not None or moves_cap is not None or name == "weighted":
+            if load_cap is not None or moves_cap is not None or sum_sq_cap is not None or name == "weighted":
                 raise InfeasibleError(
                     f"CP-SAT found no solution within the time limit (status {solver.status_name(st)})")
             val = _stage_value(name, current)

@@ -105,6 +105,35 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
             "points": points}
 
 
+def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]],
+               keys: Sequence[str] = ("moved", "max_load", "sum_sq")) -> dict[str, Any] | None:
+    """A frontier point that dominates ``h`` (no more moves, no worse balance, better in one), else ``None``.
+
+    ``h`` and the points carry ``keys``: the moves, then the balance measures (Streams:
+    ``moved``, ``max_active_load``, ``max_total_load``).  A
+    heuristic is on the frontier only when no point dominates it: one as
+    balanced as the optimum that moved more than the optimum is not.
+
+    Examples
+    --------
+    >>> pts = [{"moved": 0, "max_load": 4.0, "sum_sq": 16.0}, {"moved": 2, "max_load": 2.0, "sum_sq": 8.0}]
+    >>> dominating({"moved": 5, "max_load": 2.0, "sum_sq": 8.0}, pts)["moved"]
+    2
+    >>> dominating({"moved": 2, "max_load": 2.0, "sum_sq": 8.0}, pts) is None
+    True
+    """
+    def le(a: float, b: float) -> bool:
+        return a <= b or bool(np.isclose(a, b))
+
+    def lt(a: float, b: float) -> bool:
+        return a < b and not bool(np.isclose(a, b))
+
+    for p in points:
+        if all(le(float(p[k]), float(h[k])) for k in keys) and any(lt(float(p[k]), float(h[k])) for k in keys):
+            return p
+    return None
+
+
 def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,
           err: Any = None) -> list[dict[str, Any]]:
     """Each heuristic's (moved, max_load, sum_sq) and the frontier's best balance at its moves.
@@ -131,10 +160,45 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
         # best frontier point with budget <= moved (budgets are sampled: the closest below)
         below = [p for p in pts if p["budget"] <= moved] or pts[:1]
         best = below[-1]
-        out.append({"assignor": name, "valid": s["valid"], "moved": moved, "max_load": float(loads.max()),
-                    "sum_sq": float((loads**2).sum()), "frontier_max_load": best["max_load"],
+        h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
+        out.append({"assignor": name, "valid": s["valid"], **h, "frontier_max_load": best["max_load"],
                     "frontier_sum_sq": best["sum_sq"],
-                    "on_frontier": bool(np.isclose(float((loads**2).sum()), best["sum_sq"]))})
+                    # an assignment outside the optimum's feasible set (invalid, split co-partition units) is
+                    # never on the frontier, even when it looks more balanced
+                    "on_frontier": bool(s["valid"]) and not s.get("copartition_violations")
+                    and dominating(h, pts) is None})
+    return out
+
+
+def label_positions(heur: Sequence[dict[str, Any]], key: str,
+                    gap: float = 0.06) -> list[tuple[tuple[float, float], str, float]]:
+    """One label per distinct point (names joined), label heights at least ``gap`` of the range apart.
+
+    Returns ``((x, y), text, text_y)`` per point.  Labels of points at the same place are merged
+    ("fair, roundrobin"); the others are spread vertically so that no two overlap.
+
+    Examples
+    --------
+    >>> hs = [{"assignor": "fair", "moved": 11, "max_load": 7.0, "valid": True},
+    ...       {"assignor": "roundrobin", "moved": 11, "max_load": 7.0, "valid": True},
+    ...       {"assignor": "range", "moved": 4, "max_load": 8.0, "valid": True}]
+    >>> [(t, y) for _, t, y in label_positions(hs, "max_load")]
+    [('fair, roundrobin', 7.0), ('range', 8.0)]
+    """
+    groups: dict[tuple[float, float], list[str]] = {}
+    for h in heur:
+        pt = (float(h["moved"]), float(h[key]))
+        groups.setdefault(pt, []).append(h["assignor"] + ("" if h["valid"] else " (invalid)"))
+    order = sorted(groups, key=lambda p: (p[1], p[0]))
+    ys = [p[1] for p in order]
+    span = (max(ys) - min(ys)) if ys else 0.0
+    step = gap * (span if span > 0 else max(1.0, abs(ys[0]) if ys else 1.0))
+    out = []
+    last = -np.inf
+    for pt in order:
+        ty = max(pt[1], last + step)
+        last = ty
+        out.append((pt, ", ".join(sorted(groups[pt])), ty))
     return out
 
 
@@ -155,10 +219,10 @@ def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
         # beyond the optimum's moves the best balance stays the optimum's
         ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
         for h in heur:
-            ok = h["valid"]
-            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if ok else "x")
-            ax.annotate(h["assignor"] + ("" if ok else " (invalid)"), (h["moved"], h[key]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if h["valid"] else "x")
+        for (x, y), text, ty in label_positions(heur, key):
+            ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
+                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
         ax.set_xlabel("moved topic-partitions (budget)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

@@ -2,19 +2,29 @@
 
 * ``max_load_gap`` = this assignment's max load - the optimum's max load;
 * ``sum_sq_gap`` = its sum of squared loads - the optimum's;
-* ``excess_moves`` = its ``moved`` - the fewest moved topic-partitions of any
-  valid assignment whose every load is at most this assignment's max load
-  (the fair stickiness gap: moves wasted compared with an assignment at least
-  as balanced).
+* ``excess_moves`` = its ``moved_cost`` - the fewest moved cost of any valid
+  assignment *at least as balanced*: every load at most this assignment's max
+  load **and** a sum of squared loads at most its own (the fair stickiness
+  gap: moves wasted compared with an assignment no less balanced).
+
+``excess_moves`` is in the unit the optimum minimises, the scorer's
+``moved_cost`` (``move_costs`` summed; topic-partitions when the instance has
+none, so then it counts moved topic-partitions).  With both balance measures
+capped, a proven optimum -- most balanced first, then fewest moved cost --
+has ``excess_moves = 0`` by construction.  (Capping only the max load counted
+as waste what is not: handing a joining member its share is less moving than
+leaving it nearly empty at the same max load; and counting partitions while
+the optimum minimises ``move_costs`` counted cheap moves against it.)
 
 Loads are the balance measure the optimum minimises: topic-partitions per
 capacity, or partition weights per capacity when the instance has weights.
-``moved`` is the scorer's (per topic-partition).  The fewest moves are a
-min-cost flow with member capacities ``floor(max_load * capacity / item
-load)`` when all items have the same load, else a CP-SAT model with the load
-cap (an assignment with co-partition violations is compared with assignments
-free of the co-partition constraint, one that leaves not-joinable partitions
-idle with assignments that may too); if CP-SAT does not prove its answer within the time limit,
+The fewest moved cost is a min-cost flow with member capacities
+``floor(max_load * capacity / item load)`` when all items have the same load
+and the flow's fewest-moves (or most balanced) answer meets the sum-of-squares
+cap, else a CP-SAT model with both caps (an assignment with co-partition
+violations is compared with assignments free of the co-partition constraint,
+one that leaves not-joinable partitions idle with assignments that may too);
+if CP-SAT does not prove its answer within the time limit,
 ``excess_moves_proven`` is false and ``excess_moves`` is a lower estimate
 (computed from the best assignment found, never below 0).
 """
@@ -94,37 +104,73 @@ def _truncate_not_joinable(instance: Instance) -> Instance:
     return dataclasses.replace(instance, topics=topics)
 
 
-def fewest_moves(instance: Instance, max_load: float, *, time_limit: float = 10.0, seed: int = 0,
-                 not_joinable: bool = True) -> tuple[int, bool]:
-    """Fewest moved topic-partitions of a valid assignment with every load ``<= max_load``.
+def _close_le(a: float, b: float) -> bool:
+    """``a <= b`` up to float rounding of sums of load ratios."""
+    return a <= b + 1e-9 * max(1.0, abs(b))
 
+
+def _flow_sum_sq(ic: Any, flows: Any, caps: np.ndarray) -> float:
+    """Sum of squared loads per capacity of a flow's ``(class, member, count)`` triples."""
+    loads = np.zeros(len(caps))
+    for c, m, k in flows:
+        loads[m] += k * float(ic.weight[c])
+    return float(((loads / caps) ** 2).sum())
+
+
+def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = None, *, time_limit: float = 10.0,
+                 seed: int = 0, not_joinable: bool = True, upper: float | None = None) -> tuple[float, bool]:
+    """Fewest moved cost of a valid assignment with every load ``<= max_load`` and sum of squares ``<= sum_sq``.
+
+    The moved cost is the scorer's ``moved_cost`` and the optimum's ``moves``
+    stage (``move_costs`` summed, 1 per topic-partition without them).
     ``not_joinable=False`` leaves not-joinable partitions out (for comparing
     with an assignment that leaves them unassigned, as KIP-315 does).
+    ``upper``: the moved cost of an assignment known to meet both caps (the
+    one being measured); it only prunes the search, the answer is the same.
 
     Returns
     -------
-    (moves, proven)
-        ``proven`` is false when CP-SAT stopped at its time limit (``moves`` is
-        then the best found, an upper bound).  Raises
+    (moved_cost, proven)
+        ``proven`` is false when CP-SAT stopped at its time limit (``moved_cost``
+        is then the best found, an upper bound).  Raises
         :class:`~solver.errors.InfeasibleError` when no such assignment exists.
     """
-    inst = _unit_move_costs(instance)
-    view = GroupView(inst)
-    ic = build_classes(inst, view, not_joinable=not_joinable)
+    view = GroupView(instance)
+    ic = build_classes(instance, view, not_joinable=not_joinable)
     if ic.total_items == 0:
-        return 0, True
-    caps = np.array([m.capacity for m in inst.members], dtype=np.float64)
+        return 0.0, True
+    caps = np.array([m.capacity for m in instance.members], dtype=np.float64)
     weights = set(ic.weight[ic.count > 0].tolist())
-    racks = [m.rack for m in inst.members]
+    racks = [m.rack for m in instance.members]
     if len(weights) == 1:
+        # equal items: min-cost flow under the load cap; CP-SAT only when the sum-of-squares cap binds
         w = weights.pop()
         item_caps = np.floor(max_load * caps / w + 1e-9).astype(np.int64) if w > 0 else None
-        out = solve_flow(ic, racks, order=("moves",), caps=item_caps)
-        return round(out.moved_cost_int / out.move_scale), True
+        equal_caps = len(set(caps.tolist())) == 1
+        # fewest moves first (then the most balanced of those when capacities are equal): exact if it meets
+        # the sum-of-squares cap
+        out = solve_flow(ic, racks, order=("moves", "balance") if equal_caps else ("moves",), caps=item_caps)
+        least = out.moved_cost_int / out.move_scale  # without the sum-of-squares cap: a lower bound
+        if sum_sq is None or _close_le(_flow_sum_sq(ic, out.flows, caps), sum_sq):
+            return least, True
+        if upper is not None and upper <= least + 1e-9 * max(1.0, least):
+            return least, True  # an assignment within both caps already moves only the lower bound
+        if equal_caps:
+            # the cap at the least sum of squares possible: the most balanced flow's fewest moves
+            out = solve_flow(ic, racks, order=("balance", "moves"), caps=item_caps)
+            if _close_le(sum_sq, _flow_sum_sq(ic, out.flows, caps)):
+                return out.moved_cost_int / out.move_scale, True
     cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
-                       load_cap=max_load * (1 + 1e-12))
+                       load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
+                       moves_cap=None if upper is None else upper * (1 + 1e-12) + 1e-9)
     rep = cout.stages[0]
-    return round(rep.value), rep.proven and cout.exact
+    return rep.value, rep.proven and cout.exact
+
+
+def _number(v: float) -> float | int:
+    """An integral float as an int (moved costs without ``move_costs`` are counts)."""
+    r = round(v)
+    return r if abs(v - r) <= 1e-9 * max(1.0, abs(v)) else v
 
 
 def gap_metrics(
@@ -178,9 +224,10 @@ def gap_metrics(
     loads = member_loads(instance, assignment)
     active = np.array([any(t in instance.topics for t in m.topics) for m in instance.members], dtype=bool)
     cur_max = float(loads[active].max()) if active.any() else 0.0
+    cur_sq = float((loads**2).sum())
     out: dict[str, Any] = {
         "max_load_gap": cur_max - opt_max,
-        "sum_sq_gap": float((loads**2).sum()) - opt_sq,
+        "sum_sq_gap": cur_sq - opt_sq,
         "excess_moves": None,
         "excess_moves_proven": False,
     }
@@ -193,11 +240,16 @@ def gap_metrics(
     if int(scores.get("copartition_violations", 0)) > 0:
         cmp_inst = dataclasses.replace(_truncate_not_joinable(instance) if idle else instance, copartition=())
         idle = False
-    fewest, proven = fewest_moves(cmp_inst, cur_max, time_limit=time_limit, not_joinable=not idle)
-    excess = int(scores["moved"]) - fewest
-    if excess < 0 and proven:
-        raise AssertionError(f"internal: fewest moves {fewest} above the assignment's own {scores['moved']}")
-    out["excess_moves"] = max(0, excess)
+    own = float(scores["moved_cost"])
+    if own <= 0.0:  # nothing moved: nothing wasted
+        out.update(excess_moves=0, excess_moves_proven=True)
+        return out
+    fewest, proven = fewest_moves(cmp_inst, cur_max, cur_sq, time_limit=time_limit, not_joinable=not idle,
+                                  upper=own)
+    excess = own - fewest
+    if excess < -1e-9 * max(1.0, fewest) and proven:
+        raise AssertionError(f"internal: fewest moved cost {fewest} above the assignment's own {scores['moved_cost']}")
+    out["excess_moves"] = _number(max(0.0, excess))
     out["excess_moves_proven"] = proven
     return out
 

@@ -12,14 +12,14 @@ import io
 import json
 import math
 import os
-import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from solver.errors import InstanceError, Problem
+from solver.errors import InstanceError, MissingFileError, Problem
+from solver.model.decode import DecodeError, decode_json, decode_yaml
 
 BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
 
@@ -30,27 +30,19 @@ def is_batch(path: str | Path) -> bool:
 
 
 def _load_text(text: str, source: str, yaml_ok: bool) -> Any:
-    """Parse JSON (or YAML) text; syntax errors become located problems."""
+    """Parse JSON (or YAML) text; syntax errors, duplicate keys, too deep nesting become located problems."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        if not yaml_ok:
-            raise InstanceError(
-                source, [Problem("", f"malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}")]
-            ) from None
+        return decode_json(text)
+    except DecodeError as e:
+        if not (e.syntax and yaml_ok):
+            raise InstanceError(source, e.problems) from None
         json_err = e
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        if source.endswith((".yaml", ".yml")):
-            raise InstanceError(source, [Problem("", f"malformed YAML{where}: {problem}")]) from None
-        raise InstanceError(
-            source,
-            [Problem("", f"malformed JSON at line {json_err.lineno}, column {json_err.colno}: {json_err.msg}")],
-        ) from None
+        return decode_yaml(text)
+    except DecodeError as e:
+        if source.endswith((".yaml", ".yml")) or not e.syntax:
+            raise InstanceError(source, e.problems) from None
+        raise InstanceError(source, json_err.problems) from None
 
 
 def read_document(path: str | Path) -> Any:
@@ -64,7 +56,7 @@ def read_document(path: str | Path) -> Any:
         else:
             text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InstanceError(source, [Problem("", "no such file")]) from None
+        raise MissingFileError(source, [Problem("", "no such file")]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
     yaml_ok = not source.endswith(".json")
@@ -78,7 +70,7 @@ def _open_lines(path: str | Path) -> io.TextIOBase:
             return io.TextIOWrapper(gzip.open(source, "rb"), encoding="utf-8")  # type: ignore[return-value]
         return open(source, encoding="utf-8")  # type: ignore[return-value]
     except FileNotFoundError:
-        raise InstanceError(source, [Problem("", "no such file")]) from None
+        raise MissingFileError(source, [Problem("", "no such file")]) from None
     except OSError as e:
         raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
 
@@ -101,11 +93,41 @@ def dumps(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
+def _remove_stale_temps(target: Path) -> None:
+    """Delete ``.<name>.<pid>.tmp`` files of ``target`` left by writers that were killed (their pid is gone)."""
+    for old in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+        pid = old.name[len(target.name) + 2: -len(".tmp")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            old.unlink(missing_ok=True)
+        except (PermissionError, OverflowError, OSError):
+            continue  # alive under another user, or not a pid we can ask about: leave it
+
+
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written."""
+    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written.
+
+    The temporary file is ``.<name>.<pid>.tmp`` beside the target; one left by
+    a writer killed with SIGKILL (no clean-up possible) is deleted by the next
+    write to the same target.
+    """
     target = Path(path)
+    if target.exists() and not target.is_file():
+        # /dev/null, /dev/stdout, a FIFO (links followed): replacing it would destroy it (as root, /dev/null
+        # itself); write through it instead.
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(text)
+        return
+    if target.is_symlink():
+        target = target.resolve()  # replace the file the link points to, not the link
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    _remove_stale_temps(target)
+    tmp = str(target.parent / f".{target.name}.{os.getpid()}.tmp")
+    # 0666 minus the umask, the mode a plain open() gives
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

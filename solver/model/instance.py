@@ -114,6 +114,10 @@ class OwnedMap(Mapping[str, IntArray]):
     Behaves as a read-only ``Mapping[str, IntArray]`` whose values are sorted,
     read-only views; a million single-partition claims cost two arrays, not a
     million small ones.  :meth:`flat` gives the raw storage for bulk work.
+    The topics keep the order given, and :meth:`listed` each topic's
+    partitions in the order given: Kafka's KIP-848 coordinator keeps an
+    assignment in a ``HashMap`` of ``HashSet`` s, whose iteration follows
+    insertion order among colliding keys.
 
     Examples
     --------
@@ -122,12 +126,14 @@ class OwnedMap(Mapping[str, IntArray]):
     {'T': [1, 3], 'U': [0]}
     """
 
-    __slots__ = ("_flat", "_index", "_offsets", "_topics")
+    __slots__ = ("_flat", "_index", "_listed", "_offsets", "_topics")
 
-    def __init__(self, topics: tuple[str, ...], flat: IntArray, offsets: IntArray) -> None:
+    def __init__(self, topics: tuple[str, ...], flat: IntArray, offsets: IntArray,
+                 listed: IntArray | None = None) -> None:
         self._topics = topics
         self._flat = flat
         self._offsets = offsets
+        self._listed = listed  # partitions in the order given, when that is not ascending
         self._index: dict[str, int] | None = None  # built on first lookup: most maps are only iterated
 
     def _lookup(self) -> dict[str, int]:
@@ -144,17 +150,34 @@ class OwnedMap(Mapping[str, IntArray]):
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         flat = np.fromiter((p for v in lists for p in v), dtype=np.int64, count=int(offsets[-1]))
+        listed = None
         if flat.size > 1:
             # Sort only the segments that are not sorted already (inputs usually are).
             down = np.flatnonzero(np.diff(flat) < 0) + 1
-            if down.size:
-                seg = np.searchsorted(offsets, down, side="right") - 1
-                for k in np.unique(seg).tolist():
+            seg = np.searchsorted(offsets, down, side="right") - 1
+            unsorted = np.unique(seg[offsets[seg] != down])  # a drop at a segment start is not one
+            if unsorted.size:
+                listed = flat.copy()
+                listed.setflags(write=False)
+                for k in unsorted.tolist():
                     a, b = int(offsets[k]), int(offsets[k + 1])
                     flat[a:b] = np.sort(flat[a:b])
         flat.setflags(write=False)
         offsets.setflags(write=False)
-        return cls(topics, flat, offsets)
+        return cls(topics, flat, offsets, listed)
+
+    def listed(self, topic: str) -> IntArray:
+        """``topic``'s partitions in the order given (``self[topic]`` is sorted).
+
+        Examples
+        --------
+        >>> OwnedMap.from_lists({"T": [17, 1]}).listed("T").tolist()
+        [17, 1]
+        """
+        if self._listed is None:
+            return self[topic]
+        i = self._lookup()[topic]
+        return self._listed[self._offsets[i]: self._offsets[i + 1]]
 
     def flat(self) -> tuple[tuple[str, ...], IntArray, IntArray]:
         """``(topics, partitions, offsets)``: topic ``i`` owns ``partitions[offsets[i]:offsets[i+1]]``."""
@@ -180,6 +203,11 @@ class OwnedMap(Mapping[str, IntArray]):
 EMPTY_OWNED = OwnedMap.from_lists({})
 
 
+def _listed(owned: Mapping[str, IntArray], topic: str) -> IntArray:
+    # the order given counts: the KIP-848 assignors read it
+    return owned.listed(topic) if isinstance(owned, OwnedMap) else owned[topic]
+
+
 @dataclass(frozen=True, eq=False)
 class Member:
     """One group member (consumer).
@@ -192,7 +220,9 @@ class Member:
         Subscribed topics, in the order given.
     owned
         Previously owned partitions per topic (sorted, read-only int arrays),
-        exactly as claimed in the input (before previous-owner resolution).
+        exactly as claimed in the input (before previous-owner resolution);
+        topics in the order given, and (``OwnedMap.listed``) partitions too.
+        Equality counts both orders: ``uniform`` reads them.
     generation
         Generation of the ``owned`` claim; ``-1`` means unknown.
     instance_id
@@ -227,8 +257,8 @@ class Member:
             and self.instance_id == other.instance_id
             and self.rack == other.rack
             and self.capacity == other.capacity
-            and self.owned.keys() == other.owned.keys()
-            and all(np.array_equal(self.owned[k], other.owned[k]) for k in self.owned)
+            and list(self.owned) == list(other.owned)  # in order: the KIP-848 assignors read it
+            and all(np.array_equal(_listed(self.owned, k), _listed(other.owned, k)) for k in self.owned)
         )
 
     __hash__ = None  # type: ignore[assignment]

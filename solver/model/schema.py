@@ -6,13 +6,69 @@ Cross-field rules (unknown topics, partition ranges, lengths) are checked in
 
 from __future__ import annotations
 
+import base64
+import binascii
+import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, model_validator
+
+#: Kafka holds partition ids, partition counts and generations in a Java ``int``.
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+#: Largest sum of a document's weights (or of its move costs): far below float overflow even when squared.
+MAX_TOTAL = 1e100
+#: Member capacities are relative throughputs in this range (loads are divided by them).
+MIN_CAPACITY = 1e-6
+MAX_CAPACITY = 1e6
 
 NonNegFloat = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
-PosFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
-PartitionNo = Annotated[int, Field(strict=True)]
+Capacity = Annotated[float, Field(strict=True, ge=MIN_CAPACITY, le=MAX_CAPACITY, allow_inf_nan=False)]
+PartitionNo = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
+Int32 = Annotated[int, Field(strict=True, ge=INT32_MIN, le=INT32_MAX)]
+
+
+def check_topic_id(value: str) -> str:
+    """Accept a topic id as Kafka writes it: a UUID (``8-4-4-4-12`` hex) or its 22-character base64 form.
+
+    Examples
+    --------
+    >>> check_topic_id("MSLsJ2pqSNqWPf3TcNi_dg")
+    'MSLsJ2pqSNqWPf3TcNi_dg'
+    >>> check_topic_id("x")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'x' is not a topic id (a UUID, 8-4-4-4-12 hex or Kafka's 22-character base64)
+    """
+    try:
+        if len(value) == 22:
+            if len(base64.urlsafe_b64decode(value.encode("ascii") + b"==")) == 16:
+                return value
+        else:
+            uuid.UUID(value)  # 8-4-4-4-12 hex, also 32 hex digits, braces or urn:uuid:
+            return value
+    except (ValueError, binascii.Error, UnicodeEncodeError):
+        pass
+    raise ValueError(f"{value!r} is not a topic id (a UUID, 8-4-4-4-12 hex or Kafka's 22-character base64)")
+
+
+TopicId = Annotated[StrictStr, AfterValidator(check_topic_id)]
+
+_WHY = {INT32_MAX: "Kafka holds it in a 32-bit int", INT32_MIN: "Kafka holds it in a 32-bit int",
+        2**63 - 1: "Kafka holds it in a 64-bit long", MIN_CAPACITY: "the capacity range is 1e-06..1e+06",
+        MAX_CAPACITY: "the capacity range is 1e-06..1e+06"}
+
+
+def limit_message(error: Any) -> str:
+    """Pydantic's message for one error, naming the limit's reason when it is one of kassign's limits."""
+    msg = str(error["msg"])
+    ctx = error.get("ctx") or {}
+    for bound in ("le", "ge"):
+        value = ctx.get(bound)
+        why = _WHY.get(value) if isinstance(value, int | float) else None
+        if why:
+            return f"{msg} ({why})"
+    return msg
 
 #: Documentation keys accepted at the top level and carried along unchanged.
 META_KEYS = ("source", "notes", "expected", "facts", "description")
@@ -25,8 +81,8 @@ class _Strict(BaseModel):
 class TopicSpec(_Strict):
     """A topic: a partition count, or an object with per-partition data."""
 
-    partitions: Annotated[int, Field(strict=True, ge=0)]
-    id: StrictStr | None = None
+    partitions: Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
+    id: TopicId | None = None
     weights: list[NonNegFloat] | None = None
     move_costs: list[NonNegFloat] | None = None
     racks: list[list[StrictStr]] | None = None
@@ -48,10 +104,10 @@ class MemberSpec(_Strict):
     id: Annotated[str, Field(strict=True, min_length=1)]
     topics: list[StrictStr]
     owned: dict[str, list[PartitionNo]] = Field(default_factory=dict)
-    generation: StrictInt = -1
+    generation: Int32 = -1
     instance_id: StrictStr | None = None
     rack: StrictStr | None = None
-    capacity: PosFloat = 1.0
+    capacity: Capacity = 1.0
 
 
 class ConsumerInstanceSpec(_Strict):

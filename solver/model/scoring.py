@@ -16,15 +16,12 @@ least one topic; ``sum_sq_load`` sums over every member.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
-
-if TYPE_CHECKING:
-    from solver.streams.model import StreamsAssignment
 
 #: At most this many violation messages are listed; the rest are counted.
 MAX_VIOLATIONS_LISTED = 50
@@ -69,10 +66,8 @@ def _fmt_parts(topic: str, parts: np.ndarray, limit: int = 5) -> str:
     return shown + (f" (+{parts.size - limit} more)" if parts.size > limit else "")
 
 
-def score(
-    instance: Instance, assignment: Assignment | StreamsAssignment, view: GroupView | None = None
-) -> dict[str, Any]:
-    """Score ``assignment`` against ``instance``.
+def score(instance: Instance, assignment: Assignment, view: GroupView | None = None) -> dict[str, Any]:
+    """Score a consumer ``assignment`` against ``instance`` (:func:`solver.score` takes either protocol).
 
     Parameters
     ----------
@@ -122,12 +117,10 @@ def score(
     >>> s["valid"], s["max_load"], s["moved"], s["locally_balanced"]
     (True, 2.0, 1, True)
     """
-    if instance.protocol == "streams":
-        from solver.streams.scoring import score_streams
-
-        if isinstance(assignment, Assignment):
-            raise TypeError("a streams instance is scored with a StreamsAssignment")
-        return score_streams(instance, assignment)
+    if instance.protocol != "consumer":
+        # the protocol dispatch lives in solver.api.score: solver.model knows no Streams scoring
+        raise TypeError(f"solver.model.scoring.score scores consumer instances, not {instance.protocol!r}: "
+                        "use solver.score")
     if not isinstance(assignment, Assignment):
         raise TypeError("a consumer instance is scored with an Assignment")
     view = view or GroupView(instance)

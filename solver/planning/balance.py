@@ -62,7 +62,7 @@ def balance(pl: Planner, n: int) -> Balance:
     best_bins = lpt
     status = "feasible"
     if pl.small(n):
-        out = bp.sat_min_max(s, caps, g, time_limit=pl.cfg.time_limit, seed=pl.cfg.seed, hint=lpt)
+        out = bp.sat_min_max(s, caps, g, time_limit=pl.budget(), seed=pl.cfg.seed, hint=lpt)
         if out.status == "infeasible":
             return Balance("infeasible", None, None, None, None)
         if out.bins is not None:

@@ -8,9 +8,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from solver.planning.config import PlanConfig
 from solver.planning.minimum import Minimum, greedy_count
 from solver.planning.planner import Planner
+
+
+def _first_of_group(groups: Any) -> Any:
+    """Index of the first item of each group (a Streams task's active replica)."""
+    _, first = np.unique(groups, return_index=True)
+    return np.sort(first)
 
 
 def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[dict[str, Any]]:
@@ -41,18 +49,25 @@ def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[
     """
     items = pl.items
     out: list[dict[str, Any]] = []
-    total_lag = float(items.raw.sum())
-    keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), items.partitions) if total_lag > 0 else 0
+    streams = protocol == "streams" and items.groups is not None
+    # Streams: one item per task replica; the rules count tasks (input partitions), never standbys
+    units = len(np.unique(items.groups)) if streams and items.groups is not None else items.n_items
+    cap = units if streams else items.partitions
+    what = "tasks" if streams else "partitions"
+    lag = items.raw[_first_of_group(items.groups)] if streams and items.groups is not None else items.raw
+    total_lag = float(lag.sum())
+    keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), cap) if total_lag > 0 else 0
     out.append({"name": "keda", "instances": int(keda),
                 "rule": f"ceil(total lag {total_lag:g} / lagThreshold {cfg.lag_threshold:g}), "
-                        f"capped at {items.partitions} partitions"
+                        f"capped at {cap} {what}"
                         + ("" if cfg.catch_up_seconds is not None else " (weights read as lag)"),
                 "weights_as_lag": cfg.catch_up_seconds is not None})
     for name, bf in (("first-fit-decreasing", False), ("best-fit-decreasing", True)):
         cnt, _ = greedy_count(pl, best_fit=bf)
         out.append({"name": name, "instances": int(cnt), "rule": "greedy packing, largest item first"})
-    out.append({"name": "one-partition-per-consumer", "instances": items.n_items,
-                "rule": "one instance per partition (co-partition unit)"})
+    out.append({"name": "one-partition-per-consumer", "instances": units,
+                "rule": "one instance per task (standbys not counted)" if streams
+                else "one instance per partition (co-partition unit)"})
     for b in out:
         b["vs_min"] = (b["instances"] - mn.min_instances) if mn.proof_kind != "gap" and \
             mn.min_instances is not None else None

@@ -230,21 +230,30 @@ def _greedy(
     out = np.full(s.size, -1, dtype=np.int64)
     used = {g: set(b) for g, b in (forbidden or {}).items()}
     opened = np.full(res.size, all_open, dtype=bool)
+    # Bins are scanned in a prefix window just past the highest bin used: both rules pick the first
+    # fitting bin or an opened one, all inside that prefix when one fits there (the same choice as a
+    # full scan), so the pool of one bin per item (planning) costs O(bins used) per item, not O(items).
+    top = max((b for bs in used.values() for b in bs), default=-1)
     for i in np.argsort(-s, kind="stable").tolist():
-        ok = res >= s[i]
         g = -1 if groups is None else int(groups[i])
-        if g >= 0 and used.get(g):
-            ok = ok.copy()
-            ok[list(used[g])] = False
+        w = res.size if all_open else min(res.size, max(64, 2 * (top + 1)))
+        while True:
+            ok = res[:w] >= s[i]
+            if g >= 0 and used.get(g):
+                ok[[b for b in used[g] if b < w]] = False
+            if ok.any() or w == res.size:
+                break
+            w = res.size
         if not ok.any():
             return None
         if best_fit:
-            cand = np.flatnonzero(ok & opened)
+            cand = np.flatnonzero(ok & opened[:w])
             j = int(cand[np.argmin(res[cand])]) if cand.size else int(np.argmax(ok))
             opened[j] = True
         else:
             j = int(np.argmax(ok))
         out[i] = j
+        top = max(top, j)
         res[j] -= s[i]
         if g >= 0:
             used.setdefault(g, set()).add(j)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 #: Above this many item x instance pairs CP-SAT models are skipped for greedy + bounds.
 SAT_PAIR_LIMIT = 150_000
+#: Most rows (instance counts) one plan tabulates: each row solves its own models.
+MAX_PLAN_ROWS = 200
 #: Relative tolerance when comparing float loads with capacity.
 EPS = 1e-9
 
@@ -61,12 +63,17 @@ def check_config(cfg: PlanConfig) -> None:
         raise PlanUsageError(f"--lag-threshold must be positive, got {cfg.lag_threshold:g}")
     if not cfg.new_capacity > 0:
         raise PlanUsageError(f"new instance capacity multiplier must be positive, got {cfg.new_capacity:g}")
-    if cfg.time_limit is not None and not cfg.time_limit > 0:
-        raise PlanUsageError(f"--time-limit must be positive, got {cfg.time_limit:g}")
+    if cfg.time_limit is not None and not (cfg.time_limit > 0 and math.isfinite(cfg.time_limit)):
+        raise PlanUsageError(f"--time-limit must be a positive number of seconds, got {cfg.time_limit:g}")
+    if not 0 <= cfg.seed <= 2**31 - 1:
+        raise PlanUsageError(f"--seed must be between 0 and {2**31 - 1} (CP-SAT's seed is a 32-bit int)")
     if cfg.range is not None:
         a, b = cfg.range
         if a < 1 or b < a:
             raise PlanUsageError(f"--range {a}:{b} is empty or starts below 1 (use A:B with 1 <= A <= B)")
+        if b - a + 1 > MAX_PLAN_ROWS:
+            raise PlanUsageError(f"--range {a}:{b} asks for {b - a + 1} rows; at most {MAX_PLAN_ROWS} per plan "
+                                 f"(split the range)")
 
 
 def parse_range(text: str) -> tuple[int, int]:
@@ -100,4 +107,7 @@ def parse_range(text: str) -> tuple[int, int]:
         raise PlanUsageError(f"--range expects A:B with integers, got {text!r}") from None
     if lo < 1 or hi < lo:
         raise PlanUsageError(f"--range {text} is empty or starts below 1 (use A:B with 1 <= A <= B)")
+    if hi - lo + 1 > MAX_PLAN_ROWS:
+        raise PlanUsageError(f"--range {text} asks for {hi - lo + 1} rows; at most {MAX_PLAN_ROWS} per plan "
+                             f"(split the range)")
     return lo, hi

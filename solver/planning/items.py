@@ -45,7 +45,7 @@ class PlanItems:
     multipliers
         Today's members' capacity multipliers.
     partitions
-        Planned topic-partitions (or task replicas).
+        Planned topic-partitions (Streams: tasks; the items are their replicas).
     not_joinable
         Partitions left out as not joinable.
     notes
@@ -237,7 +237,7 @@ def streams_items(instance: Instance, active_load: float = 1.0, standby_load: fl
         groups=np.asarray(groups, dtype=np.int64),
         member_ids=spec.client_ids,
         multipliers=np.array([float(c.capacity) for c in clients], dtype=np.float64),
-        partitions=n,
+        partitions=len(spec.tasks),  # tasks (input partitions); the items are their active and standby replicas
         notes=(f"streams: {len(spec.tasks)} tasks, {k} standby replica(s) per stateful task, "
                f"active load {active_load:g}, standby load {standby_load:g}",),
     )

@@ -30,6 +30,9 @@ class KafkaRun:
     fits: bool | None = None
     rounds: int | None = None
     copartition_violations: int | None = None
+    #: Planned partitions (or Streams task replicas: actives and standbys) the assignor left unassigned;
+    #: ``fits`` is false when any are, whatever the utilisation.
+    unplaced: int | None = None
 
 
 KafkaFn = Callable[[Instance, list[int], int], KafkaRun]
@@ -93,12 +96,14 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
     loads = np.zeros(len(kept), dtype=np.float64)
     viol = 0
     kept_idx = list(kept)
+    unplaced = 0
     for item in items.parts:
         holders: set[int] = set()
         for t, p in item:
             owner_c = where.get((t, p))
             w = instance.topics[t].weight_array()[p]
             if owner_c is None:
+                unplaced += 1
                 continue
             c = owner_c
             holders.add(c)
@@ -111,7 +116,7 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
             viol += 1
     util = _max_utilisation(planner, kept, loads)
     rounds = res.extra.get("rounds") if hasattr(res, "extra") else None
-    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS, rounds, viol)
+    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS and unplaced == 0, rounds, viol, unplaced)
 
 
 def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: Sequence[int], n: int,
@@ -165,16 +170,21 @@ def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: 
     stores = {t.id: float(t.store_count) for t in spec.tasks}
     loads = np.zeros(len(kept))
     mp, ms = 0, 0.0
+    placed = 0
     for c, j in enumerate(kept):
         ca = asg.get(planner.member_name(j))
         for tasks, load in ((ca.active, planner.cfg.active_load), (ca.standby, planner.cfg.standby_load)):
             for t in tasks:
+                placed += 1
                 loads[c] += load
                 if planner.member_name(j) not in has.get(t, ()):
                     mp += 1
                     ms += stores[t]
     util = _max_utilisation(planner, kept, loads)
-    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS, None, None)
+    # the plan places every active and standby replica (one item each); with too few clients the
+    # assignor drops standbys, which is not a fit however low the utilisation
+    unplaced = max(0, items.n_items - placed)
+    return KafkaRun("ok", mp, ms, util, util <= 1 + EPS and unplaced == 0, None, None, unplaced)
 
 
 def _max_utilisation(planner: Planner, kept: Sequence[int], loads: FloatArray) -> float:

@@ -80,7 +80,8 @@ def lower_bound(pl: Planner) -> tuple[int, str]:
     return lb, name
 
 
-def feasible(pl: Planner, n: int, time_limit: float, hint: IntArray | None = None) -> tuple[str, IntArray | None]:
+def feasible(pl: Planner, n: int, time_limit: float | None,
+             hint: IntArray | None = None) -> tuple[str, IntArray | None]:
     """Is there a packing into the ``n`` best instances? ``(status, bins)``: ``yes``/``no``/``unknown``.
 
     Parameters
@@ -159,11 +160,9 @@ def minimum(pl: Planner) -> Minimum:
             ub, bins = improved
             feas[ub] = True
     proven = lb
-    deadline = time.perf_counter() + 3 * pl.cfg.time_limit
     n = lb
     while n < ub:
-        left = max(0.5, deadline - time.perf_counter())
-        st, b = feasible(pl, n, min(pl.cfg.time_limit, left))
+        st, b = feasible(pl, n, pl.budget())
         if st == "yes":
             assert b is not None
             ub, bins = n, b

@@ -194,7 +194,7 @@ def _sat_moves(pl: Planner, fleet: Fleet, st_cost: IntArray, pa_cost: IntArray,
                 model.add_hint(y[c], c in kept_cols)
     state_expr = sum(int(st_cost[i, c]) * x[i][c] for i in range(ni) for c in range(k) if st_cost[i, c])
     parts_expr = sum(int(pa_cost[i, c]) * x[i][c] for i in range(ni) for c in range(k) if pa_cost[i, c])
-    solver = bp.new_solver(pl.cfg.time_limit, pl.cfg.seed)
+    solver = bp.new_solver(pl.budget(), pl.cfg.seed)
     st = bp.minimise(solver, model, state_expr)
     if st == "infeasible":
         return "infeasible", (), None

@@ -116,6 +116,43 @@ __all__ = [
 ]
 
 
+#: Bytes per planning item (labels, previous holders, per-row arrays), measured with margin.
+PLAN_BYTES_PER_ITEM = 1500
+#: Bytes per (fleet instance x fleet instance) pair: the relabelling assignment of each row is dense.
+PLAN_BYTES_PER_FLEET_PAIR = 64
+
+
+def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
+    """Refuse a plan that cannot fit in memory, before its items are built.
+
+    Items are topic-partitions (consumer) or task replicas (Streams: an active
+    and ``num_standby_replicas`` standbys per stateful task); each row also
+    relabels a packing over the whole fleet (today's members or the row's
+    count, whichever is larger), a dense square assignment.
+
+    Raises
+    ------
+    solver.resources.TooLargeError
+        Saying how much memory the plan needs and how much is available.
+    """
+    from solver.resources import Need, check_fits
+
+    if instance.protocol == "streams":
+        spec = instance.streams
+        stateful = sum(1 for t in spec.tasks if t.stateful)
+        n_items = len(spec.tasks) + stateful * int(spec.config.num_standby_replicas)
+        members = len(spec.clients)
+        path = "config.num_standby_replicas" if spec.config.num_standby_replicas > members else "tasks"
+    else:
+        n_items = instance.total_partitions
+        members = len(instance.members)
+        path = "members" if members * members > n_items else "topics"
+    fleet = max(members, cfg.range[1] if cfg.range is not None else members + 1)
+    need = PLAN_BYTES_PER_ITEM * n_items + PLAN_BYTES_PER_FLEET_PAIR * fleet * fleet
+    check_fits(Need(need, f"plan of {n_items} items on a fleet of up to {fleet} instances", path),
+               instance.name or "instance")
+
+
 def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Capacity plan of ``instance`` (see this module's docstring); returns the JSON document.
@@ -142,18 +179,27 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
     check_config(cfg)
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
+    check_plan_size(instance, cfg)
     if instance.protocol == "streams":
         items = streams_items(instance, cfg.active_load, cfg.standby_load)
     else:
         items = consumer_items(instance, cfg.catch_up_seconds)
     pl = Planner(items, cfg)
+    if cfg.time_limit is not None:
+        pl.deadline = t0 + cfg.time_limit  # the whole command, reading the items included
     check_items(pl)
     say(f"{items.n_items} items, total load {items.raw.sum() / items.divisor:g}: proving the minimum")
     mn = minimum(pl)
     lo, hi = cfg.range if cfg.range is not None else default_range(mn, pl.m, cfg.resilience)
-    rows = []
+    rows: list[dict[str, Any]] = []
     kafka_fn = kafka_streams if instance.protocol == "streams" else kafka_consumer
+    late: list[str] = []
     for n in range(lo, hi + 1):
+        if rows and pl.expired():
+            late = [f"time limit ({cfg.time_limit:g} s) reached: rows {n}..{hi} not computed (raise --time-limit)"]
+            say(late[0])
+            hi = n - 1
+            break
         say(f"n = {n}")
         rows.append(plan_row(pl, instance, mn, n, cfg, kafka_assignor, kafka_fn))
     doc: dict[str, Any] = {
@@ -162,6 +208,13 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "name": instance.name,
         "protocol": instance.protocol,
         "capacity": cfg.capacity,
+        # what --capacity is per: a member's `capacity` (a Streams client's stream threads) multiplies it
+        "capacity_per": ("stream thread" if instance.protocol == "streams" else
+                         "instance" if bool((items.multipliers == 1).all()) and cfg.new_capacity == 1
+                         else "unit of member capacity"),
+        "instance_capacity": ([float(items.multipliers.min() * cfg.capacity),
+                               float(items.multipliers.max() * cfg.capacity)] if pl.m else None),
+        "new_instance_capacity": float(cfg.new_capacity * cfg.capacity),
         "load_unit": "lag/s" if cfg.catch_up_seconds else "weight",
         "catch_up_seconds": cfg.catch_up_seconds,
         "items": items.n_items,
@@ -184,7 +237,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "rows": rows,
         "baselines": baselines(pl, mn, cfg, instance.protocol),
         "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
-        "notes": list(items.notes) + ([] if pl.ints.exact else [
+        "notes": list(items.notes) + late + ([] if pl.ints.exact else [
             "loads are not exact decimals: integer rounding is conservative (sizes up for packings, down for "
             "proofs)"]),
         "seconds": 0.0,

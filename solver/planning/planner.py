@@ -37,6 +37,10 @@ class Fleet:
     choose: int
 
 
+#: Least time a CP-SAT model gets, also after the deadline (it then returns its hint or nothing).
+MIN_MODEL_SECONDS = 0.05
+
+
 class Planner:
     """Shared state of one planning run: items, integer data, fleets, cached solves."""
 
@@ -62,6 +66,18 @@ class Planner:
         self.identical = bool(np.allclose(caps, caps[0], rtol=0, atol=0))
         self.state_scale = _cost_scale(items.prev_state, items.move_state)
         self.t0 = time.perf_counter()
+        #: The whole plan's deadline (``PlanConfig.time_limit`` from the start of :func:`solver.planning.plan`).
+        self.deadline = None if cfg.time_limit is None else self.t0 + cfg.time_limit
+
+    def budget(self) -> float | None:
+        """Seconds the next CP-SAT model may use: what is left of the plan's time limit (at least 0.05 s)."""
+        if self.deadline is None:
+            return None
+        return max(MIN_MODEL_SECONDS, self.deadline - time.perf_counter())
+
+    def expired(self) -> bool:
+        """True once the plan's time limit has passed."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     # -- fleets
 

@@ -137,15 +137,15 @@ def _fit_caps(pl: Planner, caps_real: FloatArray) -> tuple[str, IntArray | None]
     if not pl.small(caps.size):
         return "unknown", None
     if pl.ints.exact:
-        out = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+        out = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.budget(), seed=pl.cfg.seed)
         return {"optimal": "yes", "infeasible": "no"}.get(out.status, "unknown"), out.bins
     # Inexact loads: sizes rounded down against capacities rounded up can only prove "no"; a packing
     # of that relaxation is not a real one, so "yes" needs a packing with sizes up and capacities down.
     relaxed = bp.sat_pack(pl.sizes_lo, pl.int_caps(np.asarray(caps_real), proof=True), g,
-                          time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+                          time_limit=pl.budget(), seed=pl.cfg.seed)
     if relaxed.status == "infeasible":
         return "no", None
-    real = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.cfg.time_limit, seed=pl.cfg.seed)
+    real = bp.sat_pack(pl.sizes_up, caps, g, time_limit=pl.budget(), seed=pl.cfg.seed)
     return ("yes", real.bins) if real.status == "optimal" else ("unknown", None)
 
 
@@ -188,7 +188,7 @@ def _after_loss(pl: Planner, owner: IntArray, kept: list[int], lost: set[int], c
     total_p = int(items.move_parts.sum())
     state_expr = total_s - sum(v * w for v, w, _ in stay_terms)
     parts_expr = total_p - sum(v * p for v, _, p in stay_terms)
-    solver = bp.new_solver(pl.cfg.time_limit, pl.cfg.seed)
+    solver = bp.new_solver(pl.budget(), pl.cfg.seed)
     st = bp.minimise(solver, model, state_expr)
     if st == "infeasible":
         return None, 0, True

@@ -15,7 +15,7 @@ from solver.planning.kafka import KafkaRun
 from solver.planning.minimum import Minimum
 from solver.planning.moves import Moves, fewest_moves
 from solver.planning.planner import Planner, real_caps
-from solver.planning.resilience import resilience
+from solver.planning.resilience import Resilience, resilience
 
 
 def default_range(mn: Minimum, m: int, k: int) -> tuple[int, int]:
@@ -109,7 +109,12 @@ def plan_row(pl: Planner, instance: Instance, mn: Minimum, n: int, cfg: PlanConf
     row["kafka_fits"] = kr.fits
     row["kafka_rounds"] = kr.rounds
     row["kafka_copartition_violations"] = kr.copartition_violations
-    res = resilience(pl, mv, cfg.resilience, mn.min_instances if mn.proof_kind != "gap" else None)
+    row["kafka_unplaced"] = kr.unplaced
+    if fits is False:
+        # n instances cannot hold the load: they cannot survive losing K of them either (N-0 = fits)
+        res = Resilience(cfg.resilience, False, None, None, None, (), True, "does not fit with all n instances")
+    else:
+        res = resilience(pl, mv, cfg.resilience, mn.min_instances if mn.proof_kind != "gap" else None)
     row["resilience_k"] = res.k
     row["resilience_fits"] = res.fits
     row["resilience_moved_partitions"] = res.moved_partitions

@@ -18,8 +18,9 @@ Exact pieces, each an OR-Tools min-cost-flow / max-flow:
 * **Realisation.**  The relaxation's holders become an assignment when the
   actives can be matched to caught-up holders within the active limits (a
   second flow, preferring previous owners).  When it succeeds at the bounds,
-  every stage is proven optimal; otherwise the CP-SAT model takes over from
-  this solution as a hint.
+  every stage is proven optimal; otherwise the exact integer program
+  (:mod:`solver.streams.mip`, or CP-SAT) takes over from this solution as a
+  warm start.
 """
 
 from __future__ import annotations
@@ -82,9 +83,13 @@ def actives_fit(p: StreamsProblem, z: int) -> bool:
     return flow == p.n_tasks
 
 
-def _smallest(values: list[int], ok: Callable[[int], bool]) -> int | None:
+def _smallest(values: list[int], ok: Callable[[int], bool], known: int | None = None) -> int | None:
+    """The smallest value with ``ok``; ``known``: a value known to be ok (a feasible solution's), which
+    caps the search and is not tested again."""
+    if known is not None:
+        values = [v for v in values if v <= known]
     lo, hi = 0, len(values) - 1
-    if hi < 0 or not ok(values[hi]):
+    if hi < 0 or (values[hi] != known and not ok(values[hi])):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
@@ -95,11 +100,12 @@ def _smallest(values: list[int], ok: Callable[[int], bool]) -> int | None:
     return values[lo]
 
 
-def min_active_balance(p: StreamsProblem) -> int:
-    """The optimal ``active_balance`` (scaled), proven by flows."""
+def min_active_balance(p: StreamsProblem, known: int | None = None) -> int:
+    """The optimal ``active_balance`` (scaled), proven by flows; ``known``: the value of a feasible
+    assignment (caps the binary search)."""
     total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
     lo = -(-p.scale * p.n_tasks // total_cap) if total_cap else 0
-    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: actives_fit(p, z))
+    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: actives_fit(p, z), known)
     assert z is not None, "every task fits when one client may take all"
     return z
 
@@ -235,12 +241,13 @@ def actives_first(p: StreamsProblem, z_active: int, z_total: int,
     return active, [np.flatnonzero(row).tolist() for row in held]
 
 
-def min_total_balance_bound(p: StreamsProblem, z_active: int) -> int:
-    """Smallest ``total_balance`` (scaled) for which the replica relaxation is feasible: a lower bound."""
+def min_total_balance_bound(p: StreamsProblem, z_active: int, known: int | None = None) -> int:
+    """Smallest ``total_balance`` (scaled) for which the replica relaxation is feasible: a lower bound.
+    ``known``: the total balance of a feasible assignment (caps the binary search)."""
     total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
     reps = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(p.n_tasks))
     lo = max(z_active, -(-p.scale * reps // total_cap) if total_cap else 0)
-    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: replicas(p, z, False) is not None)
+    z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: replicas(p, z, False) is not None, known)
     assert z is not None
     return z
 

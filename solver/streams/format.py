@@ -3,7 +3,8 @@
 An instance gives either explicit ``tasks``::
 
     {"format": "kassign/v1", "protocol": "streams",
-     "tasks": [{"id": "0_3", "stateful": true, "stores": 2}],
+     "tasks": [{"id": "0_3", "stateful": true, "stores": 2,
+                "source_racks": [["r1", "r2"]], "changelog_racks": [["r3"]]}],
      "clients": [{"id": "c1", "process_id": "<uuid>", "capacity": 2,
                   "active": ["0_3"], "standby": [], "lags": {}}],
      "config": {"num_standby_replicas": 1}}
@@ -29,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import META_KEYS
+from solver.model.schema import INT32_MAX, META_KEYS, limit_message
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -41,10 +42,14 @@ from solver.streams.model import (
     task_sort_key,
 )
 
-NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+#: A Java int (ids, partition counts, thread counts, configs): Kafka cannot represent more.
+NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
 #: A Java long (lags, offsets): Kafka cannot represent more.
 NonNegLong = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
-PosInt = Annotated[int, Field(strict=True, ge=1)]
+PosInt = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
+#: A Java int (Kafka's ``Type.INT`` configs, no further validation).
+JavaInt = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
+RackName = Annotated[str, Field(strict=True, min_length=1)]
 
 
 class _Strict(BaseModel):
@@ -57,6 +62,8 @@ class TaskSpec(_Strict):
     id: StrictStr
     stateful: StrictBool = True
     stores: NonNegInt | None = None
+    source_racks: list[list[RackName]] | None = None
+    changelog_racks: list[list[RackName]] | None = None
 
 
 class SubtopologySpec(_Strict):
@@ -77,7 +84,7 @@ class ClientSpec(_Strict):
     rack: StrictStr | None = None
     active: list[StrictStr] = Field(default_factory=list)
     standby: list[StrictStr] = Field(default_factory=list)
-    lags: dict[str, NonNegLong] = Field(default_factory=dict)
+    lags: dict[str, NonNegLong | None] = Field(default_factory=dict)
 
 
 class ConfigSpec(_Strict):
@@ -87,7 +94,10 @@ class ConfigSpec(_Strict):
     acceptable_recovery_lag: NonNegLong = 10000
     max_warmup_replicas: PosInt = 2
     balance_factor: PosInt = 1
-    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000)] = 600000
+    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000, le=2**63 - 1)] = 600000
+    rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = "none"
+    rack_aware_assignment_traffic_cost: JavaInt | None = None
+    rack_aware_assignment_non_overlap_cost: JavaInt | None = None
 
 
 class StreamsInstanceSpec(_Strict):
@@ -118,6 +128,8 @@ def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...]) -> l
             msg = "required key missing"
         elif e["type"] == "literal_error" and loc[-1:] == ("format",):
             msg = f"expected {FORMAT!r}"
+        else:
+            msg = limit_message(e)
         out.append(Problem(json_path(loc), msg))
     return out
 
@@ -172,6 +184,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     if spec.tasks is not None:
         tasks = _explicit_tasks(spec.tasks, bad)
     elif spec.subtopologies is not None:
+        _check_derived_size(spec.subtopologies, source, prefix)
         subtopologies, tasks = _derived_tasks(spec.subtopologies, bad)
     by_id = {t.id: t for t in tasks}
 
@@ -180,7 +193,8 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
         raise InstanceError(source, problems)
     c = spec.config
     config = StreamsConfig(c.num_standby_replicas, c.acceptable_recovery_lag, c.max_warmup_replicas,
-                           c.balance_factor, c.probing_rebalance_interval_ms)
+                           c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
+                           c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost)
     streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies)
     meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
     return Instance(spec.name, "streams", {}, (), (), streams, meta)
@@ -188,21 +202,55 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
 
 def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:
     tasks: list[Task] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[int, int], int] = {}
     for i, t in enumerate(specs):
         try:
-            parse_task_id(t.id)
+            key = parse_task_id(t.id)
         except ValueError as e:
             bad(("tasks", i, "id"), str(e))
             continue
-        if t.id in seen:
-            bad(("tasks", i, "id"), f"duplicate task id {t.id!r} (also tasks[{seen[t.id]}])")
+        if key in seen:
+            j = seen[key]
+            same = "" if specs[j].id == t.id else f", the same TaskId as {specs[j].id!r}"
+            bad(("tasks", i, "id"), f"duplicate task id {t.id!r} (also tasks[{j}]{same})")
             continue
-        seen[t.id] = i
+        seen[key] = i
         if not t.stateful and t.stores:
             bad(("tasks", i, "stores"), "a stateless task has no state stores")
-        tasks.append(Task(t.id, t.stateful, t.stores))
+        if not t.stateful and t.changelog_racks is not None:
+            bad(("tasks", i, "changelog_racks"), "a stateless task has no changelog partitions")
+        source = _partition_racks(t.source_racks, ("tasks", i, "source_racks"), bad)
+        changelog = _partition_racks(t.changelog_racks, ("tasks", i, "changelog_racks"), bad)
+        tasks.append(Task(t.id, t.stateful, t.stores, source, changelog))
     return tasks
+
+
+def _partition_racks(racks: list[list[str]] | None, where: tuple[str | int, ...],
+                     bad: Any) -> tuple[tuple[str, ...], ...] | None:
+    """Check one task's per-partition rack lists; returns them with each partition's racks sorted."""
+    if racks is None:
+        return None
+    if not racks:
+        bad(where, "a task reads at least one partition: give one rack list per partition")
+    for j, part in enumerate(racks):
+        if not part:
+            bad((*where, j), "a partition's replicas are on at least one rack")
+        elif len(set(part)) != len(part):
+            bad((*where, j), "a rack is listed twice")
+    return tuple(tuple(sorted(part)) for part in racks)
+
+
+def _check_derived_size(specs: list[SubtopologySpec], source: str, prefix: tuple[str | int, ...]) -> None:
+    """Refuse subtopologies whose derived tasks would not fit in memory, before deriving them."""
+    from solver.resources import BYTES_PER_PARSED_TASK, Need, check_fits
+
+    sizes = [max(s.source_topics.values(), default=0) for s in specs]
+    if not sizes:
+        return
+    total = sum(sizes)
+    i = max(range(len(sizes)), key=sizes.__getitem__)
+    check_fits(Need(total * BYTES_PER_PARSED_TASK, f"reading {total} tasks (one per partition number)",
+                    json_path((*prefix, "subtopologies", i, "source_topics"))), source)
 
 
 def _derived_tasks(specs: list[SubtopologySpec], bad: Any) -> tuple[tuple[Subtopology, ...], list[Task]]:
@@ -277,10 +325,16 @@ def _safe_key(tid: str) -> tuple[int, int, str]:
 
 
 def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """Serialise a Streams instance to ``kassign/v1`` (the inverse of :func:`parse_streams_instance`)."""
+    """Serialise a Streams instance to ``kassign/v1`` (the inverse of :func:`parse_streams_instance`).
+
+    Tasks derived from ``subtopologies`` are written as ``subtopologies``, unless they carry rack
+    data (a generated scenario with racks): then as explicit ``tasks``, which parse to the same tasks.
+    """
     spec: StreamsSpec = instance.streams
     out: dict[str, Any] = {"format": FORMAT, "name": instance.name, "protocol": "streams"}
-    if spec.subtopologies is not None:
+    # derived tasks with rack data are written out one by one: a sub-topology has no field for racks
+    with_racks = any(t.source_racks is not None or t.changelog_racks is not None for t in spec.tasks)
+    if spec.subtopologies is not None and not with_racks:
         subs = []
         for s in spec.subtopologies:
             obj: dict[str, Any] = {"id": s.id, "source_topics": dict(s.source_topics), "stateful": s.stateful}
@@ -294,6 +348,10 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
             obj = {"id": t.id, "stateful": t.stateful}
             if t.stores is not None:
                 obj["stores"] = t.stores
+            if t.source_racks is not None:
+                obj["source_racks"] = [list(p) for p in t.source_racks]
+            if t.changelog_racks is not None:
+                obj["changelog_racks"] = [list(p) for p in t.changelog_racks]
             tasks.append(obj)
         out["tasks"] = tasks
     clients = []
@@ -313,6 +371,12 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
     }
     if cfg.probing_rebalance_interval_ms != StreamsConfig().probing_rebalance_interval_ms:
         config["probing_rebalance_interval_ms"] = cfg.probing_rebalance_interval_ms
+    if cfg.rack_aware_assignment_strategy != "none":
+        config["rack_aware_assignment_strategy"] = cfg.rack_aware_assignment_strategy
+    if cfg.rack_aware_assignment_traffic_cost is not None:
+        config["rack_aware_assignment_traffic_cost"] = cfg.rack_aware_assignment_traffic_cost
+    if cfg.rack_aware_assignment_non_overlap_cost is not None:
+        config["rack_aware_assignment_non_overlap_cost"] = cfg.rack_aware_assignment_non_overlap_cost
     out["config"] = config
     out.update(instance.meta)
     return out

@@ -25,6 +25,19 @@ from typing import Any
 NO_STATE: int = 2**63  # beyond any Java long lag
 #: Kafka's ``Task.LATEST_OFFSET`` sentinel: the client ran the task as an active.
 LATEST_OFFSET: int = -2
+#: Values of ``rack.aware.assignment.strategy`` (Kafka's ``StreamsConfig``).
+RACK_AWARE_STRATEGIES: tuple[str, ...] = ("none", "min_traffic", "balance_subtopology")
+#: What ``HighAvailabilityTaskAssignor`` reads for an unset ``rack.aware.assignment.traffic_cost``.
+DEFAULT_RACK_TRAFFIC_COST: int = 10
+#: What it reads for an unset ``rack.aware.assignment.non_overlap_cost``.
+DEFAULT_RACK_NON_OVERLAP_COST: int = 1
+#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the client has state for the task, its lag is unknown
+#: (a ``null`` in ``lags``).  Kafka's lag ordering puts it first, its caught-up test (``0 <= lag``) fails.
+UNKNOWN_LAG: int = -3
+
+
+#: Largest subtopology and partition number of a task id (a Java ``int`` in Kafka's ``TaskId``).
+TASK_PART_MAX = 2**31 - 1
 
 
 def parse_task_id(task_id: str) -> tuple[int, int]:
@@ -38,7 +51,13 @@ def parse_task_id(task_id: str) -> tuple[int, int]:
     left, sep, right = task_id.partition("_")
     if not sep or not left.isdigit() or not right.isdigit() or not left.isascii() or not right.isascii():
         raise ValueError(f"task id {task_id!r} is not '<subtopology>_<partition>'")
-    return int(left), int(right)
+    # Kafka's TaskId holds both parts in a Java int; the length test keeps int() away from huge literals.
+    sub = int(left) if len(left) <= 12 else TASK_PART_MAX + 1
+    part = int(right) if len(right) <= 12 else TASK_PART_MAX + 1
+    if sub > TASK_PART_MAX or part > TASK_PART_MAX:
+        what = "subtopology" if sub > TASK_PART_MAX else "partition"
+        raise ValueError(f"task id {task_id[:40]!r}: {what} above {TASK_PART_MAX} (Kafka's TaskId holds a 32-bit int)")
+    return sub, part
 
 
 def task_sort_key(task_id: str) -> tuple[int, int]:
@@ -93,16 +112,42 @@ class Task:
     stores
         Number of state stores as given (KIP-262), or ``None`` when not given;
         see :attr:`store_count`.
+    source_racks
+        One entry per source-topic partition the task reads: the racks of that
+        partition's replicas (sorted), or ``None`` when not given (KIP-925).
+    changelog_racks
+        The same for the task's changelog partitions (stateful tasks only), or ``None``.
     """
 
     id: str
     stateful: bool = True
     stores: int | None = None
+    source_racks: tuple[tuple[str, ...], ...] | None = None
+    changelog_racks: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def key(self) -> tuple[int, int]:
         """``(subtopology, partition)``: Kafka's task order."""
         return parse_task_id(self.id)
+
+    def cross_rack_partitions(self, rack: str | None, standby: bool = False) -> int | None:
+        """Partitions this task would read across racks on a client in ``rack``.
+
+        An active reads its source partitions, a standby (or warm-up) its
+        changelog partitions; a partition is *cross-rack* when none of its
+        replicas is on ``rack`` (KIP-925's cost).  ``None`` when unknown: the
+        client has no rack or the task no rack data for those partitions.
+
+        Examples
+        --------
+        >>> t = Task("0_0", source_racks=(("r1",), ("r1", "r2")), changelog_racks=(("r2",),))
+        >>> t.cross_rack_partitions("r2"), t.cross_rack_partitions("r2", standby=True), t.cross_rack_partitions(None)
+        (1, 0, None)
+        """
+        parts = self.changelog_racks if standby else self.source_racks
+        if rack is None or parts is None:
+            return None
+        return sum(1 for racks in parts if rack not in racks)
 
     @property
     def store_count(self) -> int:
@@ -159,7 +204,8 @@ class Client:
     standby
         Previously standby tasks.
     lags
-        Task id -> offsets behind, for stateful tasks the client has state for.
+        Task id -> offsets behind, for stateful tasks the client has state for;
+        ``None``: it has state, but its lag is unknown.
     """
 
     id: str
@@ -168,24 +214,30 @@ class Client:
     rack: str | None = None
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
-    lags: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+    # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
+    _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lags", MappingProxyType(dict(self.lags)))
+        object.__setattr__(self, "_active_set", frozenset(self.active))
+        object.__setattr__(self, "_standby_set", frozenset(self.standby))
 
     def lag_for(self, task: Task) -> int:
         """Kafka's ``ClientState.lagFor``.
 
         ``LATEST_OFFSET`` for a previous active, else the reported lag; a
+        ``null`` lag is :data:`UNKNOWN_LAG` (Kafka's ``UNKNOWN_OFFSET_SUM``); a
         previous standby without a ``lags`` entry is taken as caught up (0); no
         state at all is :data:`NO_STATE` (ranks behind every known lag).
         """
-        if task.id in self.active:
+        if task.id in self._active_set:
             return LATEST_OFFSET
-        lag = self.lags.get(task.id)
-        if lag is not None:
-            return lag
-        return 0 if task.id in self.standby else NO_STATE
+        if task.id in self.lags:
+            lag = self.lags[task.id]
+            return UNKNOWN_LAG if lag is None else lag
+        return 0 if task.id in self._standby_set else NO_STATE
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Client):
@@ -214,6 +266,14 @@ class StreamsConfig:
         reads it, the optimum does not either: recorded for completeness.
     probing_rebalance_interval_ms
         How soon a probing rebalance follows (default 600000 ms); informational.
+    rack_aware_assignment_strategy
+        ``rack.aware.assignment.strategy`` (KIP-925): ``"none"`` (default),
+        ``"min_traffic"`` or ``"balance_subtopology"``.
+    rack_aware_assignment_traffic_cost
+        ``rack.aware.assignment.traffic_cost``, or ``None`` (Kafka's default:
+        ``HighAvailabilityTaskAssignor`` then reads 10).
+    rack_aware_assignment_non_overlap_cost
+        ``rack.aware.assignment.non_overlap_cost``, or ``None`` (read as 1).
     """
 
     num_standby_replicas: int = 0
@@ -221,6 +281,21 @@ class StreamsConfig:
     max_warmup_replicas: int = 2
     balance_factor: int = 1
     probing_rebalance_interval_ms: int = 600000
+    rack_aware_assignment_strategy: str = "none"
+    rack_aware_assignment_traffic_cost: int | None = None
+    rack_aware_assignment_non_overlap_cost: int | None = None
+
+    @property
+    def traffic_cost(self) -> int:
+        """The traffic cost ``high-availability`` uses: the configured one, else 10."""
+        cost = self.rack_aware_assignment_traffic_cost
+        return DEFAULT_RACK_TRAFFIC_COST if cost is None else cost
+
+    @property
+    def non_overlap_cost(self) -> int:
+        """The non-overlap cost ``high-availability`` uses: the configured one, else 1."""
+        cost = self.rack_aware_assignment_non_overlap_cost
+        return DEFAULT_RACK_NON_OVERLAP_COST if cost is None else cost
 
 
 @dataclass(frozen=True, eq=False)
@@ -360,8 +435,20 @@ def full_restore_lag(spec: StreamsSpec, task: Task) -> int:
     """What restoring ``task`` from scratch costs: the largest lag any client reports
     for it, but at least ``acceptable_recovery_lag + 1`` (a client without state is
     never caught up)."""
-    known = [lag for c in spec.clients if (lag := c.lag_for(task)) != NO_STATE and lag >= 0]
-    return max([*known, spec.config.acceptable_recovery_lag + 1])
+    return _full_restore([c.lag_for(task) for c in spec.clients], spec.config.acceptable_recovery_lag)
+
+
+def _full_restore(lags: list[int], acceptable_recovery_lag: int) -> int:
+    return max([*(lag for lag in lags if lag != NO_STATE and lag >= 0), acceptable_recovery_lag + 1])
+
+
+def _restore_cost(lag: int, full: int) -> int:
+    # no state, or state of unknown lag (the worst case): a full restore
+    return 0 if lag == LATEST_OFFSET else (full if lag in (NO_STATE, UNKNOWN_LAG) else lag)
+
+
+def _caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
+    return lag == LATEST_OFFSET or 0 <= lag <= acceptable_recovery_lag
 
 
 def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> list[int]:
@@ -369,20 +456,24 @@ def restore_costs(spec: StreamsSpec, task: Task, full: int | None = None) -> lis
 
     0 on the previous active, the reported lag where the client has state (a
     previous standby without a reported lag: 0), the full restore
-    (:func:`full_restore_lag`, or ``full`` if given) where it has none; 0 for
-    stateless tasks.
+    (:func:`full_restore_lag`, or ``full`` if given) where it has none or its
+    lag is unknown (the worst case); 0 for stateless tasks.
     """
-    if not task.stateful:
-        return [0] * len(spec.clients)
-    f = full if full is not None else full_restore_lag(spec, task)
-    out = []
-    for c in spec.clients:
-        lag = c.lag_for(task)
-        out.append(0 if lag == LATEST_OFFSET else (f if lag == NO_STATE else lag))
-    return out
+    return task_placement(spec, task, full)[0]
 
 
 def is_caught_up(spec: StreamsSpec, client: Client, task: Task) -> bool:
     """Kafka's caught-up test: ran it as an active, or lag <= ``acceptable_recovery_lag``."""
-    lag = client.lag_for(task)
-    return lag == LATEST_OFFSET or 0 <= lag <= spec.config.acceptable_recovery_lag
+    return _caught_up(client.lag_for(task), spec.config.acceptable_recovery_lag)
+
+
+def task_placement(spec: StreamsSpec, task: Task, full: int | None = None) -> tuple[list[int], list[bool]]:
+    """:func:`restore_costs` and :func:`is_caught_up` of ``task`` on every client (input order), from one
+    pass over the clients' lags."""
+    acc = spec.config.acceptable_recovery_lag
+    lags = [c.lag_for(task) for c in spec.clients]
+    caught = [_caught_up(lag, acc) for lag in lags]
+    if not task.stateful:
+        return [0] * len(lags), caught
+    f = full if full is not None else _full_restore(lags, acc)
+    return [_restore_cost(lag, f) for lag in lags], caught

@@ -1,4 +1,4 @@
-"""The Kafka Streams optimum (CP-SAT): actives, standbys, balance, restoration, movement.
+"""The Kafka Streams optimum: actives, standbys, balance, restoration, movement, proven stage by stage.
 
 Hard constraints
     * every task has exactly one active;
@@ -21,30 +21,60 @@ Lexicographic stages (default order, ``Params.objective`` may reorder or drop)
        ``full_restore_lag`` replaces ``F(t)`` by one constant for every task;
     4. ``movement``: actives that leave their previous owner.
 
-Each stage is solved with a complete hint (the greedy solution, then the
-previous stage's answer) and its value is fixed (``<=``) before the next one.
-Loads per thread are exact rationals: client ``c`` weighs ``K / capacity(c)``
-with ``K`` the least common multiple of the thread counts.
+Engines
+    Flows first (:mod:`solver.streams.flow`): they prove the active balance,
+    bound the later stages and usually realise every bound.  Stages they leave
+    open go to an exact integer program: the MathOpt model of
+    :mod:`solver.streams.mip` on HiGHS (the default, chosen by measurement:
+    docs/benchmarks.md) or SCIP, or the CP-SAT model of
+    :mod:`solver.streams.cpsat` (``-O engine=highs|scip|cp-sat``;
+    ``-O flows=0`` skips the flows).  Each stage starts from the incumbent
+    (flow solution, then the previous stage's answer) and its value is fixed
+    before the next.  Loads per thread are exact rationals: client ``c``
+    weighs ``K / capacity(c)`` with ``K`` the least common multiple of the
+    thread counts.
+
+Determinism
+    The same instance, options, seed and time limit give the same assignment:
+    flows are deterministic, the MIP stages stop at a node limit and CP-SAT at
+    a deterministic time limit derived from the stage's share of the time
+    limit.  Wall-clock caps (1.25x the stage share, 20x with
+    ``-O deterministic=1``) keep ``--time-limit`` on a slow machine; only when
+    such a cap, or the deadline between flow phases, ends the work can two
+    runs differ.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
+import numpy as np
 
+from solver.errors import OptionError
 from solver.model import Instance
-from solver.registry import UnsupportedInstanceError, register
+from solver.registry import register
 from solver.result import Params, Result, Status
+from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
 from solver.streams.model import StreamsAssignment
-from solver.streams.problem import StreamsProblem
+from solver.streams.problem import RACK_STAGE, STAGES, StreamsProblem
 
-STAGES = ("active_balance", "total_balance", "restoration", "movement")
+__all__ = ["STAGES", "StreamsProblem", "evaluate", "greedy", "is_valid", "solve_streams"]
 #: Time limit when the caller gives none (seconds, whole solve).
 DEFAULT_TIME_LIMIT = 60.0
+#: ``-O engine=`` values; ``auto`` is :data:`DEFAULT_BACKEND`.
+ENGINES = ("auto", "highs", "scip", "cp-sat")
+#: The backend for stages the flows leave open (measured: docs/benchmarks.md, "Kafka Streams").
+DEFAULT_BACKEND = "highs"
+#: Seconds to build one MIP / CP-SAT variable in Python (measured: 57 us on a loaded 2-core machine);
+#: the exact stages are skipped when building alone would take over half the time left.
+BUILD_SECONDS_PER_VAR = 60e-6
+#: Seconds a stage may run past the deadline (wall clock) before it is stopped; see :func:`wall_cap`.
+DEADLINE_SLACK = 0.5
+#: ``-O`` keys this solver reads.
+OPTION_KEYS = ("engine", "flows", "workers", "interleave", "deterministic", "full_restore_lag")
 
 
 def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
@@ -74,98 +104,16 @@ def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
     return active, standby
 
 
-class _Model:
-    """The CP-SAT model with one expression per stage."""
-
-    def __init__(self, p: StreamsProblem) -> None:
-        from ortools.sat.python import cp_model  # imported on use: it pulls in pandas (~0.4 s)
-
-        self.p = p
-        md = cp_model.CpModel()
-        self.model = md
-        self.a: list[dict[int, cp_model.IntVar]] = []
-        self.s: list[dict[int, cp_model.IntVar]] = []
-        act_terms: list[list[Any]] = [[] for _ in range(p.n_clients)]
-        tot_terms: list[list[Any]] = [[] for _ in range(p.n_clients)]
-        restore: list[Any] = []
-        moved: list[Any] = []
-        n_moved_const = 0
-        for t in range(p.n_tasks):
-            av = {c: md.new_bool_var(f"a{t}_{c}") for c in p.allowed_active[t]}
-            md.add_exactly_one(av.values())
-            self.a.append(av)
-            sv: dict[int, cp_model.IntVar] = {}
-            if p.stateful[t] and p.standbys > 0:
-                sv = {c: md.new_bool_var(f"s{t}_{c}") for c in range(p.n_clients)}
-                md.add(sum(sv.values()) == p.standbys)
-                for c, x in av.items():
-                    md.add_at_most_one(x, sv[c])
-            self.s.append(sv)
-            for c, x in av.items():
-                act_terms[c].append(x)
-                tot_terms[c].append(x)
-                if p.stateful[t] and p.cost[t][c]:
-                    restore.append(p.cost[t][c] * x)
-            for c, x in sv.items():
-                tot_terms[c].append(x)
-                if p.cost[t][c]:
-                    restore.append(p.cost[t][c] * x)
-            if p.prev_active[t]:
-                kept = [av[c] for c in p.prev_active[t] if c in av]
-                n_moved_const += 1
-                moved.extend(-x for x in kept)
-        n = p.n_tasks
-        self.za = md.new_int_var(0, max(p.weight, default=1) * n, "za")
-        self.zt = md.new_int_var(0, max(p.weight, default=1) * n * (1 + p.standbys), "zt")
-        total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
-        replicas = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(n))
-        # obvious bounds: the average load per thread, rounded up to the scale
-        if total_cap:
-            md.add(self.za * total_cap >= p.scale * n)
-            md.add(self.zt * total_cap >= p.scale * replicas)
-        for c in range(p.n_clients):
-            if act_terms[c]:
-                md.add(p.weight[c] * sum(act_terms[c]) <= self.za)
-            if tot_terms[c]:
-                md.add(p.weight[c] * sum(tot_terms[c]) <= self.zt)
-        self.exprs: dict[str, Any] = {
-            "active_balance": self.za,
-            "total_balance": self.zt,
-            "restoration": sum(restore) if restore else 0,
-            "movement": n_moved_const + sum(moved) if moved else n_moved_const,
-        }
-
-    def hint(self, active: list[int], standby: list[list[int]]) -> None:
-        md = self.model
-        md.clear_hints()
-        for t, av in enumerate(self.a):
-            for c, x in av.items():
-                md.add_hint(x, c == active[t])
-            chosen = set(standby[t])
-            for c, x in self.s[t].items():
-                md.add_hint(x, c in chosen)
-        loads_a = [0] * self.p.n_clients
-        loads_t = [0] * self.p.n_clients
-        for t in range(self.p.n_tasks):
-            loads_a[active[t]] += 1
-            loads_t[active[t]] += 1
-            for c in standby[t]:
-                loads_t[c] += 1
-        md.add_hint(self.za, max((self.p.weight[c] * loads_a[c] for c in range(self.p.n_clients)), default=0))
-        md.add_hint(self.zt, max((self.p.weight[c] * loads_t[c] for c in range(self.p.n_clients)), default=0))
-
-    def read(self, solver: cp_model.CpSolver) -> tuple[list[int], list[list[int]]]:
-        active = [next(c for c, x in av.items() if solver.boolean_value(x)) for av in self.a]
-        standby = [[c for c, x in sv.items() if solver.boolean_value(x)] for sv in self.s]
-        return active, standby
-
-
 def evaluate(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> dict[str, int]:
-    """Stage values (scaled balance, restoration, movement) of an assignment."""
+    """Stage values of an assignment, exact (Python integers): scaled balance, restoration, movement
+    and, when rack awareness is on, ``cross_rack_traffic`` (in cross-rack partitions; times
+    ``traffic_cost`` in results)."""
     la = [0] * p.n_clients
     lt = [0] * p.n_clients
     restore = 0
     moved = 0
+    rack = 0
+    ra, rs = p.rack_active, p.rack_standby
     for t in range(p.n_tasks):
         c = active[t]
         la[c] += 1
@@ -176,38 +124,154 @@ def evaluate(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> 
             lt[s] += 1
         if p.prev_active[t] and c not in p.prev_active[t]:
             moved += 1
-    return {
+        if ra is not None and rs is not None:
+            rack += ra[t][c] + sum(rs[t][s] for s in standby[t])
+    out = {
         "active_balance": max((p.weight[c] * la[c] for c in range(p.n_clients)), default=0),
         "total_balance": max((p.weight[c] * lt[c] for c in range(p.n_clients)), default=0),
         "restoration": restore,
         "movement": moved,
     }
+    if ra is not None:
+        out[RACK_STAGE] = rack
+    return out
 
 
-def _stages(params: Params) -> tuple[str, ...]:
+def solver_values(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> dict[str, int]:
+    """Stage values in the solvers' integers: as :func:`evaluate`, restoration in ``p.cost_matrix`` units."""
+    out = evaluate(p, active, standby)
+    if p.cost_div != 1:
+        out["restoration"] = sum(int(p.cost_matrix[t, c]) for t in range(p.n_tasks) if p.stateful[t]
+                                 for c in (active[t], *standby[t]))
+    return out
+
+
+def is_valid(p: StreamsProblem, active: list[int], standby: list[list[int]]) -> bool:
+    """The hard constraints (module docstring) on an assignment in index form."""
+    if len(active) != p.n_tasks or len(standby) != p.n_tasks:
+        return False
+    for t in range(p.n_tasks):
+        if active[t] not in p.allowed_active[t]:
+            return False
+        want = p.standbys if p.stateful[t] else 0
+        sb = standby[t]
+        if len(sb) != want or len(set(sb)) != want or active[t] in sb:
+            return False
+        if any(not 0 <= c < p.n_clients for c in sb):
+            return False
+    return True
+
+
+def wall_cap(budget: float, deadline: float, deterministic: bool) -> float:
+    """Wall-clock seconds a stage with a work budget worth ``budget`` seconds may run.
+
+    ``1.25 * budget + 0.2``, but never past ``deadline + DEADLINE_SLACK``; with
+    ``deterministic`` (``-O deterministic=1``) ``20 * budget + 0.2`` and no
+    deadline, so that only the work limit ends a stage (bit-reproducible runs,
+    the time limit then only a guide).
+    """
+    if deterministic:
+        return 20.0 * budget + 0.2
+    return max(0.01, min(1.25 * budget + 0.2, deadline + DEADLINE_SLACK - time.perf_counter()))
+
+
+def _stages(params: Params, p: StreamsProblem) -> tuple[str, ...]:
+    known = p.stage_names()
     if not params.objective:
-        return STAGES
-    bad = [s for s in params.objective if s not in STAGES]
+        return p.default_stages()
+    bad = [s for s in params.objective if s not in known]
     if bad:
-        raise UnsupportedInstanceError(f"unknown Streams objective stage(s) {bad}; known: {', '.join(STAGES)}")
+        raise OptionError(f"unknown Streams objective stage(s) {bad}; known: {', '.join(known)}")
     return tuple(params.objective)
 
 
-def _flow_path(p: StreamsProblem) -> tuple[list[int], list[list[int]], list[int], list[bool]] | None:
-    """Default stage order by flows (:mod:`solver.streams.flow`): solution, lower bounds, proven flags."""
+@dataclass(frozen=True)
+class _Options:
+    engine: str
+    flows: bool
+    workers: int
+    interleave: bool
+    deterministic: bool
+    full_restore_lag: int | None
+
+
+def _flag(v: Any, key: str) -> bool:
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise OptionError(f"option {key}={v!r}: expected 0/1, true/false, yes/no or on/off")
+
+
+def _options(options: Mapping[str, Any]) -> _Options:
+    """Read and check the ``-O`` options (an unknown key or a bad value is an :class:`OptionError`)."""
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise OptionError(f"unknown option(s) {', '.join(unknown)} for optimal-streams; "
+                          f"known: {', '.join(OPTION_KEYS)}")
+    engine = str(options.get("engine", "auto"))
+    if engine not in ENGINES:
+        raise OptionError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
+    try:
+        workers = int(options.get("workers", 1))
+    except (TypeError, ValueError):
+        raise OptionError(f"option workers={options.get('workers')!r}: expected an integer >= 1") from None
+    if workers < 1:
+        raise OptionError(f"option workers={workers}: expected an integer >= 1")
+    full = options.get("full_restore_lag")
+    full_lag = None
+    if full is not None:
+        try:
+            full_lag = int(full)
+        except (TypeError, ValueError):
+            raise OptionError(f"option full_restore_lag={full!r}: expected an integer >= 0") from None
+        if full_lag < 0:
+            raise OptionError(f"option full_restore_lag={full_lag}: expected an integer >= 0")
+    return _Options(engine, _flag(options.get("flows", 1), "flows"), workers,
+                    _flag(options.get("interleave", 0), "interleave"),
+                    _flag(options.get("deterministic", 0), "deterministic"), full_lag)
+
+
+@dataclass
+class _FlowFacts:
+    """What the flow path established, by stage name (only for stages in :data:`STAGES` order)."""
+
+    active: list[int]
+    standby: list[list[int]]
+    bounds: dict[str, int]
+    proven: dict[str, bool]
+
+
+def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
+               known: tuple[list[int], list[list[int]]]) -> _FlowFacts:
+    """Flows (:mod:`solver.streams.flow`) for a stage order that starts with both balance stages.
+
+    The active balance is always proven.  The replica relaxation bounds the
+    total balance and, when ``rest`` (the stages after the balance stages)
+    starts with ``restoration`` (then ``movement``), those stages too.  The
+    deadline is checked between flow phases: past it, the facts so far.
+    ``known`` (a feasible assignment) caps the binary searches.
+    """
     from solver.streams import flow as fl
 
-    z_active = fl.min_active_balance(p)
-    lb_total = fl.min_total_balance_bound(p, z_active)
+    start = solver_values(p, *known)
+    z_active = fl.min_active_balance(p, start["active_balance"])
+    facts = _FlowFacts([], [], {"active_balance": z_active}, {"active_balance": True})
+    if time.perf_counter() > deadline:
+        return facts
+    # any feasible assignment is feasible for the relaxation (it only drops the active caps)
+    lb_total = fl.min_total_balance_bound(p, z_active, start["total_balance"])
+    facts.bounds["total_balance"] = lb_total
     single_prev = all(len(pr) <= 1 for pr in p.prev_active)
     n_prev = sum(1 for pr in p.prev_active if pr)
     for z_total in fl._candidates(p, lb_total, p.n_tasks)[:8]:
+        if time.perf_counter() > deadline:
+            break
         rel = fl.replicas(p, z_total, True)
         if rel is None:
             continue
         at_bound = z_total == lb_total
-        bounds = [z_active, lb_total, rel.restoration if at_bound else 0,
-                  n_prev - rel.kept_prev if at_bound and single_prev else 0]
         act = fl.match_actives(p, rel.holders, z_active)
         if act is not None:
             standby = [[c for c in rel.holders[t] if c != act[t]] for t in range(p.n_tasks)]
@@ -216,101 +280,192 @@ def _flow_path(p: StreamsProblem) -> tuple[list[int], list[list[int]], list[int]
             built = [b for b in tries if b is not None]
             if not built:
                 continue
-            act, standby = min(built, key=lambda b: tuple(evaluate(p, b[0], b[1])[s] for s in STAGES))
-        vals = evaluate(p, act, standby)
-        values = [vals[s] for s in STAGES]
-        proven = [True, at_bound, at_bound and values[2] == bounds[2],
-                  at_bound and values[2] == bounds[2] and single_prev and values[3] == bounds[3]]
-        return act, standby, bounds, proven
-    return None
+            act, standby = min(built, key=lambda b: tuple(solver_values(p, b[0], b[1])[s] for s in STAGES))
+        vals = solver_values(p, act, standby)
+        facts.active, facts.standby = act, standby
+        facts.proven["total_balance"] = at_bound and vals["total_balance"] == lb_total
+        if at_bound and rest[:1] == ("restoration",):
+            # the relaxation's min cost: restoration first, then previous owners kept among the holders
+            facts.bounds["restoration"] = rel.restoration
+            facts.proven["restoration"] = vals["restoration"] == rel.restoration
+            if rest[1:2] == ("movement",) and single_prev and facts.proven["restoration"]:
+                facts.bounds["movement"] = n_prev - rel.kept_prev
+                facts.proven["movement"] = vals["movement"] == facts.bounds["movement"]
+        return facts
+    return facts
 
 
 def solve_streams(instance: Instance, params: Params) -> Result:
     """Solve the Streams optimum lexicographically (see the module docstring).
-
-    In the default stage order, flows first (:mod:`solver.streams.flow`): they
-    prove the active balance, bound the other stages and usually realise every
-    bound (then the result is proven without CP-SAT); stages left unproven go
-    to CP-SAT with the flow solution as a hint.  Other stage orders use CP-SAT
-    throughout.
 
     Returns
     -------
     Result
         ``assignment``: a :class:`~solver.streams.model.StreamsAssignment`
         (no warm-ups, ``probing_rebalance`` false); ``objective`` / ``bound``:
-        per stage, balance stages in tasks per thread; ``status``: optimal when
-        every stage is proven, feasible otherwise; ``extra``: ``engine``,
-        ``gap`` (largest relative gap over the stages), ``stages``,
-        ``probing_rebalance``.
+        per stage, balance stages in tasks per thread (a stage's bound holds
+        given the earlier stages' values); ``status``: optimal when every
+        stage is proven, feasible otherwise; ``extra``: ``engine``, ``gap``
+        (largest relative gap over the stages), ``stages``, ``proven`` (per
+        stage), ``exact`` (false when restoration costs were rounded to fit
+        the solvers' integers), ``probing_rebalance``.
+
+    Raises
+    ------
+    InfeasibleError
+        Tasks but no clients.
+    UnsupportedInstanceError
+        Not a Streams instance.
+    OptionError
+        An unknown stage, an unknown option or a bad option value (a usage error, exit 2).
     """
     t0 = time.perf_counter()
-    stages = _stages(params)
-    full = params.options.get("full_restore_lag")
-    p = StreamsProblem.of(instance, int(full) if full is not None else None)
-    if p.n_clients == 0:
-        if p.n_tasks:
-            from solver.errors import InfeasibleError
-
-            raise InfeasibleError("no clients to run the tasks")
-        return _result(p, [], [], Status.OPTIMAL, stages, [0] * len(stages), [0] * len(stages), t0, "none")
+    opts = _options(params.options)
+    p = StreamsProblem.of(instance, opts.full_restore_lag)
+    stages = _stages(params, p)
     limit = params.time_limit if params.time_limit is not None else DEFAULT_TIME_LIMIT
     deadline = t0 + limit
+    zero = [0] * len(stages)
+    if p.n_tasks == 0:
+        return _result(p, [], [], Status.OPTIMAL, stages, zero, zero, [True] * len(stages), t0, "none")
+    if p.n_clients == 0:
+        from solver.errors import InfeasibleError
+
+        raise InfeasibleError("no clients to run the tasks")
     active, standby = greedy(p)
-    bounds = [0] * len(stages)
+    cheap = obvious_bounds(p)
+    bounds = [cheap.get(s, 0) for s in stages]
     proven = [False] * len(stages)
-    engine = "cp-sat"
-    if stages == STAGES and params.options.get("engine", "auto") != "cp-sat":
-        found = _flow_path(p)
-        if found is not None:
-            active, standby, bounds, proven = found
-            engine = "flow" if all(proven) else "flow+cp-sat"
-    values = [evaluate(p, active, standby)[s] for s in stages]
-    if all(proven):
-        return _result(p, active, standby, Status.OPTIMAL, stages, values, values, t0, engine)
-    m = _Model(p)
+    used = []
+    if opts.flows and stages[:2] == STAGES[:2]:
+        facts = _flow_path(p, deadline, stages[2:], (active, standby))
+        used.append("flow")
+        if facts.active:
+            active, standby = facts.active, facts.standby
+        for k, s in enumerate(stages):
+            bounds[k] = max(bounds[k], facts.bounds.get(s, 0))
+            proven[k] = facts.proven.get(s, False)
+    vals = solver_values(p, active, standby)
+    values = [vals[s] for s in stages]
+    # a flow proof counts only where the solution in hand attains the bound (the deadline may have cut the flows)
+    proven = [pr and v <= b for pr, v, b in zip(proven, values, bounds, strict=True)]
+    if not all(proven) and _model_fits(p, deadline):
+        backend = DEFAULT_BACKEND if opts.engine == "auto" else opts.engine
+        used.append(backend)
+        active, standby, values, bounds, proven = _exact_stages(p, opts, backend, stages, (active, standby),
+                                                                values, bounds, proven, deadline, params.seed)
+    # proofs were made in the solvers' integers: report exact restoration (rounded costs: bound * divisor)
+    exact = evaluate(p, active, standby)
+    for k, s in enumerate(stages):
+        if s == "restoration" and p.cost_div != 1:
+            values[k] = exact[s]
+            bounds[k] = min(bounds[k] * p.cost_div, values[k])
+            proven[k] = bounds[k] >= values[k]
+    if not p.exact_scale:
+        # per-thread weights were rounded up: the balance stages are a surrogate, never claimed proven
+        for k, s in enumerate(stages):
+            if s in ("active_balance", "total_balance"):
+                proven[k] = False
+    # lexicographic: a stage is proven only when every earlier stage is (its bound holds given their values)
+    for k in range(1, len(stages)):
+        proven[k] = proven[k] and proven[k - 1]
+    status = Status.OPTIMAL if all(proven) else Status.FEASIBLE
+    return _result(p, active, standby, status, stages, values, bounds, proven, t0, "+".join(used) or "none")
+
+
+def obvious_bounds(p: StreamsProblem) -> dict[str, int]:
+    """Lower bounds that hold for every feasible assignment, in the solvers' units (linear time).
+
+    Balance: the average load per thread (rounded up to the scale), for the
+    total also the replicas of one task on distinct clients; restoration: per
+    stateful task its ``1 + standbys`` cheapest clients; movement: tasks whose
+    previous clients may not run them (not caught up while another client is).
+    """
+    n, m = p.n_tasks, p.n_clients
+    total_cap = sum(c.capacity for c in p.spec.clients)
+    reps = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(n))
+    out = {"active_balance": -(-p.scale * n // total_cap) if total_cap else 0,
+           "total_balance": -(-p.scale * reps // total_cap) if total_cap else 0,
+           "restoration": 0,
+           "movement": sum(1 for t in range(n) if p.prev_active[t]
+                           and not set(p.prev_active[t]) & set(p.allowed_active[t]))}
+    out["total_balance"] = max(out["total_balance"], out["active_balance"])
+    if n and m:
+        k = 1 + p.standbys
+        costs = np.sort(p.cost_matrix, axis=1)[:, :k]
+        out["restoration"] = int(costs[np.asarray(p.stateful, dtype=bool)].sum())
+    return out
+
+
+def model_size(p: StreamsProblem) -> int:
+    """An upper bound on the variables of the exact models (one per task and allowed client, one per task
+    and client for tasks with standbys)."""
+    return sum(len(p.allowed_active[t]) + (p.n_clients if p.stateful[t] and p.standbys else 0)
+               for t in range(p.n_tasks))
+
+
+def _model_fits(p: StreamsProblem, deadline: float) -> bool:
+    """Whether building the exact model takes at most half the time left (else the flows' answer stands)."""
+    return model_size(p) * BUILD_SECONDS_PER_VAR <= 0.5 * (deadline - time.perf_counter())
+
+
+def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple[str, ...],
+                  incumbent: tuple[list[int], list[list[int]]], values: list[int], bounds: list[int],
+                  proven: list[bool], deadline: float, seed: int
+                  ) -> tuple[list[int], list[list[int]], list[int], list[int], list[bool]]:
+    """Stages from the first unproven one by the MIP (``highs`` / ``scip``) or CP-SAT; the incumbent
+    only changes to a valid assignment that is no worse on any stage solved so far."""
+    model: Any
+    if backend == "cp-sat":
+        model = _Model(p)
+    else:
+        from solver.streams.mip import StreamsMip
+
+        model = StreamsMip(p, backend, stages)
     first = proven.index(False)
     for k in range(first):
-        m.model.add(m.exprs[stages[k]] <= values[k])
+        model.fix(stages[k], values[k])
+    active, standby = incumbent
     for k in range(first, len(stages)):
         name = stages[k]
-        expr = m.exprs[name]
-        current = evaluate(p, active, standby)[name]
-        if not isinstance(expr, int):
-            m.hint(active, standby)
-            m.model.minimize(expr)
-            from ortools.sat.python import cp_model
-
-            solver = cp_model.CpSolver()
-            remaining = max(deadline - time.perf_counter(), 0.05)
-            solver.parameters.max_time_in_seconds = remaining / (len(stages) - k)
-            solver.parameters.num_workers = int(params.options.get("workers", 2))
-            solver.parameters.random_seed = params.seed
-            code = solver.solve(m.model)
-            if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                new_active, new_standby = m.read(solver)
-                new_val = evaluate(p, new_active, new_standby)[name]
-                if new_val <= current:
-                    active, standby, current = new_active, new_standby, new_val
-                bounds[k] = max(bounds[k], math.ceil(solver.best_objective_bound - 1e-9))
-                proven[k] = proven[k] or code == cp_model.OPTIMAL
-            m.model.add(expr <= current)
-        else:
-            proven[k] = True
-        values[k] = current
-        bounds[k] = current if proven[k] else min(bounds[k], current)
-        # a bound that meets the value proves the stage even when CP-SAT stopped at its time limit
-        proven[k] = proven[k] or bounds[k] >= current
-    status = Status.OPTIMAL if all(proven) else Status.FEASIBLE
-    return _result(p, active, standby, status, stages, values, bounds, t0, engine)
+        left = deadline - time.perf_counter()
+        if left > 0.01:
+            budget = left / (len(stages) - k)
+            cap = wall_cap(budget, deadline, opts.deterministic)
+            if backend == "cp-sat":
+                out = model.solve_stage(name, (active, standby), budget, seed, cap, opts.workers, opts.interleave)
+            else:
+                out = model.solve_stage(name, (active, standby), budget, seed, cap)
+            if out.solution is not None and is_valid(p, *out.solution):
+                new = solver_values(p, *out.solution)
+                # earlier stages stay at their fixed values, this one must not get worse
+                if all(new[stages[j]] <= values[j] for j in range(k + 1)):
+                    active, standby = out.solution
+                    values[k:] = [new[s] for s in stages[k:]]
+            if out.optimal and values[k] <= out.bound:
+                proven[k] = True
+            bounds[k] = max(bounds[k], out.bound)
+        bounds[k] = min(bounds[k], values[k])
+        # a bound that meets the value proves the stage even when a limit stopped the solver
+        proven[k] = proven[k] or bounds[k] >= values[k]
+        if proven[k]:
+            bounds[k] = values[k]
+        model.fix(name, values[k])
+        for j in range(k + 1, len(stages)):
+            # bounds of later stages came with the earlier incumbent's values: keep only what still holds
+            bounds[j] = min(bounds[j], values[j])
+    return active, standby, values, bounds, proven
 
 
 def _natural(p: StreamsProblem, name: str, v: int) -> float | int:
+    if name == RACK_STAGE:
+        return v * p.rack_unit
     return v / p.scale if name in ("active_balance", "total_balance") else v
 
 
 def _result(p: StreamsProblem, active: list[int], standby: list[list[int]], status: Status,
-            stages: tuple[str, ...], values: list[int], bounds: list[int], t0: float, engine: str) -> Result:
+            stages: tuple[str, ...], values: list[int], bounds: list[int], proven: list[bool], t0: float,
+            engine: str) -> Result:
     clients = p.spec.clients
     data: dict[str, dict[str, list[str]]] = {c.id: {"active": [], "standby": []} for c in clients}
     for t, task in enumerate(p.spec.tasks):
@@ -326,7 +481,8 @@ def _result(p: StreamsProblem, active: list[int], standby: list[list[int]], stat
         tuple(_natural(p, s, v) for s, v in zip(stages, values, strict=True)),
         tuple(_natural(p, s, b) for s, b in zip(stages, bounds, strict=True)),
         time.perf_counter() - t0,
-        {"engine": engine, "gap": max(gaps, default=0.0), "stages": list(stages), "probing_rebalance": False},
+        {"engine": engine, "gap": max(gaps, default=0.0), "stages": list(stages), "proven": list(proven),
+         "exact": p.cost_div == 1 and p.exact_scale, "probing_rebalance": False},
     )
 
 
@@ -334,7 +490,7 @@ def _result(p: StreamsProblem, active: list[int], standby: list[list[int]], stat
     "optimal-streams",
     kind="solver",
     protocol="streams",
-    summary="Streams optimum (CP-SAT): caught-up actives, distinct standbys; balance, restoration, movement",
+    summary="Streams optimum (flows + MIP): caught-up actives, distinct standbys; balance, restoration, movement",
     source="kassign; KIP-441 constraints",
 )
 def optimal_streams(instance: Instance, params: Params) -> Result:

@@ -6,7 +6,7 @@ Stable names (JSON keys / Parquet columns):
 ``standby_shortfall``, ``not_caught_up_actives``, ``max_active_load``,
 ``min_active_load``, ``active_spread``, ``max_total_load``, ``min_total_load``,
 ``total_spread``, ``restoration_cost``, ``moved_actives``, ``standbys``,
-``warmups``, ``probing_rebalance``.
+``warmups``, ``probing_rebalance``, ``cross_rack_traffic``.
 
 Loads are tasks per stream thread (divided by the client's ``capacity``);
 *total* loads count actives, standbys and warm-ups (each replica runs on the
@@ -14,6 +14,16 @@ client).  ``restoration_cost`` uses the optimum's definition
 (:func:`solver.streams.model.restore_costs`): the lag of every placed stateful
 replica (active, standby or warm-up) on its client, 0 for the previous active,
 the full restore for a client without state.
+
+``cross_rack_traffic`` is KIP-925's traffic cost of the placement (Kafka's
+``RackAwareTaskAssignor.getCost`` without its non-overlap term): every active
+replica costs ``traffic_cost`` for each of its task's *source* partitions with
+no replica on the client's rack, every standby and warm-up ``traffic_cost`` for
+each *changelog* partition with no replica there; ``traffic_cost`` is
+``config.rack_aware_assignment_traffic_cost``, or 10 when unset (what
+``high-availability`` reads).  It is ``None`` when a placed replica lacks the
+data (a client without a rack, a task without ``source_racks`` or, for a
+standby, ``changelog_racks``).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ STREAMS_METRIC_NAMES = (
     "standbys",
     "warmups",
     "probing_rebalance",
+    "cross_rack_traffic",
 )
 
 MAX_LISTED = 50
@@ -79,8 +90,8 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
     ...     "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001", "active": ["0_0"]},
     ...                 {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002"}]})
     >>> s = score_streams(inst, StreamsAssignment.from_lists({"a": {"active": ["0_0"]}, "b": {"active": ["0_1"]}}))
-    >>> s["valid"], s["max_active_load"], s["restoration_cost"], s["moved_actives"]
-    (True, 1.0, 10001, 0)
+    >>> s["valid"], s["max_active_load"], s["restoration_cost"], s["moved_actives"], s["cross_rack_traffic"]
+    (True, 1.0, 10001, 0, None)
     """
     spec: StreamsSpec = instance.streams
     clients = spec.clients
@@ -119,6 +130,7 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
                     n_active[c] += 1
 
     required = min(spec.config.num_standby_replicas, max(len(clients) - 1, 0))
+    cross: int | None = 0
     unassigned = dup = shortfall = not_caught = restore = moved = 0
     for task in spec.tasks:
         act = holders_active[task.id]
@@ -142,6 +154,10 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
                     bad(f"task {task.id}: active on {clients[c].id}, which is not caught up")
             costs = restore_costs(spec, task)
             restore += sum(costs[c] for c in act + holders_standby[task.id] + holders_warm[task.id])
+            for c in holders_standby[task.id] + holders_warm[task.id]:
+                cross = _add(cross, task.cross_rack_partitions(clients[c].rack, standby=True))
+        for c in act:
+            cross = _add(cross, task.cross_rack_partitions(clients[c].rack))
         prev = [c for c, cl in enumerate(clients) if task.id in cl.active]
         if prev and act and not any(c in prev for c in act):
             moved += 1
@@ -169,4 +185,9 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
         "standbys": sum(len(v) for v in holders_standby.values()),
         "warmups": sum(len(v) for v in holders_warm.values()),
         "probing_rebalance": bool(assignment.probing_rebalance),
+        "cross_rack_traffic": None if cross is None else cross * spec.config.traffic_cost,
     }
+
+
+def _add(total: int | None, part: int | None) -> int | None:
+    return None if total is None or part is None else total + part

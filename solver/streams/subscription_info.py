@@ -53,6 +53,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from solver.streams.model import parse_task_id, task_sort_key
+from solver.wire import ByteReader, SubscriptionDecodeError
+
+__all__ = ["SubscriptionDecodeError", "SubscriptionInfo", "decode", "encode", "peek_version", "streams_fields",
+           "subscriptions_to_instance", "task_lag"]
 
 Layout = Literal["kafka", "kip441-draft", "kip262"]
 LAYOUTS: tuple[str, ...] = ("kafka", "kip441-draft", "kip262")
@@ -62,10 +66,6 @@ MAX_KAFKA_VERSION = 11
 LATEST_OFFSET_SUM = -2
 #: ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``.
 UNKNOWN_OFFSET_SUM = -3
-
-
-class SubscriptionDecodeError(ValueError):
-    """Bytes that do not follow the layout (with the byte offset)."""
 
 
 @dataclass(frozen=True)
@@ -236,57 +236,9 @@ def encode(info: SubscriptionInfo, layout: Layout = "kafka") -> bytes:
 # --------------------------------------------------------------------------- reading
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _take(self, n: int, what: str) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise SubscriptionDecodeError(
-                f"byte {self.pos}: {what} needs {n} bytes, {len(self.data) - self.pos} left")
-        b = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-    def i8(self, what: str) -> int:
-        return int(struct.unpack(">b", self._take(1, what))[0])
-
-    def i16(self, what: str) -> int:
-        return int(struct.unpack(">h", self._take(2, what))[0])
-
-    def i32(self, what: str) -> int:
-        return int(struct.unpack(">i", self._take(4, what))[0])
-
-    def i64(self, what: str) -> int:
-        return int(struct.unpack(">q", self._take(8, what))[0])
-
-    def count(self, what: str) -> int:
-        at = self.pos
-        n = self.i32(what)
-        if n < 0:
-            raise SubscriptionDecodeError(f"byte {at}: {what} has negative length {n}")
-        return n
-
-    def uuid(self, what: str) -> str:
-        return str(uuid.UUID(bytes=self._take(16, what)))
-
-    def bytes32(self, what: str) -> bytes:
-        return self._take(self.count(what), what)
-
-    def str16(self, what: str) -> str | None:
-        n = self.i16(what)
-        return None if n < 0 else self._take(n, what).decode("utf-8")
-
-    def task(self, what: str) -> str:
-        s = self.i32(what)
-        p = self.i32(what)
-        return f"{s}_{p}"
-
-
 def peek_version(data: bytes) -> int:
     """The version field (first int32) of encoded bytes."""
-    return _Reader(data).i32("version")
+    return ByteReader(data).i32("version")
 
 
 def decode(data: bytes, layout: Layout = "kafka") -> SubscriptionInfo:
@@ -295,9 +247,21 @@ def decode(data: bytes, layout: Layout = "kafka") -> SubscriptionInfo:
     Raises
     ------
     SubscriptionDecodeError
-        Truncated data, trailing bytes, an unsupported version, with the byte offset.
+        Truncated data, trailing bytes, an unsupported version, a string that
+        is not UTF-8, versions Kafka's ``SubscriptionInfo`` rejects; the
+        message starts with the byte offset.
     """
-    r = _Reader(data)
+    return _decode(data, layout)[0]
+
+
+#: A task as on the wire: (named topology or None, sub-topology, partition).
+WireTask = tuple[str | None, int, int]
+
+
+def _decode(data: bytes, layout: Layout) -> tuple[SubscriptionInfo, list[tuple[WireTask, int]]]:
+    """:func:`decode`, plus the wire's tasks: v1-v6 ``prevTasks`` then ``standbyTasks`` with offset
+    sums -2 / -3, v7+ ``taskOffsetSums`` in wire order with their named topologies."""
+    r = ByteReader(data)
     v = r.i32("version")
     if layout == "kip441-draft":
         if v != 5:
@@ -305,63 +269,179 @@ def decode(data: bytes, layout: Layout = "kafka") -> SubscriptionInfo:
         latest = r.i32("latestSupportedVersion")
         pid = r.uuid("processId")
         lags = []
-        for _ in range(r.count("storeLags")):
+        for _ in range(r.count("storeLags", 14)):
             t = r.task("StoreId")
             store = r.str16("StoreId store name") or ""
             lags.append((t, store, r.i32("lag")))
-        ep = r.bytes32("endPoint").decode("utf-8")
+        ep = r.text32("endPoint")
         _done(r)
-        return SubscriptionInfo(v, pid, latest, user_end_point=ep, store_lags=tuple(lags))
+        return SubscriptionInfo(v, pid, latest, user_end_point=ep, store_lags=tuple(lags)), []
     top = 6 if layout == "kip262" else MAX_KAFKA_VERSION
     if not 1 <= v <= top:
         raise SubscriptionDecodeError(f"byte 0: version {v} not supported by the {layout!r} layout (1..{top})")
     latest = r.i32("latestSupportedVersion") if v >= 3 else -1
+    if v >= 3 and layout == "kafka" and latest < v:
+        # SubscriptionInfo.validateVersions: only v1-2 may leave it unknown, and never below the version
+        raise SubscriptionDecodeError(
+            f"byte 4: latestSupportedVersion {latest} is below version {v} (Kafka's decoder rejects it)")
     pid = r.uuid("processId")
     prev: list[str] = []
     standby: list[str] = []
     stores: dict[str, int] = {}
+    wire: list[tuple[WireTask, int]] = []
     if v <= 6:
-        for target, name in ((prev, "prevTasks"), (standby, "standbyTasks")):
-            for _ in range(r.count(name)):
-                t = r.task(name)
+        for target, name, off_sum in ((prev, "prevTasks", LATEST_OFFSET_SUM),
+                                      (standby, "standbyTasks", UNKNOWN_OFFSET_SUM)):
+            for _ in range(r.count(name, 12 if layout == "kip262" else 8)):
+                s, p = r.i32(name), r.i32(name)
+                t = f"{s}_{p}"
                 if layout == "kip262":
                     stores[t] = r.i32("numberOfStateStores")
                 target.append(t)
-    ep = r.bytes32("userEndPoint").decode("utf-8") if v >= 2 else ""
+                wire.append(((None, s, p), off_sum))
+    ep = r.text32("userEndPoint") if v >= 2 else ""
     sums: list[tuple[str, int]] = []
     named: dict[str, str] = {}
     if v >= 7:
-        for _ in range(r.count("taskOffsetSums")):
+        for _ in range(r.count("taskOffsetSums", 8 if v <= 9 else 18)):
             s = r.i32("topicGroupId")
             if v <= 9:
-                for _ in range(r.count("partitionToOffsetSum")):
+                for _ in range(r.count("partitionToOffsetSum", 12)):
                     p = r.i32("partition")
-                    sums.append((f"{s}_{p}", r.i64("offsetSum")))
+                    off = r.i64("offsetSum")
+                    sums.append((f"{s}_{p}", off))
+                    wire.append(((None, s, p), off))
             else:
                 p = r.i32("partition")
                 off = r.i64("offsetSum")
-                nt = r.str16("namedTopology")
+                nt = r.str16("namedTopology") or None  # TaskId reads an empty name as none
                 sums.append((f"{s}_{p}", off))
+                wire.append(((nt, s, p), off))
                 if nt is not None:
                     named[f"{s}_{p}"] = nt
     unique = r.i8("uniqueField") if v >= 8 else 0
     err = r.i32("errorCode") if v >= 9 else 0
     tags: list[tuple[str, str]] = []
     if v >= 11:
-        for _ in range(r.count("clientTags")):
-            k = r.bytes32("clientTag key").decode("utf-8")
-            tags.append((k, r.bytes32("clientTag value").decode("utf-8")))
+        seen: set[str] = set()
+        for _ in range(r.count("clientTags", 8)):
+            at = r.pos
+            k = r.text32("clientTag key")
+            if k in seen:  # Kafka's clientTags() collects into a map and fails on a repeated key
+                raise SubscriptionDecodeError(f"byte {at}: client tag key {k!r} repeated")
+            seen.add(k)
+            tags.append((k, r.text32("clientTag value")))
     _done(r)
-    return SubscriptionInfo(v, pid, latest, tuple(prev), tuple(standby), ep, tuple(sums), unique, err,
+    info = SubscriptionInfo(v, pid, latest, tuple(prev), tuple(standby), ep, tuple(sums), unique, err,
                             tuple(tags), (), stores, named)
+    return info, wire
 
 
-def _done(r: _Reader) -> None:
+def task_id_string(task: WireTask) -> str:
+    """Kafka's ``TaskId.toString()``: ``"<subtopology>_<partition>"``, ``"<name>__..."`` for a named topology.
+
+    Examples
+    --------
+    >>> task_id_string((None, 0, 3)), task_id_string(("app", 1, 2))
+    ('0_3', 'app__1_2')
+    """
+    name, s, p = task
+    return f"{s}_{p}" if name is None else f"{name}__{s}_{p}"
+
+
+def _task_order(task: WireTask) -> tuple[bool, bytes, int, int]:
+    # TaskId.compareTo: named topology (String order = UTF-16 code units), sub-topology, partition;
+    # Kafka refuses to compare a named with an unnamed task: unnamed ones go first here
+    name, s, p = task
+    return (name is not None, (name or "").encode("utf-16-be"), s, p)
+
+
+def streams_fields(data: bytes) -> dict[str, Any]:
+    """What Kafka's ``SubscriptionInfo.decode`` reads back from ``data`` (the ``kafka`` layout).
+
+    Field names and meaning follow ``scenarios/README.md`` (``subscription-info.jsonl.gz``):
+    ``version``, ``latest_supported_version``, ``process_id``, ``prev_tasks``,
+    ``standby_tasks``, ``task_offset_sums``, ``user_endpoint``, ``unique_field``,
+    ``error_code``, ``client_tags``.  v1-v6: the task lists in wire order and
+    Kafka's derived offset sums (-2 previous active, -3 standby), sorted;
+    v7+: offset sums in wire order and the derived task sets, sorted.
+
+    Raises
+    ------
+    SubscriptionDecodeError
+        As :func:`decode`.
+
+    Examples
+    --------
+    >>> info = SubscriptionInfo(4, "00000000-0000-0000-0000-000000000001", 4, ("0_1",), ("0_0",), "h:1")
+    >>> streams_fields(encode(info))["task_offset_sums"]
+    {'0_0': -3, '0_1': -2}
+    """
+    info, wire = _decode(data, "kafka")
+    keys: dict[str, WireTask] = {}
+    sums: dict[str, int] = {}
+    for task, off in wire:  # a HashMap: a task listed twice keeps its last offset sum
+        t = task_id_string(task)
+        keys.setdefault(t, task)
+        sums[t] = off
+    if info.version <= 6:
+        sums = {t: sums[t] for t in sorted(sums, key=lambda t: _task_order(keys[t]))}
+        prev, standby = list(info.prev_tasks), list(info.standby_tasks)
+    else:
+        ordered = sorted(sums, key=lambda t: _task_order(keys[t]))
+        prev = [t for t in ordered if sums[t] == LATEST_OFFSET_SUM]
+        standby = [t for t in ordered if sums[t] != LATEST_OFFSET_SUM]
+    return {
+        "version": info.version,
+        "latest_supported_version": info.latest_supported_version,
+        "process_id": info.process_id,
+        "prev_tasks": prev,
+        "standby_tasks": standby,
+        "task_offset_sums": sums,
+        "user_endpoint": info.user_end_point or None,
+        "unique_field": info.unique_field,
+        "error_code": info.error_code,
+        "client_tags": dict(info.client_tags),
+    }
+
+
+def _done(r: ByteReader) -> None:
     if r.pos != len(r.data):
         raise SubscriptionDecodeError(f"byte {r.pos}: {len(r.data) - r.pos} trailing bytes")
 
 
 # --------------------------------------------------------------------------- to an instance
+
+
+#: The largest lag a Java long holds.
+MAX_LAG = 2**63 - 1
+
+
+def task_lag(task: str, offset_sum: int, end_offsets: Mapping[str, int] | None) -> int | None:
+    """The lag Kafka's ``ClientState.computeTaskLags`` derives, or ``None`` when it is unknown.
+
+    ``end - offsetSum``; an offset sum beyond the end offset means corrupted
+    state, which Kafka counts as a restore from scratch (lag = ``end``).
+    Unknown: no end offset for the task, or the offset sum is
+    ``UNKNOWN_OFFSET_SUM``.
+
+    Raises
+    ------
+    ValueError
+        A lag beyond a Java long (only with a negative offset sum).
+
+    Examples
+    --------
+    >>> task_lag("0_1", 700, {"0_1": 1000}), task_lag("0_1", 1200, {"0_1": 1000}), task_lag("0_1", 700, None)
+    (300, 1000, None)
+    """
+    if offset_sum == UNKNOWN_OFFSET_SUM or end_offsets is None or task not in end_offsets:
+        return None
+    end = end_offsets[task]
+    lag = end - offset_sum if end >= offset_sum else end
+    if lag > MAX_LAG:
+        raise ValueError(f"task {task}: offset sum {offset_sum} and end offset {end} give a lag beyond a Java long")
+    return lag
 
 
 def subscriptions_to_instance(
@@ -388,8 +468,9 @@ def subscriptions_to_instance(
         KIP-262 data when present).
     end_offsets
         Task id -> end offset sum of its changelogs; turns v7+ offset sums into
-        lags (``lag = end - offsetSum``).  Without it, tasks with state are
-        previous standbys without lags (taken as caught up).
+        lags (:func:`task_lag`).  A task with state but no lag (no end offset
+        for it, an unknown offset sum, or any v1-v6 standby) gets a ``null``
+        lag: state on disk, lag unknown.
     config
         The ``config`` object of the instance.
     name
@@ -412,14 +493,13 @@ def subscriptions_to_instance(
         stores.update(info.task_stores)
         active = list(info.prev_tasks)
         standby = list(info.standby_tasks)
-        lags: dict[str, int] = {}
+        lags: dict[str, int | None] = {t: None for t in standby}  # v1-6: Kafka's UNKNOWN_OFFSET_SUM
         for t, off in info.task_offset_sums:
             if off == LATEST_OFFSET_SUM:
                 active.append(t)
             else:
                 standby.append(t)
-                if end_offsets is not None and t in end_offsets and off != UNKNOWN_OFFSET_SUM:
-                    lags[t] = max(end_offsets[t] - off, 0)
+                lags[t] = task_lag(t, off, end_offsets)
         by_task: dict[str, int] = {}
         for t, _store, lag in info.store_lags:
             by_task[t] = by_task.get(t, 0) + lag

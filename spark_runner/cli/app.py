@@ -1,7 +1,7 @@
 """The ``kassign`` command line (Typer + Rich).
 
 Data goes to stdout (or ``-o``), progress and diagnostics to stderr.  Exit
-codes: 0 success, 2 usage error, 65 invalid input data, 3 infeasible or no
+codes: 0 success, 2 usage error, 65 invalid input data, 66 a missing input file, 3 infeasible or no
 solution within the limit, 1 internal error.
 
 Further commands live in ``spark_runner/cli/commands/<name>.py``; each such module
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from solver.errors import InstanceError, KassignError, Problem
 from solver.io import Record, dumps, is_batch, iter_records, read_assignment, write_atomic
@@ -31,6 +30,7 @@ from spark_runner.cli.common import (
     EXIT_DATA,
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
+    EXIT_NOINPUT,
     EXIT_USAGE,
     UsageError,
     _describe,
@@ -40,10 +40,14 @@ from spark_runner.cli.common import (
     _progress,
     _records,
     _run,
+    check_options,
+    check_output,
     stderr,
     stdout,
+    unproven_note,
 )
 from spark_runner.cli.output import result_document
+from spark_runner.cli.tables import FORMAT_HELP, Column, choose_format, emit, render, terminal_width
 
 app = typer.Typer(
     name="kassign",
@@ -83,10 +87,14 @@ def _root(
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Instance files (.json, .yaml, .jsonl, .jsonl.gz).")],
 ) -> None:
-    """Check instances; print every problem with its file and JSON path (exit 65 if any)."""
-    bad = 0
+    """Check instances; print every problem with its file and JSON path (exit 65 if any, 66 for a missing file)."""
+    bad = missing = 0
     for f in files:
         good = 0
+        if not f.exists() and str(f) != "-":
+            missing += 1
+            stderr.print(f"{f}: no such file", markup=False)
+            continue
         for rec in iter_records(f):
             if isinstance(rec, InstanceError):
                 bad += 1
@@ -99,7 +107,8 @@ def validate(
             stdout.print(f"{f}: {good} valid instances", markup=False)
     if bad:
         stderr.print(f"{bad} invalid instance(s)", markup=False)
-        raise typer.Exit(EXIT_DATA)
+    if missing or bad:
+        raise typer.Exit(EXIT_NOINPUT if missing else EXIT_DATA)
 
 
 # --------------------------------------------------------------------------- assign
@@ -123,13 +132,18 @@ def assign(
     ] = None,
 ) -> None:
     """Assign partitions with one assignor; writes the assignment JSON (JSON lines for a batch)."""
-    opts = _parse_options(option)
+    check_output(out)
+    spec = get_assignor(assignor)  # unknown names fail before any input is read
+    opts = check_options(assignor, _parse_options(option))
     if settle:
         opts["rounds"] = "settle"
     params = _params(time_limit, seed, objective, opts)
-    get_assignor(assignor)  # unknown names fail before any input is read
     records = _records(file)
     batch = is_batch(file)
+    for rec in records:  # a batch that mixes protocols fails before any work, naming the line
+        if rec.instance.protocol != spec.protocol:
+            raise UnsupportedInstanceError(f"{rec.source}: assignor {assignor!r} is for the {spec.protocol} "
+                                           f"protocol, the instance uses {rec.instance.protocol!r}")
     lines = _assign_all(assignor, records, params, batch)
     if out is not None:
         write_atomic(out, "".join(lines))
@@ -144,6 +158,9 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     lines = []
     for rec in _progress(records, f"assign ({name})", enabled=batch and len(records) > 1):
         res = _run(name, rec, params)
+        note = unproven_note(name, res)
+        if note:
+            stderr.print(f"{rec.id}: {note}" if batch else note, markup=False)
         doc = result_document(rec.instance, name, res)
         if batch:
             doc = {"id": rec.id, "name": rec.instance.name, **doc}
@@ -156,16 +173,25 @@ def score(
     instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml).")],
     assignment: Annotated[Path, typer.Argument(help="An assignment document (output of `kassign assign`).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+    gaps: Annotated[bool, typer.Option("--gaps/--no-gaps", help="Solve the optimum and add the gap metrics "
+                                       "(max_load_gap, sum_sq_gap, excess_moves; Streams: the three balance and "
+                                       "restoration gaps). --no-gaps skips the solve.")] = True,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use (gaps).")] = None,
 ) -> None:
-    """Every metric of an assignment (exit 0 also for an invalid assignment: see `valid`)."""
-    from solver.model.scoring import score as score_fn
+    """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
+    from solver.api import score as score_fn
 
     if str(instance) == "-" and str(assignment) == "-":
         raise UsageError("score reads one of INSTANCE and ASSIGNMENT from stdin ('-'), not both")
+    out_fmt = _format(fmt, as_json)
     recs = _records(instance)
     if len(recs) != 1:
         raise UsageError(f"{instance}: score needs exactly one instance, the file has {len(recs)}")
     inst = recs[0].instance
+    from solver.resources import check_fits, instance_need
+
+    check_fits(instance_need(inst, "score", "score"), str(instance))
     if inst.protocol == "streams":
         from solver.streams.format import read_streams_assignment
 
@@ -173,15 +199,52 @@ def score(
     else:
         asg = read_assignment(assignment)
     metrics = score_fn(inst, asg)
-    if as_json:
+    if gaps:
+        metrics.update(_gap_columns(inst, asg, metrics, _params(time_limit, 0, None, {})))
+    if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
-    table = Table(title=f"{inst.name or instance.name}: score of {assignment.name}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in metrics.items():
-        table.add_row(k, _fmt(v))
-    stdout.print(table)
+    rows = [{"metric": k, "value": v} for k, v in metrics.items()]
+    emit(render(rows, [Column("metric", align="left"), Column("value")], out_fmt,
+                title=f"{inst.name or instance.name}: score of {assignment.name}", width=terminal_width(),
+                cell=lambda _k, v: _fmt(v)))
+
+
+def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], params: Params) -> dict[str, Any]:
+    """The gap metrics of ``asg`` against the optimum of ``inst`` (solved here), with the optimum's status.
+
+    Consumer: ``max_load_gap``, ``sum_sq_gap``, ``excess_moves``, ``excess_moves_proven`` (``excess_moves``
+    is ``None`` for an invalid assignment, or when no valid assignment is as balanced as this one).
+    Streams: ``active_balance_gap``, ``total_balance_gap``, ``restoration_gap`` against ``optimal-streams``.
+    """
+    from solver.errors import InfeasibleError
+
+    opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
+    status = {"optimal_status": opt.status.value}
+    if inst.protocol == "streams":
+        from solver.streams.model import StreamsAssignment
+        from solver.streams.scoring import score_streams
+        from spark_runner.sweep.evaluate import _Run, _streams_gaps
+
+        assert isinstance(opt.assignment, StreamsAssignment)  # optimal-streams returns one
+        ref = _Run(inst, opt, score_streams(inst, opt.assignment), None)
+        g = _streams_gaps(_Run(inst, None, metrics, None), ref)
+        g.pop("balance_optimal", None)
+        return {**g, **status}
+    from solver.consumer.gaps import gap_metrics
+
+    try:
+        g = gap_metrics(inst, asg, opt, scores=metrics)
+    except InfeasibleError:  # nothing valid is as balanced as this assignment: balance gaps only
+        g = gap_metrics(inst, asg, opt, scores={**metrics, "valid": False})
+    return {**g, **status}
+
+
+def _format(fmt: str | None, as_json: bool) -> str:
+    try:
+        return choose_format(fmt, as_json)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 # --------------------------------------------------------------------------- list
@@ -190,20 +253,19 @@ def score(
 @app.command("list")
 def list_assignors(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
 ) -> None:
     """Assignors and solvers available."""
+    out_fmt = _format(fmt, as_json)
     specs = load_all()
-    if as_json:
-        rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol, "summary": s.summary, "source": s.source}
-                for s in specs]
+    rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol, "summary": s.summary, "source": s.source}
+            for s in specs]
+    if out_fmt == "json":
         sys.stdout.write(dumps(rows) + "\n")
         return
-    table = Table(title="kassign assignors and solvers")
-    for col in ("name", "kind", "protocol", "summary", "source"):
-        table.add_column(col)
-    for s in specs:
-        table.add_row(s.name, s.kind, s.protocol, s.summary, s.source)
-    stdout.print(table)
+    cols = [Column("name", align="left"), Column("kind", align="left"), Column("protocol", align="left"),
+            Column("summary", align="left", wrap=True), Column("source", align="left", wrap=True)]
+    emit(render(rows, cols, out_fmt, title="kassign assignors and solvers", width=terminal_width()))
 
 
 # --------------------------------------------------------------------------- plug-in commands
@@ -224,9 +286,9 @@ def main() -> None:
     """Console-script entry point: run the app and map errors to exit codes."""
     try:
         app()
-    except InstanceError as e:
+    except InstanceError as e:  # 65 invalid data, 66 a missing file
         stderr.print(e.render(), markup=False)
-        sys.exit(EXIT_DATA)
+        sys.exit(e.exit_code)
     except UnknownAssignorError as e:
         stderr.print(f"error: {e.args[0]}", markup=False)
         sys.exit(EXIT_USAGE)

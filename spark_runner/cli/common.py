@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from rich.console import Console
 
 from solver.errors import InstanceError, KassignError
 from solver.io import Record, is_batch, iter_records, merge_errors
+from solver.resources import TooLargeError
 from solver.result import Params, Result
 from spark_runner.assignors import get as get_assignor
 
@@ -19,6 +22,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3
 EXIT_DATA = 65
+EXIT_NOINPUT = 66
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
@@ -55,15 +59,138 @@ def _parse_options(options: list[str] | None) -> dict[str, Any]:
 
 
 def _params(time_limit: float | None, seed: int, objective: str | None, options: dict[str, Any]) -> Params:
-    if time_limit is not None and time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
+    check_time_limit(time_limit)
+    check_seed(seed)
     obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
     return Params(time_limit=time_limit, seed=seed, objective=obj, options=options)
 
 
+#: Largest ``--seed``: CP-SAT's random seed is a 32-bit int.
+SEED_MAX = 2**31 - 1
+
+
+def check_seed(seed: int) -> None:
+    """``--seed`` must be an integer in ``0..2**31-1`` (exit 2 otherwise)."""
+    if not 0 <= seed <= SEED_MAX:
+        shown = str(seed) if len(str(seed)) <= 30 else f"{str(seed)[:30]}..."
+        raise UsageError(f"--seed must be between 0 and {SEED_MAX}, got {shown}")
+
+
+def check_time_limit(seconds: float | None) -> None:
+    """``--time-limit`` must be a positive finite number of seconds (exit 2 otherwise)."""
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--time-limit must be a positive number of seconds, got {seconds}")
+
+
+def check_output(path: Path | None) -> None:
+    """``-o`` must name a file (not a directory), checked before any work is done (exit 2 otherwise)."""
+    if path is not None and (path.is_dir() or str(path).endswith(("/", "\\"))):
+        raise UsageError(f"--output {path}: is a directory; give a file name")
+
+
+def _pos_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError("expected a positive integer")
+    return v
+
+
+def _non_neg_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError("expected a non-negative integer")
+    return v
+
+
+def _flag(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (str, int)) and str(v).lower() in ("true", "1", "yes", "false", "0", "no"):
+        return str(v).lower() in ("true", "1", "yes")
+    raise ValueError("expected true or false")
+
+
+def _one_of(*choices: str) -> Any:
+    def check(v: Any) -> str:
+        if v not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return str(v)
+
+    return check
+
+
+_CPSAT_OPTIONS = {"workers": _pos_int, "interleave": _flag, "deterministic": _flag, "max_vars": _pos_int}
+#: ``-O KEY=VALUE`` options each assignor understands, with the check (and normalisation) of the value.
+ASSIGNOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "optimal": _CPSAT_OPTIONS,
+    "optimal-cpsat": _CPSAT_OPTIONS,
+    "optimal-streams": {"workers": _pos_int, "engine": _one_of("auto", "highs", "scip", "cp-sat"),
+                        "flows": _flag, "interleave": _flag, "deterministic": _flag,
+                        "full_restore_lag": _non_neg_int},
+    "cooperative-sticky": {"rounds": _one_of("settle"), "settle": _flag},
+}
+
+
+def check_options(assignor: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Check ``-O`` options against what ``assignor`` understands; return them with normalised values.
+
+    Raises
+    ------
+    UsageError
+        An unknown key (the known ones are listed) or a bad value (exit 2).
+    """
+    known = ASSIGNOR_OPTIONS.get(assignor, {})
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if key not in known:
+            listed = ", ".join(sorted(known)) if known else "none"
+            raise UsageError(f"-O {key}: unknown option for {assignor!r} (its options: {listed})")
+        try:
+            out[key] = known[key](value)
+        except ValueError as e:
+            raise UsageError(f"-O {key}={json.dumps(value)}: {e}") from None
+    return out
+
+
 def _run(name: str, rec: Record, params: Params) -> Result:
     spec = get_assignor(name)
-    return spec.run(rec.instance, params)
+    with located(rec.source):
+        return spec.run(rec.instance, params)
+
+
+@contextmanager
+def located(source: str) -> Iterator[None]:
+    """Name ``source`` (the file) in a :class:`~solver.resources.TooLargeError` raised inside."""
+    try:
+        yield
+    except TooLargeError as e:
+        raise TooLargeError(source, e.problems) from None
+
+
+def unproven_note(name: str, res: Result) -> str | None:
+    """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``.
+
+    Examples
+    --------
+    >>> from solver.result import Status
+    >>> r = Result(None, Status.FEASIBLE, (2.0, 11), (2.0, 10), 1.0, {"stages": ["active_balance", "movement"]})
+    >>> unproven_note("optimal-streams", r)
+    'optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%)'
+    """
+    if res.status.value != "feasible" or not res.objective or len(res.bound) != len(res.objective):
+        return None
+    stages = list(res.extra.get("stages") or [f"stage {k + 1}" for k in range(len(res.objective))])
+
+    def num(x: float) -> str:
+        return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
+
+    flags = res.extra.get("proven")
+    proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
+    parts = []
+    for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):
+        if ok:
+            parts.append(f"{s} {num(v)} (proven)")
+        else:
+            parts.append(f"{s} {num(v)} >= {num(b)} (gap {100 * (v - b) / max(abs(v), 1e-12):.3g}%)")
+    return f"{name}: not proven optimal: " + ", ".join(parts)
 
 
 def _records(path: Path) -> list[Record]:

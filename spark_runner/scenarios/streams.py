@@ -50,6 +50,7 @@ Events (what the next rebalance sees)
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from solver.model import Instance
 from solver.streams.model import (
     LATEST_OFFSET,
     NO_STATE,
+    RACK_AWARE_STRATEGIES,
     Client,
     StreamsAssignment,
     StreamsConfig,
@@ -133,6 +135,17 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "max_clients": _optional(_int_at_least(1)),
     "min_clients": _optional(_int_at_least(1)),
     "max_tasks": _optional(_int_at_least(1)),
+    "racks": _int_at_least(0),
+    "replication": _int_at_least(1),
+    "rack_strategy": _choice(RACK_AWARE_STRATEGIES),
+    "rack_traffic_cost": _optional(_int_at_least(0)),
+    "rack_non_overlap_cost": _optional(_int_at_least(0)),
+})
+
+#: Rack parameters (added later): left out of scenario ids at these values, so earlier ids stay valid.
+_RACK_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "racks": 0, "replication": 3, "rack_strategy": "min_traffic", "rack_traffic_cost": None,
+    "rack_non_overlap_cost": None,
 })
 
 
@@ -186,6 +199,16 @@ class StreamsScenarioParams(CheckedParams):
     max_tasks
         Cap on the number of tasks for ``partition-expansion`` (``None``: no cap;
         the initial tasks must fit).
+    racks
+        Racks ``r0`` .. ``r{racks-1}`` (0: no rack data, as before).  Each client
+        gets a uniform random rack; each task's source partition and each
+        changelog partition (one per state store) its replicas on
+        ``min(replication, racks)`` distinct random racks (KIP-925 rack data).
+    replication
+        Replicas per partition (for ``racks``).
+    rack_strategy, rack_traffic_cost, rack_non_overlap_cost
+        With ``racks > 0``: the application's ``rack.aware.assignment.strategy``,
+        ``traffic_cost`` and ``non_overlap_cost`` (``None``: Kafka's default).
     """
 
     protocol: str = PROTOCOL
@@ -212,6 +235,11 @@ class StreamsScenarioParams(CheckedParams):
     max_clients: int | None = None
     min_clients: int | None = None
     max_tasks: int | None = None
+    racks: int = 0
+    replication: int = 3
+    rack_strategy: str = "min_traffic"
+    rack_traffic_cost: int | None = None
+    rack_non_overlap_cost: int | None = None
 
     _CHECKS = STREAMS_FIELD_CHECKS
     _WHAT = "Streams parameter"
@@ -230,6 +258,17 @@ class StreamsScenarioParams(CheckedParams):
             out.append(("max_tasks", f"must be >= subtopologies * partitions_max "
                                      f"({self.subtopologies * self.partitions_max})"))
         return out
+
+    def canonical_json(self) -> str:
+        """Stable JSON for scenario ids; rack parameters at their defaults are left out.
+
+        Examples
+        --------
+        >>> ["racks" in StreamsScenarioParams(racks=n).canonical_json() for n in (0, 2)]
+        [False, True]
+        """
+        d = {k: v for k, v in self.to_dict().items() if not (k in _RACK_DEFAULTS and _RACK_DEFAULTS[k] == v)}
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @property
     def client_cap(self) -> int:
@@ -298,6 +337,11 @@ class NewClient:
     id: str
     process_id: str
     capacity: int
+    rack: str | None = None
+
+
+#: Rack data of one task: ``(source_racks, changelog_racks)``.
+TaskRacks = tuple[tuple[tuple[str, ...], ...] | None, tuple[tuple[str, ...], ...] | None]
 
 
 @dataclass(frozen=True)
@@ -320,6 +364,9 @@ class StreamsEvent:
         Sub-topologies replaced (``partition-expansion``), in full.
     factors
         ``(task id, factor)`` multiplying stale lags (``lag-drift``).
+    task_racks
+        ``(task id, source racks, changelog racks)`` of the tasks a
+        ``partition-expansion`` adds, when the scenario has racks.
     detail
         Human-readable description.
     """
@@ -331,6 +378,7 @@ class StreamsEvent:
     restart: tuple[str, ...] = ()
     subtopologies: tuple[Subtopology, ...] = ()
     factors: tuple[tuple[str, float], ...] = ()
+    task_racks: tuple[tuple[str, tuple[tuple[str, ...], ...] | None, tuple[tuple[str, ...], ...] | None], ...] = ()
     detail: str = ""
 
 
@@ -342,8 +390,9 @@ def _lag_now(client: Client, task: Task) -> int | None:
     return None if lag == NO_STATE else lag
 
 
-def _tasks_of(subs: Sequence[Subtopology]) -> list[Task]:
-    tasks = [Task(tid, s.stateful, s.stores) for s in subs for tid in s.task_ids()]
+def _tasks_of(subs: Sequence[Subtopology], racks: Mapping[str, TaskRacks] | None = None) -> list[Task]:
+    racks = racks or {}
+    tasks = [Task(tid, s.stateful, s.stores, *racks.get(tid, (None, None))) for s in subs for tid in s.task_ids()]
     return sorted(tasks, key=lambda t: t.key)
 
 
@@ -409,7 +458,9 @@ def apply_streams_event(
     for s in event.subtopologies:
         subs[s.id] = s
     sub_list = tuple(sorted(subs.values(), key=lambda s: s.id))
-    tasks = _tasks_of(sub_list)
+    racks: dict[str, TaskRacks] = {t.id: (t.source_racks, t.changelog_racks) for t in spec.tasks}
+    racks.update((tid, (src, chg)) for tid, src, chg in event.task_racks)
+    tasks = _tasks_of(sub_list, racks)
     removed = set(event.remove)
     crashed = dict(event.crash)
     restarted = set(event.restart)
@@ -425,7 +476,7 @@ def apply_streams_event(
         held = assignment.clients.get(c.id) if assignment is not None else None
         nxt = _carry(c, tasks, held, model, factors, c.id in restarted)
         (moved if c.id in restarted else kept).append(nxt)
-    clients = [*kept, *moved, *(Client(n.id, n.process_id, n.capacity) for n in event.add)]
+    clients = [*kept, *moved, *(Client(n.id, n.process_id, n.capacity, n.rack) for n in event.add)]
     new_spec = StreamsSpec(tuple(tasks), tuple(clients), spec.config, sub_list)
     return Instance(instance.name, "streams", {}, (), (), new_spec)
 
@@ -482,6 +533,8 @@ class _Builder:
         self.rng = Generator(PCG64(seed))
         self.client_counter = 0
         self.sizes: dict[str, int] = {}
+        self.rack_names = tuple(f"r{i}" for i in range(params.racks))
+        self.task_racks: dict[str, TaskRacks] = {}
 
     def process_id(self) -> str:
         return str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
@@ -490,7 +543,27 @@ class _Builder:
         cid = f"c{self.client_counter}"
         self.client_counter += 1
         cap = int(self.rng.integers(self.p.threads_min, self.p.threads_max + 1))
-        return NewClient(cid, self.process_id(), cap)
+        pid = self.process_id()
+        rack = self.rack_names[int(self.rng.integers(len(self.rack_names)))] if self.rack_names else None
+        return NewClient(cid, pid, cap, rack)
+
+    def _partition_racks(self, n: int) -> tuple[tuple[str, ...], ...]:
+        k = min(self.p.replication, len(self.rack_names))
+        picks = [self.rng.choice(len(self.rack_names), size=k, replace=False) for _ in range(n)]
+        return tuple(tuple(self.rack_names[i] for i in sorted(pick.tolist())) for pick in picks)
+
+    def add_racks(self, sub: Subtopology) -> list[tuple[str, TaskRacks]]:
+        """Rack data of the sub-topology's tasks that have none yet (none without racks)."""
+        new: list[tuple[str, TaskRacks]] = []
+        if not self.rack_names:
+            return new
+        for tid in sub.task_ids():
+            if tid not in self.task_racks:
+                source = self._partition_racks(len(sub.source_topics))
+                changelog = self._partition_racks(max(sub.stores or 0, 1)) if sub.stateful else None
+                self.task_racks[tid] = (source, changelog)
+                new.append((tid, self.task_racks[tid]))
+        return new
 
     def size(self) -> int:
         p = self.p
@@ -534,8 +607,9 @@ def _initial(b: _Builder) -> Instance:
         sub = Subtopology(i, ((f"source-{i}", n),), stateful, stores)
         subs.append(sub)
         b.add_sizes(sub)
+        b.add_racks(sub)
     new = [b.new_client() for _ in range(p.clients)]
-    tasks = _tasks_of(subs)
+    tasks = _tasks_of(subs, b.task_racks)
     active: list[list[str]] = [[] for _ in new]
     standby: list[list[str]] = [[] for _ in new]
     lags: list[dict[str, int]] = [{} for _ in new]
@@ -559,9 +633,14 @@ def _initial(b: _Builder) -> Instance:
                     lag = b.lag(t.id)
                     if lag is not None:
                         lags[c][t.id] = lag
-    clients = tuple(Client(n.id, n.process_id, n.capacity, None, tuple(a), tuple(s), lg)
+    clients = tuple(Client(n.id, n.process_id, n.capacity, n.rack, tuple(a), tuple(s), lg)
                     for n, a, s, lg in zip(new, active, standby, lags, strict=True))
     config = StreamsConfig(p.standby_replicas, p.acceptable_recovery_lag, p.max_warmup_replicas)
+    if p.racks > 0:
+        config = StreamsConfig(p.standby_replicas, p.acceptable_recovery_lag, p.max_warmup_replicas,
+                               rack_aware_assignment_strategy=p.rack_strategy,
+                               rack_aware_assignment_traffic_cost=p.rack_traffic_cost,
+                               rack_aware_assignment_non_overlap_cost=p.rack_non_overlap_cost)
     return Instance("", "streams", {}, (), (), StreamsSpec(tuple(tasks), clients, config, tuple(subs)))
 
 
@@ -615,7 +694,9 @@ def _draw(b: _Builder, inst: Instance, kind: str) -> StreamsEvent:
         new_n = old + int(rng.integers(1, grow + 1))
         sub = Subtopology(s.id, tuple((name, new_n) for name, _ in s.source_topics), s.stateful, s.stores)
         b.add_sizes(sub)
-        return StreamsEvent(kind, subtopologies=(sub,), detail=f"sub-topology {s.id}: {old} -> {new_n} tasks")
+        racks = tuple((tid, src, chg) for tid, (src, chg) in b.add_racks(sub))
+        return StreamsEvent(kind, subtopologies=(sub,), task_racks=racks,
+                            detail=f"sub-topology {s.id}: {old} -> {new_n} tasks")
     raise ValueError(f"unknown Streams event kind {kind!r}")
 
 

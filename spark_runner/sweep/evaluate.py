@@ -18,7 +18,7 @@ Streams scenarios (parameters with ``protocol: streams``,
 assignors and ``optimal-streams``: each assignor's actives, standbys and
 warm-ups become its clients' previous tasks and lags at the next step, and the
 rows carry the :func:`solver.streams.scoring.score_streams` metrics and the
-Streams gaps (:func:`_streams_gaps`).  Both protocols share one row schema
+Streams gaps (:func:`streams_gap_metrics`).  Both protocols share one row schema
 (:data:`ROW_SCHEMA`); the other protocol's columns are null.
 """
 
@@ -33,10 +33,10 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
+from solver.api import score
 from solver.consumer.gaps import gap_metrics
 from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
-from solver.model.scoring import score
 from solver.registry import AssignorSpec
 from solver.result import Params, Result
 from solver.streams.model import StreamsAssignment
@@ -136,6 +136,7 @@ STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("standbys", "long"),
     ("warmups", "long"),
     ("probing_rebalance", "boolean"),
+    ("cross_rack_traffic", "long"),
     ("active_balance_gap", "double"),
     ("total_balance_gap", "double"),
     ("restoration_gap", "double"),
@@ -167,6 +168,8 @@ PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
 #: Every column of a row, in order, with its Spark SQL type.
 ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + STREAMS_COLUMNS
                                            + PARAM_COLUMNS)
+#: Columns that identify a row: one step of one scenario as seen by one assignor (readers keep one row per key).
+ROW_KEY = ("scenario_id", "step", "assignor")
 COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
 
 
@@ -433,11 +436,20 @@ def _clean(x: float) -> float:
 
 
 def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
-    """Gaps of a Streams assignment against ``optimal-streams`` solved on the *same* instance.
+    """:func:`streams_gap_metrics` of a run against the optimum solved on the *same* instance.
 
     The reference ``ref`` is the optimum of the instance the assignor saw (its
     own previous tasks and lags): caught-up sets and restoration costs depend
     on each assignor's history, so the optimum's own trajectory is no yardstick.
+    """
+    if run.metrics is None or ref.metrics is None:
+        return {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
+                "balance_optimal": None}
+    return streams_gap_metrics(run.metrics, ref.metrics)
+
+
+def streams_gap_metrics(metrics: Mapping[str, Any], reference: Mapping[str, Any]) -> dict[str, Any]:
+    """Gaps of a Streams assignment's metrics against ``optimal-streams``' on the same instance.
 
     ``active_balance_gap`` = max active tasks per thread minus the optimum's;
     ``total_balance_gap`` = max replicas (actives, standbys, warm-ups) per
@@ -449,17 +461,20 @@ def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
     Otherwise a negative value is real: the assignment bought a lower later
     stage with a worse earlier one (e.g. less restoration for worse balance).
     ``balance_optimal``: both balance gaps are 0.
+
+    Examples
+    --------
+    >>> m = {"max_active_load": 2.0, "max_total_load": 3.0, "restoration_cost": 5}
+    >>> o = {"max_active_load": 1.5, "max_total_load": 3.0, "restoration_cost": 7}
+    >>> streams_gap_metrics(m, o)
+    {'active_balance_gap': 0.5, 'total_balance_gap': 0.0, 'restoration_gap': -2.0, 'balance_optimal': False}
     """
-    out: dict[str, Any] = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
-                           "balance_optimal": None}
-    if run.metrics is None or ref.metrics is None:
-        return out
-    m, o = run.metrics, ref.metrics
+    m, o = metrics, reference
     a = _clean(float(m["max_active_load"]) - float(o["max_active_load"]))
     t = _clean(float(m["max_total_load"]) - float(o["max_total_load"]))
     r = float(m["restoration_cost"]) - float(o["restoration_cost"])
-    out.update(active_balance_gap=a, total_balance_gap=t, restoration_gap=r, balance_optimal=a == 0.0 and t == 0.0)
-    return out
+    return {"active_balance_gap": a, "total_balance_gap": t, "restoration_gap": r,
+            "balance_optimal": a == 0.0 and t == 0.0}
 
 
 def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -475,6 +490,9 @@ def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
         if name in ("valid", "violations") or name not in types:
             continue
         typ = types[name]
+        if value is None:  # e.g. cross_rack_traffic without rack data
+            out[name] = None
+            continue
         out[name] = _finite(value) if typ == "double" else (bool(value) if typ == "boolean" else int(value))
     return out
 

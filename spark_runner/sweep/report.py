@@ -2,12 +2,14 @@
 
 ``build_report(DIR)`` reads ``DIR/rows`` and writes ``DIR/report/``:
 
-- ``index.html``: summary tables and the plots;
-- ``summary.md``: the same tables in Markdown (for a KIP or a pull request);
-- ``summary.csv``: the per-assignor table as CSV;
-- ``gaps.png`` (gap distributions per assignor), ``moves.png`` (mean
-  cumulative moved partitions over the steps), ``solve_time.png`` (seconds
-  against instance size);
+- ``index.html``: the answer (which assignor to run, what it costs, its worst step and the command
+  that reproduces it; :func:`recommend`), summary tables and the plots;
+- ``summary.md``: the same in Markdown (for a KIP or a pull request);
+- ``summary.csv``: the per-assignor table as CSV (raw column names);
+- ``gaps.png`` (gap distributions per assignor, invalid and unit-splitting steps left out and counted),
+  ``moves.png`` (mean cumulative moved partitions over the steps, one panel per assignor beside the
+  optimum), ``optimum.png`` (share of steps proven and seconds against instance size);
+- ``worst-<assignor>.yaml``: a one-scenario grid that re-runs the recommended assignor's worst step;
 - when the sweep has Kafka Streams rows (``protocol = streams``): Streams
   tables (``summary_streams.csv``) and ``streams_gaps.png``.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,23 +31,81 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solver.errors import InstanceError, Problem
-from spark_runner.sweep.evaluate import OPTIMAL, REFERENCE, STREAMS_OPTIMAL, arrow_schema
+from solver.errors import InstanceError, MissingFileError, Problem
+from spark_runner.sweep.evaluate import EPS, OPTIMAL, REFERENCE, ROW_KEY, STREAMS_OPTIMAL, arrow_schema
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
 STREAMS_GAPS = ("active_balance_gap", "total_balance_gap", "restoration_gap")
 STATS = ("mean", "p50", "p95", "max")
 
+#: Metric names a person reads and their units; tables and plots show the raw column name beside them.
+LABELS: dict[str, tuple[str, str]] = {
+    "max_load_gap": ("busiest member above the optimum's", "topic-partitions per capacity unit, weights when weighted"),
+    "sum_sq_gap": ("imbalance above the optimum's", "sum of squared loads"),
+    "excess_moves": ("moves beyond the fewest at that balance", "topic-partitions, move_costs when set"),
+    "moved": ("moved partitions", "topic-partitions per step"),
+    "moved_cost": ("moved state", "move_costs per step; topic-partitions without them"),
+    "rounds": ("rebalance rounds", "rounds per step"),
+    "seconds": ("time per assignment", "seconds"),
+    "steps": ("steps", "scenario-steps"),
+    "scenarios": ("scenarios", "count"),
+    "errors": ("steps that raised", "steps"),
+    "invalid": ("invalid assignments", "steps"),
+    "copartition_violations": ("steps splitting co-partitioned units", "steps"),
+    "balance_optimal_share": ("as balanced as the optimum", "% of steps"),
+    "not_caught_up": ("steps with an active on a lagging client", "steps"),
+    "moved_actives": ("moved active tasks", "tasks per step"),
+    "restoration_cost": ("state to restore", "offsets per step"),
+    "warmups": ("warm-up replicas", "replicas per step"),
+    "probing_share": ("asked for a probing rebalance", "% of steps"),
+    "active_balance_gap": ("busiest thread's actives above the optimum's", "active tasks per thread"),
+    "total_balance_gap": ("busiest thread's replicas above the optimum's", "tasks per thread"),
+    "restoration_gap": ("state to restore above the optimum's", "offsets"),
+    "event": ("event", "kind of rebalance"),
+    "assignor": ("assignor", ""),
+}
+_STAT_WORDS = {"mean": "mean", "p50": "median", "p95": "95th percentile", "max": "max", "total": "total"}
+
+
+def label(raw: str) -> tuple[str, str]:
+    """``(words, unit)`` for a column: a metric of :data:`LABELS`, or ``metric_stat`` (e.g. ``moved_mean``).
+
+    Examples
+    --------
+    >>> label("moved_mean")
+    ('moved partitions, mean', 'topic-partitions per step')
+    >>> label("p95")
+    ('95th percentile', '')
+    """
+    if raw in LABELS:
+        return LABELS[raw]
+    base, _, stat = raw.rpartition("_")
+    if base in LABELS and stat in _STAT_WORDS:
+        words, unit = LABELS[base]
+        return f"{words}, {_STAT_WORDS[stat]}", unit
+    if raw in _STAT_WORDS:
+        return _STAT_WORDS[raw], ""
+    return raw.replace("_", " "), ""
+
+
+def _title(raw: str) -> str:
+    """A section title: words, then the raw name and the unit in brackets."""
+    words, unit = label(raw)
+    return f"{words[:1].upper()}{words[1:]} ({raw}{', ' + unit if unit else ''})"
+
 
 #: The columns the report reads (a large sweep has millions of rows; params_json alone would be big).
-REPORT_COLUMNS = ("scenario_id", "step", "event", "protocol", "members", "partitions", "status", "seconds", "rounds",
-                  "error", "valid", "copartition_violations", "moved", "max_load_gap", "sum_sq_gap", "excess_moves",
-                  "excess_moves_proven", "balance_optimal", "opt_status", "not_caught_up_actives",
-                  "moved_actives", "warmups", "probing_rebalance", "restoration_cost", *STREAMS_GAPS)
+REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members", "partitions", "status", "seconds",
+                  "rounds", "error", "valid", "copartition_violations", "moved", "moved_cost", "max_load_gap",
+                  "sum_sq_gap", "excess_moves", "excess_moves_proven", "balance_optimal", "opt_status",
+                  "not_caught_up_actives", "moved_actives", "warmups", "probing_rebalance", "restoration_cost",
+                  *STREAMS_GAPS)
 
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Rows under ``out/rows`` (all columns, or ``columns`` plus ``assignor`` as a plain string column)."""
+    if not Path(out).exists():
+        raise MissingFileError(str(out), [Problem("", "no such directory")])
     rows = Path(out) / "rows"
     if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
         raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])
@@ -55,9 +116,13 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
     schema = arrow_schema()
     part = ds.partitioning(pa.schema([schema.field("assignor")]), flavor="hive")
     dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
-    cols = None if columns is None else [*columns, "assignor"]
+    cols = None if columns is None else list(dict.fromkeys([*columns, *ROW_KEY]))
     df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
+    # One row per (scenario, step, assignor), whatever an interrupted run left (run.clear_uncommitted).
+    df = df.drop_duplicates(subset=list(ROW_KEY), keep="first", ignore_index=True)
+    if columns is not None:
+        df = df[list(dict.fromkeys([*columns, "assignor"]))]
     if "protocol" in df.columns:
         df["protocol"] = df["protocol"].fillna("consumer").astype(str)
     return df
@@ -115,6 +180,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         row["balance_optimal_share"] = _share(g["balance_optimal"])
         row["moved_mean"] = _stat(g["moved"], "mean")
         row["moved_total"] = float(pd.to_numeric(g["moved"]).sum())
+        row["moved_cost_mean"] = _stat(g["moved_cost"], "mean")
         row["rounds_mean"] = _stat(g["rounds"], "mean")
         row["rounds_max"] = _stat(g["rounds"], "max")
         row["seconds_mean"] = _stat(g["seconds"], "mean")
@@ -144,22 +210,64 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
 # --------------------------------------------------------------------------- plots
 
 
+def gap_data(df: pd.DataFrame, heur: list[str], gap: str) -> tuple[list[np.ndarray], list[str]]:
+    """The values of ``gap`` plotted per assignor, and the labels (counting the steps left out).
+
+    Left out: invalid steps and steps that split co-partitioned units (a negative gap there is a broken
+    constraint, not a gain).
+    """
+    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    valid = (df["valid"] != False) & ~split  # noqa: E712 (nullable column)
+    data, names = [], []
+    for n in heur:
+        mine = df["assignor"] == n
+        data.append(pd.to_numeric(df.loc[mine & valid, gap], errors="coerce").dropna().to_numpy())
+        bad = int((mine & ~valid).sum())
+        names.append(f"{n}\n({bad} invalid or split, not shown)" if bad else n)
+    return data, names
+
+
 def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, ...], title: str) -> Any:
-    """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller)."""
-    fig, axes = plt.subplots(1, len(gaps), figsize=(5 * len(gaps), 0.45 * max(4, len(heur)) + 1.5))
+    """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller).
+
+    Steps with an invalid assignment, or one that splits co-partitioned units, are left out: breaking a
+    hard constraint the optimum keeps can look better than the optimum (a negative gap), which is no gain.
+    The assignor's label counts them.
+    """
+    fig, axes = plt.subplots(1, len(gaps), figsize=(5.6 * len(gaps), 0.45 * max(4, len(heur)) + 1.7))
     for ax, gap in zip(np.atleast_1d(axes), gaps, strict=True):
-        data = [pd.to_numeric(df.loc[df["assignor"] == n, gap], errors="coerce").dropna().to_numpy() for n in heur]
+        data, names = gap_data(df, heur, gap)
         if any(d.size for d in data):
             ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
                        flierprops={"markersize": 2, "alpha": 0.4})
-            ax.set_yticks(range(1, len(heur) + 1), heur)
+            ax.set_yticks(range(1, len(heur) + 1), names)
         else:
             ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
             ax.set_yticks([])
-        ax.set_title(gap)
+        words, unit = label(gap)
+        ax.set_title(f"{words}\n({gap})", fontsize=10)
+        ax.set_xlabel(unit, fontsize=9)
+        ax.axvline(0, color="green", lw=0.8, ls=":")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(title)
     return fig
+
+
+def _step_counts(df: pd.DataFrame) -> pd.Series:
+    """Scenarios that reach each step (scenarios have different step counts)."""
+    return df.groupby("step")["scenario_id"].nunique()
+
+
+def _counts_note(counts: pd.Series) -> str:
+    """``"mean over 20 scenarios at steps 0-6, 16 at steps 7-8"``: whom each step's mean is over."""
+    runs: list[tuple[int, int, int]] = []
+    for step, n in counts.items():
+        if runs and runs[-1][2] == n and runs[-1][1] == int(step) - 1:
+            runs[-1] = (runs[-1][0], int(step), int(n))
+        else:
+            runs.append((int(step), int(step), int(n)))
+    parts = [f"{n} at step{'s' if a != b else ''} {a}{'-' + str(b) if a != b else ''}" for a, b, n in runs]
+    return "mean over the scenarios that reach the step: " + ", ".join(parts)
 
 
 def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
@@ -170,52 +278,211 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
 
     made = []
     heur = [n for n in _order(df["assignor"].unique()) if n != OPTIMAL]
-    colors = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(_order(df["assignor"].unique()))}
 
     # 1. gap distributions
     fig = _gap_boxplots(plt, df, heur, GAPS, "Gap to the optimum per step (0 = as good as the optimum)")
     fig.tight_layout()
     fig.savefig(folder / "gaps.png", dpi=110)
     plt.close(fig)
-    made.append(("gaps.png", "Gap distributions per assignor"))
+    made.append(("gaps.png", "Gap distributions per assignor (box: middle half of the steps; invalid steps left "
+                              "out and counted in the label)"))
 
-    # 2. cumulative moves over steps
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for n in _order(df["assignor"].unique()):
-        g = df[df["assignor"] == n][["scenario_id", "step", "moved"]].copy()
+    # 2. cumulative moves over steps: one small panel per assignor, the optimum in each (no line hides another)
+    def curve(name: str) -> pd.Series:
+        g = df[df["assignor"] == name][["scenario_id", "step", "moved"]].copy()
         g["moved"] = pd.to_numeric(g["moved"], errors="coerce").fillna(0)
         g = g.sort_values(["scenario_id", "step"])
         g["cum"] = g.groupby("scenario_id")["moved"].cumsum()
-        curve = g.groupby("step")["cum"].mean()
-        ax.plot(curve.index, curve.to_numpy(), marker="o", markersize=3, label=n, color=colors[n],
-                linewidth=2.5 if n == OPTIMAL else 1.5, linestyle="--" if n == OPTIMAL else "-")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cumulative moved partitions (mean over scenarios)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+        return g.groupby("step")["cum"].mean()
+
+    opt_curve = curve(OPTIMAL) if (df["assignor"] == OPTIMAL).any() else None
+    ncols = min(3, max(1, len(heur)))
+    nrows = max(1, math.ceil(len(heur) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.9 * nrows + 0.9), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, n in zip(axes.flat, heur, strict=False):
+        if opt_curve is not None:
+            ax.plot(opt_curve.index, opt_curve.to_numpy(), color="black", lw=1.2, ls="--", label=OPTIMAL)
+        c = curve(n)
+        ax.plot(c.index, c.to_numpy(), marker="o", markersize=3, color="tab:blue", lw=1.6, label=n)
+        ax.set_title(n, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    for ax in list(axes.flat)[len(heur):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("step (rebalance events)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("cumulative moved\ntopic-partitions")
+    fig.suptitle("Cumulative moved topic-partitions per scenario, mean over scenarios (dashed: the optimum)\n"
+                 + _counts_note(_step_counts(df[df["assignor"] == (OPTIMAL if opt_curve is not None else heur[0])]))
+                 if heur else "no heuristic rows", fontsize=10)
     fig.tight_layout()
     fig.savefig(folder / "moves.png", dpi=110)
     plt.close(fig)
-    made.append(("moves.png", "Cumulative moves over the steps"))
+    made.append(("moves.png", "Cumulative moved topic-partitions over the steps, one panel per assignor"))
 
-    # 3. solve time against size
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for n in _order(df["assignor"].unique()):
-        g = df[df["assignor"] == n]
-        x = pd.to_numeric(g["partitions"], errors="coerce")
-        y = pd.to_numeric(g["seconds"], errors="coerce").clip(lower=1e-6)
-        ax.scatter(x, y, s=6 if n != OPTIMAL else 10, alpha=0.5, label=n, color=colors[n],
-                   marker="x" if n == OPTIMAL else "o")
-    ax.set_yscale("log")
-    ax.set_xlabel("topic-partitions in the instance")
-    ax.set_ylabel("seconds per assignment (settled)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, ncol=2, markerscale=2)
-    fig.tight_layout()
-    fig.savefig(folder / "solve_time.png", dpi=110)
-    plt.close(fig)
-    made.append(("solve_time.png", "Solve time against instance size"))
+    # 3. what the optimum costs: proven share and solve time against instance size
+    opt = df[df["assignor"] == OPTIMAL]
+    if len(opt):
+        size = pd.to_numeric(opt["partitions"], errors="coerce")
+        edges = np.unique(np.quantile(size.dropna(), np.linspace(0, 1, 7))) if size.notna().any() else np.array([])
+        if edges.size >= 2:
+            bins = pd.cut(size, edges, include_lowest=True, duplicates="drop")
+        else:
+            bins = pd.Series(["all"] * len(opt), index=opt.index)
+        grp = opt.assign(_bin=bins, _proven=opt["status"] == "optimal",
+                         _sec=pd.to_numeric(opt["seconds"], errors="coerce")).groupby("_bin", observed=True)
+        share = grp["_proven"].mean() * 100
+        med = grp["_sec"].median()
+        p95 = grp["_sec"].quantile(0.95)
+        count = grp.size()
+        labels = [f"{math.floor(b.left) + 1}-{math.floor(b.right)}" if isinstance(b, pd.Interval) else str(b)
+                  for b in share.index]
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        xs = np.arange(len(labels))
+        a1.bar(xs, share.to_numpy(), color="tab:green")
+        for x, v, k in zip(xs, share.to_numpy(), count.to_numpy(), strict=True):
+            a1.annotate(f"{v:.0f}% of {k}", (x, v), ha="center", va="bottom", fontsize=8)
+        a1.set_ylim(0, 110)
+        a1.set_xticks(xs, labels, rotation=20, fontsize=8)
+        a1.set_xlabel("instance size (topic-partitions)")
+        a1.set_ylabel("steps solved with proof (%)")
+        a1.set_title("How often the optimum is proven")
+        a2.plot(xs, med.to_numpy(), "o-", label="median")
+        a2.plot(xs, p95.to_numpy(), "s--", label="95th percentile")
+        a2.set_xticks(xs, labels, rotation=20, fontsize=8)
+        a2.set_xlabel("instance size (topic-partitions)")
+        a2.set_ylabel("seconds per optimal assignment")
+        a2.set_yscale("log")
+        a2.set_title("What it costs in time")
+        a2.legend(fontsize=8)
+        a2.grid(alpha=0.3, which="both")
+        fig.tight_layout()
+        fig.savefig(folder / "optimum.png", dpi=110)
+        plt.close(fig)
+        made.append(("optimum.png", "The optimum: share proven and seconds per assignment against instance size "
+                                    "(use it to pick solver_time_limit and instance sizes)"))
     return made
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
+    """The consumer assignor closest to the optimum on these rows, what it costs, and its worst step.
+
+    Closest: the largest share of steps *as good as the optimum* -- valid, not failed, co-partitioned
+    units kept together, as balanced as the optimum and no move wasted (``excess_moves`` 0); then the
+    fewest moves beyond the fewest at that balance (``excess_moves``, mean); then the fewest moved
+    partitions.  The worst step of that assignor: a failed or invalid one first, then one that splits
+    co-partitioned units, else the largest ``max_load_gap``, then ``sum_sq_gap``, then ``excess_moves``.
+    ``None`` without heuristic rows.
+    """
+    s = summary_table(df)
+    heur = s[s["assignor"] != OPTIMAL]
+    if heur.empty:
+        return None
+    good = (df["error"].isna() & (df["valid"] != False)  # noqa: E712 (nullable column)
+            & (pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) == 0)
+            & (df["balance_optimal"] == True)  # noqa: E712
+            & (pd.to_numeric(df["excess_moves"], errors="coerce").fillna(math.inf) <= EPS))
+    good_share = good.groupby(df["assignor"]).mean()
+
+    def key(r: pd.Series) -> tuple[Any, ...]:
+        def num(v: Any, default: float) -> float:
+            return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+        return (-float(good_share.get(r["assignor"], 0.0)), num(r["excess_moves_mean"], math.inf),
+                num(r["moved_mean"], math.inf), r["assignor"])
+
+    best = min((r for _, r in heur.iterrows()), key=key)
+    name = str(best["assignor"])
+    g = df[df["assignor"] == name].copy()
+    # failed or invalid first, then steps that split co-partitioned units (a join reads wrong data), then gaps
+    bad = (2 * (g["error"].notna() | (g["valid"] == False)).astype(int)  # noqa: E712 (nullable column)
+           + (pd.to_numeric(g["copartition_violations"], errors="coerce").fillna(0) > 0).astype(int))
+    for c in GAPS:
+        g[f"_{c}"] = pd.to_numeric(g[c], errors="coerce").fillna(-math.inf)
+    g["_bad"] = bad
+    worst = g.sort_values(["_bad", *(f"_{c}" for c in GAPS)], ascending=False).iloc[0]
+    opt = s[s["assignor"] == OPTIMAL]
+    ref = opt.iloc[0] if len(opt) else None
+    return {
+        "assignor": name,
+        "steps": int(best["steps"]),
+        "good_share": float(good_share.get(name, 0.0)),
+        "balance_optimal_share": best["balance_optimal_share"],
+        "split_steps": int(best["copartition_violations"]),
+        "failed_steps": int(best["errors"]) + int(best["invalid"]),
+        "excess_moves_mean": best["excess_moves_mean"],
+        "moved_mean": best["moved_mean"],
+        "moved_cost_mean": best["moved_cost_mean"],
+        "rounds_mean": best["rounds_mean"],
+        "rounds_max": best["rounds_max"],
+        "optimal_moved_mean": None if ref is None else ref["moved_mean"],
+        "optimal_moved_cost_mean": None if ref is None else ref["moved_cost_mean"],
+        "worst": {k: (None if pd.isna(worst[k]) else worst[k]) for k in
+                  ("scenario_id", "seed", "step", "event", "valid", "error", "copartition_violations", *GAPS)},
+    }
+
+
+def write_worst_grid(out: Path, folder: Path, rec: dict[str, Any], meta: dict[str, Any]) -> Path | None:
+    """A one-scenario grid (``folder/worst-<assignor>.yaml``) that reproduces the worst step; ``None`` if unknown."""
+    import pyarrow.dataset as ds
+    import yaml
+
+    sid = rec["worst"]["scenario_id"]
+    dataset = ds.dataset(str(out / "rows"), format="parquet", partitioning="hive")
+    t = dataset.to_table(columns=["params_json", "seed"], filter=ds.field("scenario_id") == sid)
+    if t.num_rows == 0:
+        return None
+    params = {k: v for k, v in json.loads(t.column("params_json")[0].as_py()).items() if v is not None}
+    grid = {"name": f"worst-{rec['assignor']}",
+            "description": f"scenario {sid}, step {rec['worst']['step']}: the worst step of {rec['assignor']} "
+                           f"in the sweep {meta.get('grid', out.name)}",
+            "seeds": [int(t.column("seed")[0].as_py())], "assignors": [rec["assignor"]],
+            "solver_time_limit": meta.get("solver_time_limit") or 10, "params": params}
+    path = folder / f"worst-{rec['assignor']}.yaml"
+    path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def answer_markdown(rec: dict[str, Any], grid: Path | None) -> list[str]:
+    """The report's first paragraph: which assignor to run and what it costs (Markdown)."""
+    n = rec["assignor"]
+    opt_mv = rec["optimal_moved_mean"]
+    flaws = [f"{k} {what}" for k, what in ((rec["split_steps"], "split co-partitioned units"),
+                                           (rec["failed_steps"], "failed or were invalid")) if k]
+    lines = [
+        f"**Run `{n}`.** On this grid it is the Kafka assignor closest to the optimum: as good as the optimum "
+        f"(valid, co-partitioned units kept together, as balanced, no move wasted) in "
+        f"{_share_fmt(rec['good_share'])} of its "
+        f"{rec['steps']} steps; as balanced in {_share_fmt(rec['balance_optimal_share'])} (`balance_optimal`)"
+        + (f"; of its steps, {' and '.join(flaws)}" if flaws else "") + ".",
+        "",
+        f"- **What it costs you**: {_fmt(rec['moved_mean'])} moved topic-partitions per step (`moved`; "
+        f"the optimum: {_fmt(opt_mv)}), {_fmt(rec['excess_moves_mean'])} of them beyond the fewest at that "
+        f"balance (`excess_moves`, mean); moved state {_fmt(rec['moved_cost_mean'])} per step (`moved_cost`; "
+        f"the optimum: {_fmt(rec['optimal_moved_cost_mean'])}); {_fmt(rec['rounds_mean'])} rebalance rounds per "
+        f"step (`rounds`, at most {_fmt(rec['rounds_max'])}).",
+    ]
+    w = rec["worst"]
+    gaps = ", ".join(f"`{c}` {_fmt(w[c])}" for c in GAPS)
+    if w["error"]:
+        what = "failed: " + str(w["error"])
+    elif w["valid"] is False or w["valid"] == False:  # noqa: E712 (numpy bool)
+        what = "an invalid assignment"
+    elif w["copartition_violations"]:
+        what = f"split {_fmt(w['copartition_violations'])} co-partitioned unit(s) ({gaps})"
+    else:
+        what = gaps
+    lines.append(f"- **Its worst step**: scenario `{w['scenario_id']}` (seed {_fmt(w['seed'])}), step "
+                 f"{_fmt(w['step'])} ({w['event']}): {what}.")
+    if grid is not None:
+        lines.append(f"- **Reproduce it**: `kassign sweep {grid} --out {grid.parent.parent}-{grid.stem}` "
+                     f"(that scenario alone; its step {_fmt(w['step'])} row is the one above).")
+    return lines
 
 
 # --------------------------------------------------------------------------- rendering
@@ -245,19 +512,33 @@ def _share_fmt(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * float(v):.1f}%"
 
 
+def _md_header(raw: str) -> str:
+    words, unit = label(raw)
+    if raw in ("assignor", "event") or words == raw:
+        return raw
+    return f"{words} (`{raw}`{', ' + unit if unit else ''})"
+
+
 def markdown_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
-    """A GitHub Markdown table."""
+    """A GitHub Markdown table; headers in words with the raw column name and unit beside."""
     cols = list(df.columns)
     rule = "|".join("---" if i == 0 else "---:" for i in range(len(cols)))
-    lines = ["| " + " | ".join(cols) + " |", f"|{rule}|"]
+    lines = ["| " + " | ".join(_md_header(str(c)) for c in cols) + " |", f"|{rule}|"]
     for _, r in df.iterrows():
         lines.append("| " + " | ".join(_share_fmt(r[c]) if c in share_cols else _fmt(r[c]) for c in cols) + " |")
     return "\n".join(lines)
 
 
 def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
-    """An HTML table (numbers right-aligned)."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    """An HTML table (numbers right-aligned) in a box that scrolls sideways when wider than the page."""
+    def th(raw: str) -> str:
+        words, unit = label(raw)
+        if raw in ("assignor", "event") or words == raw:
+            return f"<th>{html.escape(raw)}</th>"
+        return (f"<th>{html.escape(words)}<br><code>{html.escape(raw)}</code>"
+                f"{'<br><small>' + html.escape(unit) + '</small>' if unit else ''}</th>")
+
+    head = "".join(th(str(c)) for c in df.columns)
     body = []
     for _, r in df.iterrows():
         cells = []
@@ -265,32 +546,57 @@ def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
             text = _share_fmt(r[c]) if c in share_cols else _fmt(r[c])
             cells.append(f"<td{' class=l' if i == 0 else ''}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f"<div class=scroll><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            "</div>")
+
+
+def md_inline_html(text: str) -> str:
+    """Escape ``text`` for HTML and render its Markdown ``*emphasis*`` and ```code``` (no literal asterisks).
+
+    Examples
+    --------
+    >>> md_inline_html("*balance optimal* = `max_load_gap` < 1")
+    '<em>balance optimal</em> = <code>max_load_gap</code> &lt; 1'
+    >>> md_inline_html("**Run `uniform`.** Then *this*.")
+    '<strong>Run <code>uniform</code>.</strong> Then <em>this</em>.'
+    """
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*([^*]+?)\*\*", r"<strong>\1</strong>", out)
+    return re.sub(r"\*([^*\s][^*]*?)\*", r"<em>\1</em>", out)
 
 
 def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str, ...]]]:
     s = summary_table(df)
     sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
     cols = ["assignor", "steps", "scenarios", "errors", "invalid", "copartition_violations", "balance_optimal_share"]
-    sections.append(("Overview", "Steps evaluated per assignor; *balance optimal* = as balanced as the optimum "
-                     "(max_load_gap = sum_sq_gap = 0).", s[cols], ("balance_optimal_share",)))
-    for gap, what in (("max_load_gap", "max load minus the optimum's (topic-partitions, or weights when weighted)"),
-                      ("sum_sq_gap", "sum of squared loads minus the optimum's"),
-                      ("excess_moves", "moves beyond the fewest needed by any valid assignment at least as "
-                                       "balanced")):
+    sections.append(("Overview", "Steps evaluated per assignor; *as balanced as the optimum* = "
+                     "`max_load_gap` = `sum_sq_gap` = 0.", s[cols], ("balance_optimal_share",)))
+    for gap, what in (("max_load_gap", "The busiest member's load minus the optimum's: topic-partitions per unit "
+                                       "of capacity (partition weights when the instance has weights). 0 = as good "
+                                       "as the optimum."),
+                      ("sum_sq_gap", "Sum of squared member loads minus the optimum's (same load unit, squared): "
+                                     "how much less even the whole load vector is. 0 = as even as the optimum."),
+                      ("excess_moves", "Moved cost (topic-partitions, or `move_costs` when the instance sets them) "
+                                       "above the fewest of any valid assignment at least as balanced (max load "
+                                       "and sum of squares no higher). 0 = no move was wasted; the optimum's own "
+                                       "value is 0 by definition (docs/format.md).")):
         t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
-        sections.append((gap, what, t, ()))
-    t = s[["assignor", "moved_mean", "moved_total", "rounds_mean", "rounds_max", "seconds_mean", "seconds_p95",
-           "seconds_max"]]
-    sections.append(("Moves, rounds and time", "Moved partitions per step (from the claims before the first round "
-                     "to the settled assignment), rebalance rounds per step, seconds per assignment.", t, ()))
+        sections.append((_title(gap), what, t, ()))
+    t = s[["assignor", "moved_mean", "moved_total", "moved_cost_mean", "rounds_mean", "rounds_max", "seconds_mean",
+           "seconds_p95", "seconds_max"]]
+    sections.append(("Moves, rounds and time", "Moved topic-partitions per step (from the claims before the first "
+                     "round to the settled assignment), moved state per step (`move_costs`; topic-partitions when "
+                     "the instance has none), rebalance rounds per step, seconds per assignment.", t, ()))
     share = event_table(df, "balance_optimal", "share")
-    sections.append(("Balance optimal by event", "Share of steps as balanced as the optimum, per event kind.",
+    sections.append(("As balanced as the optimum, by event (balance_optimal, % of steps)",
+                     "Share of steps as balanced as the optimum, per event kind (columns: assignors).",
                      share, tuple(c for c in share.columns if c != "event")))
-    sections.append(("Excess moves by event", "Mean excess_moves per event kind.",
+    sections.append(("Moves beyond the fewest, by event (excess_moves, mean per step)",
+                     "Mean `excess_moves` per event kind, in topic-partitions (`move_costs` when set).",
                      event_table(df, "excess_moves"), ()))
-    sections.append(("Moved partitions by event", "Mean moved partitions per event kind.",
-                     event_table(df, "moved"), ()))
+    sections.append(("Moved partitions by event (moved, mean topic-partitions per step)",
+                     "Mean moved topic-partitions per event kind.", event_table(df, "moved"), ()))
     return sections
 
 
@@ -308,11 +614,17 @@ def _notes(df: pd.DataFrame) -> list[str]:
     if unproven_moves:
         notes.append(f"{unproven_moves} excess_moves value(s) are lower estimates (the fewest-moves CP-SAT model "
                      "hit its time limit).")
-    neg = df[(pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0)
-             & (pd.to_numeric(df["max_load_gap"], errors="coerce") < 0)]
+    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    below = ((pd.to_numeric(df["max_load_gap"], errors="coerce") < -EPS)
+             | (pd.to_numeric(df["sum_sq_gap"], errors="coerce") < -EPS))
+    neg = df[split & below]
     if len(neg):
-        notes.append(f"{len(neg)} step(s) have negative balance gaps: those assignments break co-partitioning, "
-                     "which the optimum respects.")
+        notes.append(f"{len(neg)} step(s) have a negative balance gap (max_load_gap or sum_sq_gap): those "
+                     "assignments break co-partitioning, which the optimum respects.")
+    other = df[~split & below & (df["assignor"] != OPTIMAL)]
+    if len(other):
+        notes.append(f"{len(other)} other step(s) have a negative balance gap (max_load_gap or sum_sq_gap): "
+                     "against an optimum that is not proven, or an invalid assignment.")
     errs = df[df["error"].notna()]
     for name, g in errs.groupby("assignor"):
         notes.append(f"{name}: {len(g)} step(s) raised, e.g. {g['error'].iloc[0]}")
@@ -321,8 +633,10 @@ def _notes(df: pd.DataFrame) -> list[str]:
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td.l{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
-.note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}"""
+td.l{text-align:left;white-space:nowrap}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+.note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}
+.scroll{overflow-x:auto;max-width:100%}th{vertical-align:bottom;font-weight:normal}th code{font-weight:bold}
+th small{color:#666}.answer{background:#eef6ee;padding:.6em 1em;border-left:4px solid #2a8a2a}"""
 
 
 def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -367,13 +681,16 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
                       ("restoration_gap", "state to restore (offsets) minus the optimum's; negative when the "
                                           "assignment restores less at the price of balance")):
         t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
-        sections.append((f"Streams {gap}", what, t, ()))
+        sections.append((f"Streams: {_title(gap)}", what + " (invalid steps left out).", t, ()))
     share = event_table(df, "balance_optimal", "share")
-    sections.append(("Streams balance optimal by event", "Share of Streams steps as balanced as the optimum, per "
+    sections.append(("Streams: as balanced as the optimum, by event (balance_optimal, % of steps)",
+                     "Share of Streams steps as balanced as the optimum, per "
                      "event kind.", share, tuple(c for c in share.columns if c != "event")))
-    sections.append(("Streams moved actives by event", "Mean moved active tasks per event kind.",
+    sections.append(("Streams: moved active tasks by event (moved_actives, mean tasks per step)",
+                     "Mean moved active tasks per event kind.",
                      event_table(df, "moved_actives"), ()))
-    sections.append(("Streams restoration gap by event", "Mean restoration_gap per event kind.",
+    sections.append(("Streams: state to restore above the optimum's, by event (restoration_gap, mean offsets)",
+                     "Mean `restoration_gap` per event kind.",
                      event_table(df, "restoration_gap"), ()))
     return sections
 
@@ -447,8 +764,13 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         notes += _streams_notes(st)
         streams_summary_table(st).to_csv(folder / "summary_streams.csv", index=False)
     facts = _facts(df, st)
+    rec = recommend(df) if len(df) else None
+    answer: list[str] = []
+    if rec is not None:
+        answer = ["## Which assignor should I run, and what does it cost me?", "",
+                  *answer_markdown(rec, write_worst_grid(out, folder, rec, meta)), ""]
 
-    md = [f"# Sweep report: {title}", "", facts, ""]
+    md = [f"# Sweep report: {title}", "", *answer, facts, ""]
     md += [f"> {n}" for n in notes] + ([""] if notes else [])
     for name, what, table, share_cols in sections:
         md += [f"## {name}", "", what, "", markdown_table(table, share_cols), ""]
@@ -457,10 +779,16 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>Sweep report: {html.escape(title)}</h1><p>{html.escape(facts)}</p>"]
-    parts += [f"<p class=note>{html.escape(n)}</p>" for n in notes]
+             f"<h1>Sweep report: {html.escape(title)}</h1>"]
+    if answer:
+        items = [md_inline_html(x[2:]) for x in answer if x.startswith("- ")]
+        head = next(x for x in answer[2:] if x and not x.startswith("- "))
+        parts.append(f"<div class=answer><h2>{html.escape(answer[0][3:])}</h2><p>{md_inline_html(head)}</p>"
+                     f"<ul>{''.join('<li>' + i + '</li>' for i in items)}</ul></div>")
+    parts.append(f"<p>{html.escape(facts)}</p>")
+    parts += [f"<p class=note>{md_inline_html(n)}</p>" for n in notes]
     for name, what, table, share_cols in sections:
-        parts.append(f"<h2>{html.escape(name)}</h2><p>{html.escape(what)}</p>{html_table(table, share_cols)}")
+        parts.append(f"<h2>{html.escape(name)}</h2><p>{md_inline_html(what)}</p>{html_table(table, share_cols)}")
     parts.append("<h2>Plots</h2>")
     parts += [f"<h3>{html.escape(alt)}</h3><img src='{png}' alt='{html.escape(alt)}'>" for png, alt in plots]
     csvs = " and ".join(f"<a href='{c}'>{c}</a>" for c in ("summary.csv", "summary_streams.csv")

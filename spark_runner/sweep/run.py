@@ -14,6 +14,14 @@ Spark retries it (the function is deterministic, so the retry gives the same
 rows).  Pending work is written in batches (one Spark job each), so an
 interrupted sweep keeps every finished batch and a re-run with the same
 ``--out`` skips every (scenario, assignor) already present.
+
+A hard crash (the driver killed with its JVM and Python workers) leaves the
+committed task files of the unfinished job under ``rows/_temporary/``; the next
+job's commit would publish them beside the re-computed rows.  A run therefore
+first deletes that uncommitted output (:func:`clear_uncommitted`), and rows are
+keyed on ``(scenario_id, step, assignor)``: readers keep one row per key
+(:func:`spark_runner.sweep.report.load_rows`).  Only one sweep may write to an
+output directory at a time.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from spark_runner.scenarios.streams import (
     StreamsScenarioParams,
     protocol_of,
 )
-from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_SCHEMA
+from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA
 
 ROWS = "rows"
 REPORT = "report"
@@ -306,6 +314,27 @@ def read_grid(path: str | Path) -> Grid:
 # --------------------------------------------------------------------------- resume
 
 
+#: What a killed Spark job leaves under the output directory: task output never committed by a job.
+UNCOMMITTED = ("_temporary", ".spark-staging-*")
+
+
+def clear_uncommitted(out: Path) -> int:
+    """Delete the output of Spark jobs that never committed (``rows/_temporary`` ...); return how many paths.
+
+    Parameters
+    ----------
+    out
+        The sweep's output directory.
+    """
+    rows = out / ROWS
+    gone = 0
+    for pattern in UNCOMMITTED:
+        for p in rows.glob(pattern):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            gone += 1
+    return gone
+
+
 def finished(out: Path) -> set[tuple[str, str]]:
     """``(scenario id, assignor)`` pairs that already have rows under ``out/rows``."""
     rows = out / ROWS
@@ -332,6 +361,26 @@ def plan(grid: Grid, done: set[tuple[str, str]]) -> list[Work]:
 
 
 # --------------------------------------------------------------------------- spark
+
+
+def master_label(master: str | None) -> str:
+    """The master as the user gave it, with the task retries kassign adds said in words.
+
+    Examples
+    --------
+    >>> master_label("local[2]")
+    'local[2], 4 attempts per task'
+    >>> master_label(None)
+    'local[*], 4 attempts per task'
+    >>> master_label("spark://127.0.0.1:7077")
+    'spark://127.0.0.1:7077'
+    """
+    given = master or "local[*]"
+    real = normalize_master(master)
+    if real == given:
+        return given
+    tries = real.rsplit(",", 1)[1].rstrip("]")
+    return f"{given}, {tries} attempts per task"
 
 
 def normalize_master(master: str | None) -> str:
@@ -566,6 +615,8 @@ def run_sweep(
         for sub in (ROWS, REPORT):
             shutil.rmtree(out / sub, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
+    if clear_uncommitted(out):
+        say(f"[sweep] deleted the uncommitted output of an interrupted run under {out / ROWS}")
     scenarios = grid.scenarios()
     done = finished(out)
     work = plan(grid, done)
@@ -577,7 +628,7 @@ def run_sweep(
     if work:
         own = spark is None
         if own:
-            say(f"[sweep] starting Spark ({normalize_master(master)})")
+            say(f"[sweep] starting Spark ({master_label(master)})")
             spark = start_spark(master, conf)
         try:
             batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every)
@@ -631,7 +682,8 @@ def _count_rows(out: Path) -> int:
         return 0
     import pyarrow.dataset as ds
 
-    return int(ds.dataset(str(rows), format="parquet", partitioning="hive").count_rows())
+    table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(columns=list(ROW_KEY))
+    return len(set(zip(*(table.column(c).to_pylist() for c in ROW_KEY), strict=True)))
 
 
 def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:

@@ -91,7 +91,8 @@ def test_empty_member_list_is_valid():
         (lambda d: d.update({"copartition": [["T1", "T7"]]}), "copartition[0][1]: topic 'T7' not in topics"),
         (lambda d: d.update({"colour": "red"}), "colour: unknown key"),
         (lambda d: d["members"][0].update({"age": 3}), "members[0].age: unknown key"),
-        (lambda d: d["members"][1].update({"capacity": 0}), "members[1].capacity: Input should be greater than 0"),
+        (lambda d: d["members"][1].update({"capacity": 0}),
+         "members[1].capacity: Input should be greater than or equal to 0.000001 (the capacity range is 1e-06..1e+06)"),
         (lambda d: d.pop("format"), "format: required key missing"),
         (lambda d: d.update({"format": "kassign/v0"}), "format: expected 'kassign/v1'"),
     ],
@@ -272,3 +273,21 @@ def test_structural_and_cross_field_problems_together():
         "members[0].owned.T9: topic not in topics",
         "members[1].id: duplicate member id 'C1' (also members[0])",
     ]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_owned_order_is_read_and_written_as_given(tmp_path: Path, suffix: str):
+    # KIP-848's uniform reads the order of `owned` topics and of each topic's partitions (docs/format.md)
+    doc = {"format": "kassign/v1", "topics": {"a": 20, "b": 20, "c": 20},
+           "members": [{"id": "m", "topics": ["a", "b", "c"], "owned": {"c": [17, 1], "a": [0], "b": [3, 2]}}]}
+    path = tmp_path / f"i{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps(doc))
+    else:
+        path.write_text("format: kassign/v1\ntopics: {a: 20, b: 20, c: 20}\nmembers:\n"
+                        "  - {id: m, topics: [a, b, c], owned: {c: [17, 1], a: [0], b: [3, 2]}}\n")
+    (rec,) = read_instances(path)
+    owned = rec.instance.members[0].owned
+    assert list(owned) == ["c", "a", "b"]
+    assert owned["c"].tolist() == [1, 17] and owned.listed("c").tolist() == [17, 1]
+    assert instance_to_dict(rec.instance)["members"][0]["owned"] == {"c": [17, 1], "a": [0], "b": [3, 2]}

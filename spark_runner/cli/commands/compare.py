@@ -1,12 +1,14 @@
 """``kassign compare`` and ``kassign frontier``: heuristics beside the optimum.
 
-``compare FILE``: every registered consumer assignor (or ``--assignors``) and the
-optimum on one instance; a Rich table of metrics and gaps on stdout, or JSON
-with ``--json``.
+``compare FILE``: every registered assignor of the instance's protocol (or
+``--assignors``) and the optimum on one instance; a table of metrics and gaps on
+stdout (``--format table|tsv|md|json``, see :mod:`spark_runner.cli.tables`;
+``--json`` = ``--format json``).  The work is
+:func:`spark_runner.comparison.compare`; this module only renders it.
 
 ``frontier FILE``: the balance-movement Pareto frontier (for each movement
-budget from 0 to the optimum's moves, the best balance), each heuristic placed
-on it; JSON (``-o``) and a PNG plot (``--plot``).
+budget up to the optimum's moves, the best balance; :func:`solver.frontier`),
+each heuristic placed on it; JSON (``-o``) and a PNG plot (``--plot``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from spark_runner.cli.tables import FORMAT_HELP
 
 COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
-           "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "seconds")
+           "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "rounds", "seconds")
+#: The table's columns for a Streams instance (``--json`` has every metric).
+STREAMS_COLUMNS = ("status", "valid", "unassigned_tasks", "standby_shortfall", "not_caught_up_actives",
+                   "max_active_load", "max_total_load", "restoration_cost", "moved_actives", "standbys", "warmups",
+                   "active_balance_gap", "total_balance_gap", "restoration_gap", "rounds", "seconds")
 
 
 def _fmt(v: Any) -> str:
@@ -40,67 +47,31 @@ def _one_instance(path: Path) -> Any:
     if len(recs) != 1:
         raise UsageError(f"{path}: needs exactly one instance, the file has {len(recs)}")
     inst = recs[0].instance
-    if inst.protocol != "consumer":
-        raise UsageError(f"{path}: compare and frontier are for the consumer protocol")
+    from solver.resources import check_fits, instance_need
+
+    check_fits(instance_need(inst, "solver", "the optimal solver"), str(path))  # before anything is built
     return inst
 
 
 def _params(time_limit: float | None, seed: int) -> Any:
     from solver.result import Params
-    from spark_runner.cli.common import UsageError
+    from spark_runner.cli.common import check_seed, check_time_limit
 
-    if time_limit is not None and time_limit <= 0:
-        raise UsageError("--time-limit must be positive")
+    check_time_limit(time_limit)
+    check_seed(seed)
     return Params(time_limit=time_limit, seed=seed)
 
 
-def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None) -> dict[str, Any]:
-    """Run the optimum and every selected heuristic; return ``{"optimal": {...}, "rows": [...]}``.
+def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
+                 settle: bool = True) -> dict[str, Any]:
+    """The JSON document of :func:`spark_runner.comparison.compare`: ``{"instance", "protocol", "optimal", "rows"}``."""
+    from spark_runner.comparison import compare as compare_fn
 
-    Each row has ``assignor``, ``status``, ``seconds``, every scorer metric and
-    the gap metrics (``error`` instead when the assignor refused the input).
-    """
-    from solver.consumer.gaps import gap_metrics
-    from solver.consumer.optimal import solve
-    from solver.model.scoring import score
-    from spark_runner.assignors import load_all
+    def warn(name: str, msg: str) -> None:
+        if err is not None:
+            err.print(f"{name}: {msg}", markup=False)
 
-    specs = {s.name: s for s in load_all() if s.protocol == "consumer"}
-    if names is None:
-        chosen = [n for n, s in specs.items() if s.kind == "heuristic"]
-    else:
-        from spark_runner.cli.common import UsageError
-
-        unknown = [n for n in names if n not in specs]
-        if unknown:
-            raise UsageError(f"unknown consumer assignor(s): {', '.join(unknown)} (see `kassign list`)")
-        chosen = [n for n in names if not n.startswith("optimal")]
-    opt = solve(instance, params)
-    opt_scores = score(instance, opt.assignment)
-    rows: list[dict[str, Any]] = []
-    base = {"assignor": "optimal", "status": opt.status.value, "seconds": round(opt.seconds, 4),
-            "engine": opt.extra.get("engine"), **opt_scores}
-    base.update(gap_metrics(instance, opt.assignment, opt, scores=opt_scores))
-    rows.append(base)
-    for name in chosen:
-        try:
-            res = specs[name].run(instance, params)
-        except Exception as e:  # an assignor refusing an input is reported, not fatal
-            if err is not None:
-                err.print(f"{name}: {type(e).__name__}: {e}", markup=False)
-            rows.append({"assignor": name, "error": f"{type(e).__name__}: {e}"})
-            continue
-        s = score(instance, res.assignment)
-        row = {"assignor": name, "status": res.status.value, "seconds": round(res.seconds, 4), **s}
-        row.update(gap_metrics(instance, res.assignment, opt, scores=s))
-        rows.append(row)
-    return {
-        "instance": instance.name,
-        "optimal": {"status": opt.status.value, "objective": list(opt.objective), "bound": list(opt.bound),
-                    "stages": opt.extra.get("stages"), "engine": opt.extra.get("engine"),
-                    "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4)},
-        "rows": rows,
-    }
+    return compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
 
 
 def register(app: typer.Typer) -> None:
@@ -108,41 +79,48 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def compare(
-        file: Annotated[Path, typer.Argument(help="One consumer instance (.json/.yaml, or a one-line .jsonl).")],
+        file: Annotated[
+            Path, typer.Argument(help="One instance, either protocol (.json/.yaml, or a one-line .jsonl).")
+        ],
         assignors: Annotated[
             str | None, typer.Option(help="Comma-separated assignors (default: every registered heuristic).")
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
         time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
         seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        settle: Annotated[
+            bool, typer.Option(help="Run cooperative assignors' follow-up rounds until settled (see `rounds`).")
+        ] = True,
+        fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
     ) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
+        from spark_runner.cli.common import UsageError
+        from spark_runner.cli.tables import Column, choose_format, emit, render, terminal_width
+
+        try:
+            out_fmt = choose_format(fmt, as_json)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
 
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
-        doc = compare_rows(inst, names, _params(time_limit, seed), err)
-        if as_json:
+        doc = compare_rows(inst, names, _params(time_limit, seed), err, settle=settle)
+        if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
             return
         opt = doc["optimal"]
-        table = Table(title=f"{inst.name or file.name}: assignors vs the optimum "
-                            f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})")
-        table.add_column("assignor")
-        for c in COLUMNS:
-            table.add_column(c, justify="right")
-        for row in doc["rows"]:
-            if "error" in row:
-                table.add_row(row["assignor"], row["error"], *["-"] * (len(COLUMNS) - 1))
-                continue
-            table.add_row(row["assignor"], *[_fmt(row.get(c)) for c in COLUMNS])
-        # wide enough for every column when stdout is a pipe or a file
-        Console(highlight=False, width=None if sys.stdout.isatty() else 220).print(table)
+        columns = STREAMS_COLUMNS if inst.protocol == "streams" else COLUMNS
+        rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
+        cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
+        emit(render(rows, cols, out_fmt, width=terminal_width(), cell=lambda _k, v: _fmt(v),
+                    title=f"{inst.name or file.name}: assignors vs the optimum "
+                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})"))
 
     @app.command()
     def frontier(
-        file: Annotated[Path, typer.Argument(help="One consumer instance.")],
+        file: Annotated[Path, typer.Argument(help="One instance, either protocol.")],
         out: Annotated[
             Path | None, typer.Option("--output", "-o", help="Write the JSON here (default stdout).")
         ] = None,
@@ -155,26 +133,30 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     ) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
-        from solver.consumer.frontier import compute_frontier, place, plot_frontier
+        from solver.api import frontier as frontier_fn
         from solver.io import dumps, write_atomic
         from spark_runner.cli.common import UsageError
+        from spark_runner.comparison import heuristic_params, select
 
         if points < 2:
             raise UsageError("--points must be at least 2")
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         params = _params(time_limit, seed)
-        doc = compute_frontier(inst, params, max_points=points)
-        from spark_runner.assignors import load_all
+        names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
+        specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
+        doc = frontier_fn(inst, params, max_points=points)
+        # cooperative assignors are placed where they settle, as in `compare`
+        if inst.protocol == "streams":
+            from solver.streams.frontier import place_streams, plot_streams_frontier
 
-        specs = [s for s in load_all() if s.protocol == "consumer" and s.kind == "heuristic"]
-        if assignors:
-            wanted = {a.strip() for a in assignors.split(",") if a.strip()}
-            unknown = wanted - {s.name for s in specs}
-            if unknown:
-                raise UsageError(f"unknown consumer heuristic(s): {', '.join(sorted(unknown))}")
-            specs = [s for s in specs if s.name in wanted]
-        doc["heuristics"] = place(inst, doc, specs, params, err)
+            doc["heuristics"] = place_streams(inst, doc, specs, heuristic_params(params), err)
+            plot_fn = plot_streams_frontier
+        else:
+            from solver.consumer.frontier import place, plot_frontier
+
+            doc["heuristics"] = place(inst, doc, specs, heuristic_params(params), err)
+            plot_fn = plot_frontier
         text = dumps(doc) + "\n"
         if out is not None:
             write_atomic(out, text)
@@ -182,5 +164,5 @@ def register(app: typer.Typer) -> None:
         else:
             sys.stdout.write(text)
         if plot is not None:
-            plot_frontier(doc, plot)
+            plot_fn(doc, plot)
             err.print(f"wrote {plot}", markup=False)

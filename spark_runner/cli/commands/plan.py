@@ -11,9 +11,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 #: Kafka's own assignor the plan is compared with, per protocol.
+from spark_runner.cli.tables import FORMAT_HELP, choose_format, emit, terminal_width
+
 KAFKA_BASELINE = {"consumer": "cooperative-sticky", "streams": "high-availability"}
 
 
@@ -42,61 +43,86 @@ def _kafka_spec(protocol: str, err: Console) -> Any:
         return None
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    """Print the plan as Rich tables: summary, one row per instance count, baselines."""
+def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) -> str:
+    """The plan as text: summary lines, one row per instance count, baselines (``fmt``: table, tsv or md).
+
+    ``tsv`` is the per-instance-count table alone (one header line, one line per count).
+    """
+    from spark_runner.cli.tables import Column
+    from spark_runner.cli.tables import render as table
+
     unit = doc["load_unit"]
-    out.print(
-        f"[bold]{doc['name'] or 'instance'}[/bold]: {doc['items']} items ({doc['partitions']} partitions), "
-        f"total load {doc['total_load']:.6g} {unit}, capacity {doc['capacity']:.6g} per instance, "
-        f"today {doc['current_instances']} instances"
-    )
-    mn = doc["min_instances"]
+    streams = doc.get("protocol") == "streams"
+    per = doc.get("capacity_per", "instance")
+    cap = f"capacity {doc['capacity']:.6g} {unit} per {per}"
+    today = doc.get("instance_capacity")
+    if per != "instance" and today:
+        lo, hi = today
+        held = f"{lo:.6g}" if lo == hi else f"{lo:.6g}-{hi:.6g}"
+        cap += f" (today's instances hold {held}; an added one {doc.get('new_instance_capacity', doc['capacity']):.6g})"
+    lines = [f"{doc['name'] or 'instance'}: {doc['items']} items ({doc['partitions']} "
+             f"{'tasks' if streams else 'partitions'}), total load {doc['total_load']:.6g} {unit}, {cap}, "
+             f"today {doc['current_instances']} instances"]
     if doc["proof_kind"] == "gap":
-        out.print(f"minimum instances: between {doc['lower_bound']} and {doc['upper_bound']} (not proven)")
+        lines.append(f"minimum instances: between {doc['lower_bound']} and {doc['upper_bound']} (not proven)")
     else:
-        out.print(f"[bold]minimum instances: {mn}[/bold] (lower bound {doc['lower_bound']}, "
-                  f"proof: {doc['proof_kind']})")
-    out.print(f"proof: {doc['proof']}", markup=False)
+        lines.append(f"minimum instances: {doc['min_instances']} (lower bound {doc['lower_bound']}, "
+                     f"proof: {doc['proof_kind']})")
+    lines.append(f"proof: {doc['proof']}")
     k = doc["resilience"]
     kafka = doc.get("kafka_assignor") or "kafka"
-    t = Table(title=f"plan per instance count (N-{k} resilience; Kafka = {kafka})")
-    cols = [("n", "right"), ("fits", "center"), ("max util", "right"), ("headroom", "right"),
-            ("moved parts", "right"), ("moved state", "right"), ("kafka moved", "right"),
-            ("kafka state", "right"), ("kafka util", "right"), ("kafka fits", "center"),
-            (f"N-{k} fits", "center"), (f"N-{k} moved state", "right"), ("worst loss", "left")]
+    moved = "moved replicas" if streams else "moved parts"
+    cols = [Column("n"), Column("fits", align="left"), Column("max util"), Column("headroom"), Column(moved),
+            Column("moved state"), Column("kafka moved"), Column("kafka state"), Column("kafka util"),
+            Column("kafka fits", align="left")]
     split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
-        cols.insert(10, ("kafka split units", "right"))
-    for c, j in cols:
-        t.add_column(c, justify=j)  # type: ignore[arg-type]
+        cols.append(Column("kafka split units"))
+    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state"),
+             Column("worst loss", align="left", wrap=True)]
+    rows = []
     for r in doc["rows"]:
         kstat = r["kafka_status"]
+        kfits = _fmt(r["kafka_fits"])
+        if r.get("kafka_unplaced"):
+            kfits += f" ({r['kafka_unplaced']} {'replicas' if streams else 'partitions'} unassigned)"
         kcols = ([_fmt(r["kafka_moved_partitions"]), _fmt(r["kafka_moved_state"]),
-                  _fmt(r["kafka_max_utilisation"], pct=True), _fmt(r["kafka_fits"])]
-                 if kstat == "ok" else [kstat, "-", "-", "-"])
+                  _fmt(r["kafka_max_utilisation"], pct=True), kfits] if kstat == "ok" else [kstat, "-", "-", "-"])
         if split:
             kcols.append(_fmt(r["kafka_copartition_violations"]))
         res_state = _fmt(r["resilience_moved_state"])
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
             res_state = ">= " + _fmt(r["resilience_forced_moved_state"])
-        t.add_row(str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True),
-                  _fmt(r["headroom"], pct=True), _fmt(r["moved_partitions"]), _fmt(r["moved_state"]),
-                  *kcols, _fmt(r["resilience_fits"]), res_state, ", ".join(r["resilience_worst_lost"]) or "-")
-    out.print(t)
-    b = Table(title="rules of thumb against the minimum")
-    for c in ("baseline", "instances", "vs minimum", "fits", "rule"):
-        b.add_column(c)
-    for x in doc["baselines"]:
-        vs = x["vs_min"]
-        b.add_row(x["name"], str(x["instances"]), "-" if vs is None else f"{vs:+d}", _fmt(x["fits"]), x["rule"])
-    out.print(b)
-    for note in doc["notes"]:
-        out.print(f"note: {note}", markup=False)
+        vals = [str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
+                _fmt(r["moved_partitions"]), _fmt(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]), res_state,
+                ", ".join(r["resilience_worst_lost"]) or "-"]
+        rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
+    per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
+                  title=f"plan per instance count (N-{k} resilience; Kafka = {kafka})")
+    if fmt == "tsv":
+        return per_n
+    bcols = [Column("baseline", align="left"), Column("instances"), Column("vs minimum"),
+             Column("fits", align="left"), Column("rule", align="left", wrap=True)]
+    brows = [{"baseline": x["name"], "instances": str(x["instances"]),
+              "vs minimum": "-" if x["vs_min"] is None else f"{x['vs_min']:+d}", "fits": _fmt(x["fits"]),
+              "rule": x["rule"]} for x in doc["baselines"]]
+    base = table(brows, bcols, fmt, width=width, cell=lambda _k, v: str(v), title="rules of thumb against the minimum")
+    notes = [f"note: {n}" for n in doc["notes"]]
+    if fmt == "md":
+        return "\n\n".join(["  \n".join(lines), per_n.rstrip("\n"), base.rstrip("\n"), *notes]) + "\n"
+    import textwrap
+
+    head = [w for line in lines for w in (textwrap.wrap(line, width) if width else [line])]
+    return "\n".join([*head, "", per_n.rstrip("\n"), "", base.rstrip("\n"), *notes]) + "\n"
 
 
 def plot(doc: dict[str, Any], path: Path) -> None:
-    """PNG: instances vs max utilisation (plan and Kafka) and moved state."""
+    """PNG: utilisation of the busiest instance (plan, Kafka, after losing K) and moved state, per instance count.
+
+    Units on both axes; today's instance count and the proven minimum marked; with ``--resilience K`` the
+    N-K line shows whether the plan survives losing K instances.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,29 +130,53 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
     rows = doc["rows"]
     ns = [r["n"] for r in rows]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(ns, [r["max_utilisation"] for r in rows], "o-", label="max utilisation (optimal balance)")
+    streams = doc.get("protocol") == "streams"
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    ax.plot(ns, [_pct(r["max_utilisation"]) for r in rows], "o-", label="busiest instance, optimal plan")
     if any(r["kafka_max_utilisation"] is not None for r in rows):
-        ax.plot(ns, [r["kafka_max_utilisation"] for r in rows], "s--", label="max utilisation (Kafka)")
-    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.plot(ns, [_pct(r["kafka_max_utilisation"]) for r in rows], "s--",
+                label=f"busiest instance, {doc.get('kafka_assignor') or 'Kafka'}")
+    k = doc["resilience"]
+    # N-K: n instances survive losing K exactly when n - K instances hold the load (the plan's row at n - K)
+    by_n = {r["n"]: r for r in rows}
+    kk = k if k > 0 else 1
+    nk = [(n, _pct(by_n[n - kk]["max_utilisation"])) for n in ns if n - kk in by_n]
+    if nk:
+        ax.plot([a for a, _ in nk], [b for _, b in nk], "^:", color="tab:brown",
+                label=f"after losing {kk} instance{'s' if kk > 1 else ''} and rebalancing (N-{kk}): busiest")
+        lost = [a for a in ns if a - kk in by_n and by_n[a - kk]["fits"] is False]
+        if lost:
+            ax.scatter(lost, [100.0] * len(lost), marker="x", s=60, color="tab:brown", zorder=4,
+                       label=f"N-{kk} does not fit")
+    ax.axhline(100.0, color="grey", lw=0.8, ls=":")
+    ax.text(ns[0], 101, "capacity", fontsize=8, color="grey", va="bottom")
     if doc["min_instances"]:
-        ax.axvline(doc["min_instances"], color="green", lw=0.8, ls=":", label="proven minimum")
-    ax.set_xlabel("instances")
-    ax.set_ylabel("utilisation of the busiest instance")
+        ax.axvline(doc["min_instances"], color="green", lw=0.9, ls=":",
+                   label=f"proven minimum ({doc['min_instances']})")
+    ax.axvline(doc["current_instances"], color="black", lw=0.9, ls="--",
+               label=f"today ({doc['current_instances']} instances)")
+    ax.set_xlabel("instances (consumers)" if not streams else "instances (Streams clients)")
+    ax.set_ylabel(f"utilisation of the busiest instance (% of its capacity, {doc['load_unit']})")
+    ax.set_xticks(ns)
     ax2 = ax.twinx()
-    ax2.bar([n - 0.15 for n in ns], [r["moved_state"] or 0 for r in rows], width=0.3, alpha=0.35,
-            color="tab:red", label="moved state (fewest)")
+    ax2.bar([n - 0.15 for n in ns], [r["moved_state"] or 0 for r in rows], width=0.3, alpha=0.3,
+            color="tab:red", label="moved state, optimal plan (fewest)")
     if any(r["kafka_moved_state"] is not None for r in rows):
-        ax2.bar([n + 0.15 for n in ns], [r["kafka_moved_state"] or 0 for r in rows], width=0.3, alpha=0.35,
-                color="tab:purple", label="moved state (Kafka)")
-    ax2.set_ylabel("moved state (move_costs)")
+        ax2.bar([n + 0.15 for n in ns], [r["kafka_moved_state"] or 0 for r in rows], width=0.3, alpha=0.3,
+                color="tab:purple", label="moved state, Kafka")
+    ax2.set_ylabel("moved state (sum of move_costs)" if not streams else "moved state (state stores to restore)")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper right")
-    ax.set_title(f"{doc['name'] or 'plan'}: capacity {doc['capacity']:.4g} per instance")
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
+    per = doc.get("capacity_per", "instance")
+    ax.set_title(f"{doc['name'] or 'plan'}: capacity {doc['capacity']:.4g} {doc['load_unit']} per {per}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _pct(v: float | None) -> float:
+    return float("nan") if v is None else 100.0 * v
 
 
 def register(app: typer.Typer) -> None:
@@ -148,8 +198,10 @@ def register(app: typer.Typer) -> None:
         active_load: Annotated[float, typer.Option(help="Streams: load of an active task.")] = 1.0,
         standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+        fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP + " tsv: the per-count table.")] = None,
         plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
-        time_limit: Annotated[float, typer.Option(help="Seconds for each CP-SAT model.")] = 10.0,
+        time_limit: Annotated[float, typer.Option(
+            help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
         seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
         no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
     ) -> None:
@@ -157,9 +209,13 @@ def register(app: typer.Typer) -> None:
         from solver.io import dumps, read_instance
         from solver.planning.plan import PlanConfig, PlanUsageError, parse_range
         from solver.planning.plan import plan as plan_fn
-        from spark_runner.cli.common import UsageError
+        from spark_runner.cli.common import UsageError, located
 
         err = Console(stderr=True, highlight=False)
+        try:
+            out_fmt = choose_format(fmt, as_json)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
         try:
             rng = parse_range(range_) if range_ is not None else None
             cfg = PlanConfig(capacity=capacity, resilience=resilience, range=rng, catch_up_seconds=catch_up_seconds,
@@ -173,13 +229,14 @@ def register(app: typer.Typer) -> None:
         inst = read_instance(instance)
         kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
         try:
-            doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
+            with located(str(instance)):
+                doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
         if plot_out is not None:
             plot(doc, plot_out)
             err.print(f"wrote plot to {plot_out}", markup=False)
-        if as_json:
+        if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
         else:
-            render(doc, Console(highlight=False, soft_wrap=False, width=200))
+            emit(render(doc, out_fmt, terminal_width()))

@@ -27,10 +27,12 @@ def read_subscription_bytes(path: Path, encoding: str = "auto") -> bytes:
     Raw subscriptions start with a big-endian version int (``00 00 00 0v``),
     whose zero bytes are never base64 text, so ``auto`` cannot confuse them.
     """
-    from solver.errors import InstanceError, Problem
+    from solver.errors import InstanceError, MissingFileError, Problem
 
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise MissingFileError(str(path), [Problem("", "no such file")]) from None
     except OSError as e:
         raise InstanceError(str(path), [Problem("", f"cannot read: {e}")]) from None
     if encoding == "binary" or (encoding == "auto" and not _B64.fullmatch(raw)):
@@ -55,14 +57,67 @@ def _load_json(path: Path, what: str) -> Any:
         raise InstanceError(str(path), [Problem("", f"cannot read {what}: {e}")]) from None
 
 
+def _end_offsets(path: Path) -> dict[str, int]:
+    """The ``--end-offsets`` file: ``{task id: end offset sum}``, each a Java long >= 0."""
+    from solver.errors import InstanceError, Problem, json_path
+    from solver.streams.model import parse_task_id
+
+    doc = _load_json(path, "end offsets")
+    if not isinstance(doc, dict):
+        raise InstanceError(str(path), [Problem("", "expected an object {task id: end offset sum}")])
+    problems = []
+    for task, end in doc.items():
+        try:
+            parse_task_id(task)
+        except ValueError as e:
+            problems.append(Problem(json_path((task,)), str(e)))
+        if isinstance(end, bool) or not isinstance(end, int) or not 0 <= end <= 2**63 - 1:
+            problems.append(Problem(json_path((task,)), f"end offset sum must be an integer 0..2^63-1, got {end!r}"))
+    if problems:
+        raise InstanceError(str(path), problems)
+    return doc
+
+
+def _task_spec(path: Path) -> tuple[list[Any] | None, list[Any] | None]:
+    """The ``--tasks`` file: ``{"tasks": [...]}``, ``{"subtopologies": [...]}`` or a bare task list.
+
+    Validated on its own (errors name this file and the JSON path inside it).
+    """
+    from solver.errors import InstanceError, Problem
+    from solver.io import parse_instance
+
+    doc = _load_json(path, "tasks")
+    if isinstance(doc, dict) and ("subtopologies" in doc or "tasks" in doc):
+        key = "subtopologies" if "subtopologies" in doc else "tasks"
+        body, prefix = doc[key], key
+    elif isinstance(doc, list):
+        key, body, prefix = "tasks", doc, ""
+    else:
+        raise InstanceError(str(path), [Problem("", "expected 'tasks' or 'subtopologies' (or a list of tasks)")])
+    probe = {"format": "kassign/v1", "protocol": "streams", key: body}
+    try:
+        parse_instance(probe, str(path))
+    except InstanceError as e:
+        # paths are relative to the probe document; a bare list has no 'tasks' key in the file
+        fixed = [Problem(p.path[len("tasks"):] if not prefix and p.path.startswith("tasks") else p.path, p.message)
+                 for p in e.problems]
+        raise InstanceError(str(path), fixed) from None
+    return (body, None) if key == "tasks" else (None, body)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``decode-subscription`` to the ``kassign`` app."""
 
     @app.command("decode-subscription")
     def decode_subscription(
-        files: Annotated[list[Path], typer.Argument(help="Subscription userData, one file per consumer (thread).")],
+        files: Annotated[list[Path], typer.Argument(help="Subscription bytes, one file per consumer (thread).")],
         encoding: Annotated[str, typer.Option(help="auto, base64 or binary.")] = "auto",
         layout: Annotated[str, typer.Option(help="kafka (v1-v11), kip441-draft (seed v5) or kip262.")] = "kafka",
+        kind: Annotated[str, typer.Option(
+            help="streams: the files hold Streams SubscriptionInfo bytes; consumer: consumer-protocol "
+                 "subscriptions (a Streams member's SubscriptionInfo is their user data).")] = "streams",
+        fields: Annotated[bool, typer.Option(
+            "--fields", help="Print what Kafka's decoder reads from each file, one JSON line per file.")] = False,
         tasks: Annotated[
             Path | None, typer.Option(help="JSON/YAML with the app's 'tasks' or 'subtopologies' (default: "
                                            "every task a client reports, stateful).")] = None,
@@ -75,10 +130,17 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str, typer.Option(help="Instance name.")] = "",
         output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     ) -> None:
-        """Decode Kafka Streams SubscriptionInfo bytes into a kassign/v1 Streams instance (JSON)."""
+        """Decode Kafka Streams SubscriptionInfo bytes into a Streams instance (JSON), or print their fields."""
+        from solver.consumer.protocol import consumer_fields, decode_consumer_subscription
         from solver.errors import InstanceError, KassignError, Problem
         from solver.io import parse_instance, write_atomic
-        from solver.streams.subscription_info import LAYOUTS, SubscriptionDecodeError, decode, subscriptions_to_instance
+        from solver.streams.subscription_info import (
+            LAYOUTS,
+            SubscriptionDecodeError,
+            decode,
+            streams_fields,
+            subscriptions_to_instance,
+        )
 
         class _Usage(KassignError):
             exit_code = 2
@@ -87,31 +149,44 @@ def register(app: typer.Typer) -> None:
             raise _Usage(f"--layout must be one of {', '.join(LAYOUTS)}")
         if encoding not in ("auto", "base64", "binary"):
             raise _Usage("--encoding must be auto, base64 or binary")
-        err = Console(stderr=True, highlight=False)
+        if kind not in ("streams", "consumer"):
+            raise _Usage("--kind must be streams or consumer")
+        if fields and layout != "kafka":
+            raise _Usage("--fields reads Kafka's own layouts: use it with --layout kafka")
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        if fields:
+            lines = []
+            for f in files:
+                data = read_subscription_bytes(f, encoding)
+                try:
+                    doc = consumer_fields(data) if kind == "consumer" else streams_fields(data)
+                except SubscriptionDecodeError as e:
+                    raise InstanceError(str(f), [Problem("", str(e))]) from None
+                lines.append(json.dumps(doc) + "\n")
+            if output is not None:
+                write_atomic(output, "".join(lines))
+            else:
+                sys.stdout.write("".join(lines))
+            return
         infos = []
         for f in files:
             data = read_subscription_bytes(f, encoding)
             try:
-                infos.append(decode(data, layout))  # type: ignore[arg-type]
+                if kind == "consumer":
+                    user_data = decode_consumer_subscription(data).user_data
+                    if user_data is None:
+                        raise SubscriptionDecodeError("byte 0: the subscription carries no user data "
+                                                      "(not a Kafka Streams member)")
+                    try:
+                        infos.append(decode(user_data, layout))  # type: ignore[arg-type]
+                    except SubscriptionDecodeError as e:
+                        raise SubscriptionDecodeError(f"user data {e}") from None
+                else:
+                    infos.append(decode(data, layout))  # type: ignore[arg-type]
             except SubscriptionDecodeError as e:
                 raise InstanceError(str(f), [Problem("", str(e))]) from None
-        task_list = None
-        subtopologies = None
-        if tasks is not None:
-            doc = _load_json(tasks, "tasks")
-            if isinstance(doc, dict) and "subtopologies" in doc:
-                subtopologies = doc["subtopologies"]
-            elif isinstance(doc, dict) and "tasks" in doc:
-                task_list = doc["tasks"]
-            elif isinstance(doc, list):
-                task_list = doc
-            else:
-                raise InstanceError(str(tasks), [Problem("", "expected 'tasks' or 'subtopologies'")])
-        offsets = None
-        if end_offsets is not None:
-            offsets = _load_json(end_offsets, "end offsets")
-            if not isinstance(offsets, dict):
-                raise InstanceError(str(end_offsets), [Problem("", "expected an object {task id: end offset sum}")])
+        task_list, subtopologies = _task_spec(tasks) if tasks is not None else (None, None)
+        offsets = _end_offsets(end_offsets) if end_offsets is not None else None
         config: dict[str, Any] = {}
         for key, val in (("num_standby_replicas", num_standby_replicas),
                          ("acceptable_recovery_lag", acceptable_recovery_lag),
@@ -131,6 +206,11 @@ def register(app: typer.Typer) -> None:
         versions = sorted({i.version for i in infos})
         err.print(f"decoded {len(infos)} subscription(s) (version {', '.join(map(str, versions))}) into "
                   f"{len(inst_doc['clients'])} client(s)", markup=False)
+        unknown = sum(lag is None for c in inst_doc["clients"] for lag in c["lags"].values())
+        if unknown:
+            why = "no --end-offsets given" if offsets is None else "v1-v6 subscriptions or tasks without an end offset"
+            err.print(f"warning: {unknown} lag(s) unknown ({why}): written as null, not as caught up",
+                      markup=False)
         if output is not None:
             write_atomic(output, text)
         else:

@@ -230,13 +230,14 @@ def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
         m = i.members[k]
         quota = min_quota + (1 if extra > 0 else 0)
         extra = max(0, extra - 1)
+        # the assignment map is filled in `owned` order, each set from the partitions as listed
         names = [t for t, ps in m.owned.items() if ps.size]
-        by_id = {ids[t]: t for t in hashmap_order(names)}
+        by_id = {ids[t]: t for t in names}
         for u in hashmap_order(list(by_id), uuid_hash):
             t = by_id[u]
             if t not in topics:
                 continue
-            parts = m.owned[t]
+            parts = m.owned.listed(t)
             if parts.size <= quota:
                 quota -= parts.size
                 out[m.id].setdefault(t, []).extend(parts.tolist())
@@ -260,14 +261,18 @@ def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
 @st.composite
 def homogeneous_groups(draw: Any) -> Any:
     n_topics = draw(st.integers(1, 14))
-    topics = {f"t{k}": {"partitions": draw(st.integers(0, 40)), "id": str(draw(st.uuids()))} for k in range(n_topics)}
+    # Uuid.hashCode() of these ids is the drawn 0..7 (msb ^ lsb folded): colliding ids are common
+    topics = {f"t{k}": {"partitions": draw(st.integers(0, 40)),
+                        "id": f"00000000-0000-{k:04x}-0000-{k:04x}{draw(st.integers(0, 7)):08x}"}
+              for k in range(n_topics)}
     subs = draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True))
     members: list[dict[str, Any]] = []
     for m in range(draw(st.integers(1, 12))):
         owned: dict[str, list[int]] = {}
-        for t, spec in topics.items():  # random claims, overlaps and unsubscribed topics included
-            if spec["partitions"] and draw(st.booleans()):
-                owned[t] = sorted(draw(st.sets(st.integers(0, spec["partitions"] - 1), max_size=12)))
+        # random claims, overlaps and unsubscribed topics included, topics and partitions in random order
+        for t in draw(st.permutations(sorted(topics))):
+            if topics[t]["partitions"] and draw(st.booleans()):
+                owned[t] = draw(st.lists(st.integers(0, topics[t]["partitions"] - 1), unique=True, max_size=24))
         members.append({"id": f"c{draw(st.integers(0, 10**6))}-{m}", "topics": subs, "owned": owned})
     return inst(topics, members)
 
@@ -276,3 +281,45 @@ def homogeneous_groups(draw: Any) -> Any:
 @given(homogeneous_groups())
 def test_vectorised_homogeneous_builder_equals_step_by_step_port(i: Any) -> None:
     assert canon(i) == literal_homogeneous(i)
+
+
+# --- owned order: Kafka's assignment map is filled in the instance's `owned` order -----------
+
+def test_colliding_topic_ids_iterate_in_owned_order() -> None:
+    # Uuid.hashCode() is 1 for both ids: same bucket, so the map iterates them in insertion order;
+    # with a quota of 1 the member keeps the first topic and the second is revoked to b
+    x, y = "00000000-0000-0000-0000-000000000001", "00000000-0000-0001-0000-000100000001"
+    assert uuid_hash(topic_uuid("x", x)) == uuid_hash(topic_uuid("y", y)) == 1
+    topics = {"x": {"partitions": 1, "id": x}, "y": {"partitions": 1, "id": y}}
+    for owned, kept in (({"x": [0], "y": [0]}, "x"), ({"y": [0], "x": [0]}, "y")):
+        i = inst(topics, [{"id": "a", "topics": ["x", "y"], "owned": owned}, {"id": "b", "topics": ["x", "y"]}])
+        assert canon(i)["a"] == {kept: [0]}
+
+
+def test_colliding_partitions_iterate_in_listed_order() -> None:
+    # new HashSet<>([17, 1]) has 16 buckets: 17 and 1 share bucket 1, so 17 comes first
+    topics = {"t": {"partitions": 18, "id": uid(1)}}
+    others = [{"id": f"m{k:02d}", "topics": ["t"]} for k in range(17)]
+    for listed, kept in (([17, 1], 17), ([1, 17], 1)):
+        i = inst(topics, [{"id": "a", "topics": ["t"], "owned": {"t": listed}}, *others])
+        assert canon(i)["a"] == {"t": [kept]}
+        assert i.members[0].owned.listed("t").tolist() == listed  # the model keeps the order given
+        assert i.members[0].owned["t"].tolist() == sorted(listed)
+
+
+def test_assignment_map_iteration_equals_java() -> None:
+    """40 maps printed by OpenJDK 17 (HashMap of Uuid-hashed keys, HashSet<Integer> values; colliding
+    ids, resizes and colliding partitions included) against TopicHashes / hashset_rank."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "java_assignment_map_orders.json").read_text())
+    for case in data["cases"]:
+        ids = [u for u, _ in case["inserted"]]
+        i = inst({f"t{k}": {"partitions": 1, "id": u} for k, u in enumerate(ids)}, [])
+        perm = kip848.TopicHashes(i, topic_id_map(i)).iteration_order(np.arange(len(ids))).tolist()
+        got = []
+        for k in perm:
+            parts = np.array(case["inserted"][k][1], dtype=np.int64)
+            got.append([k, parts[kip848.hashset_rank(np.zeros(parts.size, dtype=np.int64), parts)].tolist()])
+        assert got == case["java_iteration"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import given, settings
-from tests.heuristics.sticky.test_eager import instances
 
 from heuristics._cooperative import next_round, settle, wants_settle
 from heuristics.sticky.cooperative import cooperative_round
@@ -16,6 +15,7 @@ from solver.model.scoring import score
 from solver.registry import get
 from solver.result import Params
 from tests.conftest import seed_records
+from tests.heuristics.sticky.test_eager import instances
 
 
 def _inst(topics: dict[str, Any], members: list[dict[str, Any]]) -> Instance:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,8 @@ from solver.model.scoring import score
 from solver.registry import all_specs
 from solver.result import Params
 from tests.solver.consumer.optimal_strategies import instances
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _heuristics():
@@ -117,3 +120,84 @@ def _check_against_heuristics(inst):
 def test_registry_has_the_three_optimal_names(registry_loaded):
     names = {s.name for s in all_specs()}
     assert {"optimal", "optimal-flow", "optimal-cpsat"} <= names
+
+
+# --------------------------------------------------------------------------- excess_moves of the optimum is 0
+
+
+def test_handing_a_joining_member_its_share_is_no_excess():
+    # 7 partitions on a (4) and b (3); c joins.  The optimum (3, 2, 2) moves 2.  Under the old definition
+    # (fewest moves at max load <= 3 only) (3, 3, 1) moved 1, so the optimum showed 1 excess move although
+    # (3, 3, 1) is less balanced (sum of squares 19 > 17): it is not "at least as balanced".
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": 7}, "members": [
+        {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}},
+        {"id": "b", "topics": ["T"], "owned": {"T": [4, 5, 6]}}, {"id": "c", "topics": ["T"]}]})
+    opt = solve(inst, Params())
+    assert score(inst, opt.assignment)["moved"] == 2
+    assert gap_metrics(inst, opt.assignment, opt)["excess_moves"] == 0
+    assert fewest_moves(inst, 3.0) == (1, True)  # no sum-of-squares cap: (3, 3, 1)
+    assert fewest_moves(inst, 3.0, 17.0) == (2, True)
+    less_even = Assignment.from_lists({"a": {"T": [0, 1, 2]}, "b": {"T": [4, 5, 6]}, "c": {"T": [3]}})
+    assert gap_metrics(inst, less_even, opt) == {"max_load_gap": 0.0, "sum_sq_gap": 2.0, "excess_moves": 0,
+                                                 "excess_moves_proven": True}
+    swapped = Assignment.from_lists({"a": {"T": [0, 1, 4]}, "b": {"T": [2, 5, 6]}, "c": {"T": [3]}})
+    assert gap_metrics(inst, swapped, opt)["excess_moves"] == 2  # the docs/format.md example
+
+
+def test_excess_moves_are_counted_in_move_costs_as_the_optimum_minimises_them():
+    # orders-group: the optimum moves 5 cheap partitions (cost 14) rather than 2 dear ones; counting
+    # partitions gave it excess_moves 3
+    from solver.io import read_instance
+
+    inst = read_instance(REPO / "examples" / "orders-group.json")
+    opt = solve(inst, Params())
+    s = score(inst, opt.assignment)
+    assert (s["moved"], s["moved_cost"]) == (5, 14.0)
+    g = gap_metrics(inst, opt.assignment, opt)
+    assert g["excess_moves"] == 0 and g["excess_moves_proven"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=2, max_partitions=5, max_members=3, racks=True))
+def test_the_proven_optimum_has_no_excess_moves(inst):
+    opt = solve(inst, Params(time_limit=10, options={"deterministic": True}))
+    if opt.status.value != "optimal":
+        return
+    g = gap_metrics(inst, opt.assignment, opt)
+    assert g["excess_moves"] == 0 and g["excess_moves_proven"]
+    # the same from the definition, without the shortcut through the optimum's own moves
+    loads = member_loads(inst, opt.assignment)
+    active = [any(t in inst.topics for t in m.topics) for m in inst.members]
+    cur_max = max((x for x, a in zip(loads, active, strict=True) if a), default=0.0)
+    fewest, proven = fewest_moves(inst, cur_max, float((loads**2).sum()))
+    assert proven and fewest == pytest.approx(score(inst, opt.assignment)["moved_cost"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=2, max_partitions=4, max_members=3, weights=True, capacities=True))
+def test_fewest_moves_is_the_brute_force_minimum(inst):
+    """fewest_moves(L, S) = the least moved cost over every valid assignment with max <= L and sum_sq <= S."""
+    import itertools
+
+    if inst.copartition:
+        return
+    slots = [(t, p) for t, topic in inst.topics.items() for p in range(topic.partitions)]
+    choices = [[m.id for m in inst.members if t in m.topics] for t, _ in slots]
+    if any(not c for c in choices) or math.prod(len(c) for c in choices) > 2000:
+        return
+    seen = []
+    for pick in itertools.product(*choices):
+        lists: dict[str, dict[str, list[int]]] = {m.id: {} for m in inst.members}
+        for (t, p), m in zip(slots, pick, strict=True):
+            lists[m].setdefault(t, []).append(p)
+        a = Assignment.from_lists(lists)
+        s = score(inst, a)
+        if s["valid"]:
+            loads = member_loads(inst, a)
+            seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"])))
+    for cap_max, cap_sq, own in seen[:: max(1, len(seen) // 6)]:
+        best = min(c for mx, sq, c in seen if mx <= cap_max + 1e-9 and sq <= cap_sq + 1e-9)
+        got, proven = fewest_moves(inst, cap_max, cap_sq)
+        assert proven and got == pytest.approx(best), (cap_max, cap_sq)
+        # the measured assignment's own cost as an upper bound prunes, never changes the answer
+        assert fewest_moves(inst, cap_max, cap_sq, upper=own) == (pytest.approx(best), True)

@@ -148,6 +148,7 @@ def test_assignment_document_parsing():
 
 
 task_ids = st.tuples(st.integers(0, 5), st.integers(0, 20)).map(lambda t: f"{t[0]}_{t[1]}")
+rack_sets = st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=3, unique=True).map(sorted)
 
 
 @st.composite
@@ -158,6 +159,10 @@ def streams_docs(draw):
         obj = {"id": t, "stateful": draw(st.booleans())}
         if obj["stateful"] and draw(st.booleans()):
             obj["stores"] = draw(st.integers(0, 4))
+        if draw(st.booleans()):
+            obj["source_racks"] = draw(st.lists(rack_sets, min_size=1, max_size=3))
+            if obj["stateful"] and draw(st.booleans()):
+                obj["changelog_racks"] = draw(st.lists(rack_sets, min_size=1, max_size=2))
         tasks.append(obj)
     stateful = [t["id"] for t in tasks if t["stateful"]]
     n = draw(st.integers(0, 5))
@@ -176,6 +181,12 @@ def streams_docs(draw):
     config = {"num_standby_replicas": draw(st.integers(0, 2)),
               "acceptable_recovery_lag": draw(st.integers(0, 20000)),
               "max_warmup_replicas": draw(st.integers(1, 3))}
+    if draw(st.booleans()):
+        config["rack_aware_assignment_strategy"] = draw(st.sampled_from(["none", "min_traffic",
+                                                                          "balance_subtopology"]))
+    for key in ("rack_aware_assignment_traffic_cost", "rack_aware_assignment_non_overlap_cost"):
+        if draw(st.booleans()):
+            config[key] = draw(st.integers(-(2**31), 2**31 - 1))
     return {"format": "kassign/v1", "name": "h", "protocol": "streams", "tasks": tasks, "clients": clients,
             "config": config}
 
@@ -196,3 +207,64 @@ def test_round_trip_subtopologies():
     out = instance_to_dict(inst)
     assert out["subtopologies"] == [{"id": 1, "source_topics": {"a": 3}, "stateful": True, "stores": 2}]
     assert parse_instance(out) == inst
+
+
+def test_rack_fields_parsed_and_defaults():
+    inst = parse_instance(doc())
+    cfg = inst.streams.config
+    assert cfg.rack_aware_assignment_strategy == "none"
+    assert cfg.rack_aware_assignment_traffic_cost is None
+    assert cfg.rack_aware_assignment_non_overlap_cost is None
+    assert inst.streams.tasks[0].source_racks is None and inst.streams.tasks[0].changelog_racks is None
+    assert (cfg.traffic_cost, cfg.non_overlap_cost) == (10, 1)  # what high-availability reads for null
+    assert inst.streams.tasks[0].cross_rack_partitions("r1") is None
+    inst = parse_instance(doc(
+        tasks=[{"id": "0_0", "source_racks": [["r2", "r1"], ["r3"]], "changelog_racks": [["r1"]]}],
+        config={"rack_aware_assignment_strategy": "balance_subtopology",
+                "rack_aware_assignment_traffic_cost": 3, "rack_aware_assignment_non_overlap_cost": 0}))
+    t = inst.streams.tasks[0]
+    assert t.source_racks == (("r1", "r2"), ("r3",))  # racks of one partition are a set: kept sorted
+    assert t.changelog_racks == (("r1",),)
+    cfg = inst.streams.config
+    assert (cfg.rack_aware_assignment_strategy, cfg.rack_aware_assignment_traffic_cost,
+            cfg.rack_aware_assignment_non_overlap_cost) == ("balance_subtopology", 3, 0)
+    assert (cfg.traffic_cost, cfg.non_overlap_cost) == (3, 0)
+    assert [t.cross_rack_partitions(r) for r in ("r1", "r3", "r4")] == [1, 1, 2]
+    assert [t.cross_rack_partitions(r, standby=True) for r in ("r1", "r3")] == [0, 1]
+    out = instance_to_dict(inst)
+    assert out["tasks"][0]["source_racks"] == [["r1", "r2"], ["r3"]]
+    assert out["config"]["rack_aware_assignment_strategy"] == "balance_subtopology"
+    # defaults are not written: an instance without racks serialises as before
+    assert "rack_aware_assignment_strategy" not in instance_to_dict(parse_instance(doc()))["config"]
+
+
+def test_rack_field_problems_with_paths():
+    got = problems(doc(
+        tasks=[{"id": "0_0", "stateful": False, "source_racks": [], "changelog_racks": [["r1"]]},
+               {"id": "0_1", "source_racks": [["r1", "r1"], [], [""]]}],
+        config={"rack_aware_assignment_strategy": "nearest", "rack_aware_assignment_traffic_cost": 2**31,
+                "rack_aware_assignment_non_overlap_cost": "1"}))
+    text = "\n".join(got)
+    for path in ("config.rack_aware_assignment_strategy", "config.rack_aware_assignment_traffic_cost",
+                 "config.rack_aware_assignment_non_overlap_cost", "tasks[1].source_racks[2][0]"):
+        assert path in text, (path, text)
+    got = problems(doc(tasks=[{"id": "0_0", "stateful": False, "source_racks": [], "changelog_racks": [["r1"]]},
+                              {"id": "0_1", "source_racks": [["r1", "r1"], []]}]))
+    assert got == [
+        "tasks[0].changelog_racks: a stateless task has no changelog partitions",
+        "tasks[0].source_racks: a task reads at least one partition: give one rack list per partition",
+        "tasks[1].source_racks[0]: a rack is listed twice",
+        "tasks[1].source_racks[1]: a partition's replicas are on at least one rack",
+    ]
+
+
+def test_kafka_rack_fixtures_round_trip():
+    from tests.conftest import kafka_records
+
+    for name in ("streams-rack-small.jsonl.gz", "streams-rack-medium.jsonl.gz"):
+        for rec in kafka_records(name):
+            inst = rec.instance
+            raw = rec.raw["instance"]
+            assert [list(map(list, t.source_racks)) for t in inst.streams.tasks] == \
+                [t["source_racks"] for t in sorted(raw["tasks"], key=lambda t: tuple(map(int, t["id"].split("_"))))]
+            assert parse_instance(json.loads(json.dumps(instance_to_dict(inst)))) == inst

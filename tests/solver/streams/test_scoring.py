@@ -40,3 +40,22 @@ def test_violations():
     assert "task 1_0: stateless task with a standby or warm-up" in s["violations"]
     assert "task 0_0: active on b, which is not caught up" in s["violations"]
     assert s["moved_actives"] == 1  # 0_0 left a (0_1 stays on b, which is among its actives)
+
+
+def test_cross_rack_traffic_is_kafkas_cost_without_non_overlap():
+    doc = {"format": "kassign/v1", "protocol": "streams",
+           "tasks": [{"id": "0_0", "source_racks": [["r1"], ["r2"]], "changelog_racks": [["r2"]]},
+                     {"id": "0_1", "source_racks": [["r1", "r2"]], "changelog_racks": [["r2"]]},
+                     {"id": "1_0", "stateful": False, "source_racks": [["r3"]]}],
+           "clients": [{"id": "a", "process_id": A, "rack": "r1"}, {"id": "b", "process_id": B, "rack": "r2"}],
+           "config": {"num_standby_replicas": 1, "rack_aware_assignment_traffic_cost": 3}}
+    a = StreamsAssignment.from_lists({"a": {"active": ["0_0", "1_0"], "standby": ["0_1"]},
+                                      "b": {"active": ["0_1"], "warmup": ["0_0"]}})
+    # actives: 0_0 on r1 reads one partition from r2 only (1), 1_0 reads r3 (1), 0_1 is local (0);
+    # standby 0_1 on r1 restores a changelog on r2 only (1); the warm-up of 0_0 on r2 is local (0)
+    assert score_streams(parse_instance(doc), a)["cross_rack_traffic"] == 3 * 3
+    doc["config"] = {"num_standby_replicas": 1}  # unset traffic cost: Kafka's assignor reads 10
+    assert score_streams(parse_instance(doc), a)["cross_rack_traffic"] == 3 * 10
+    del doc["clients"][1]["rack"]
+    assert score_streams(parse_instance(doc), a)["cross_rack_traffic"] is None  # b's replicas: unknown
+    assert score_streams(INST, a)["cross_rack_traffic"] is None  # no rack data at all

@@ -136,7 +136,7 @@ task_ids = st.tuples(st.integers(0, 50), st.integers(0, 500)).map(lambda t: f"{t
        a=st.lists(task_ids, unique=True, max_size=5), b=st.lists(task_ids, unique=True, max_size=5),
        sums=st.dictionaries(task_ids, st.integers(-3, 2**62), max_size=6),
        extra=st.tuples(st.integers(-128, 127), st.integers(-(2**31), 2**31 - 1)),
-       tags=st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3))
+       tags=st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3, unique_by=lambda kv: kv[0]))
 def test_round_trip_kafka_layout(version, pid, ep, a, b, sums, extra, tags):
     info = SubscriptionInfo(
         version, pid, version if version >= 3 else -1,
@@ -180,3 +180,35 @@ def test_cli_decode_subscription(tmp_path):
     (tmp_path / "bad.bin").write_bytes(v7[:-3])
     bad = _cli("decode-subscription", str(tmp_path / "bad.bin"))
     assert bad.returncode == 65 and "bad.bin: byte" in bad.stderr
+
+
+def _v7(pid: str, sums: list[tuple[int, int, int]]) -> bytes:
+    body = b"".join(struct.pack(">iiiq", s, 1, p, off) for s, p, off in sums)
+    return (struct.pack(">ii", 7, 7) + uuid.UUID(pid).bytes + struct.pack(">i", 0)
+            + struct.pack(">i", len(sums)) + body)
+
+
+def test_lags_unknown_without_end_offsets():
+    info = decode(_v7(PID, [(0, 0, -2), (0, 1, 500), (0, 2, -3)]))
+    doc = subscriptions_to_instance([info])
+    (client,) = doc["clients"]
+    assert client["active"] == ["0_0"] and client["standby"] == ["0_1", "0_2"]
+    assert client["lags"] == {"0_1": None, "0_2": None}  # state on disk, lag unknown: not a hot standby
+    inst = parse_instance(doc)
+    from solver.streams.model import UNKNOWN_LAG, is_caught_up, restore_costs
+    (c,) = inst.streams.clients
+    t1 = next(t for t in inst.streams.tasks if t.id == "0_1")
+    assert c.lag_for(t1) == UNKNOWN_LAG and not is_caught_up(inst.streams, c, t1)
+    assert restore_costs(inst.streams, t1) == [inst.streams.config.acceptable_recovery_lag + 1]
+    # with end offsets: Kafka's computeTaskLags, an offset sum past the end restores from scratch
+    doc2 = subscriptions_to_instance([info], end_offsets={"0_1": 400, "0_2": 9})
+    assert doc2["clients"][0]["lags"] == {"0_1": 400, "0_2": None}
+    doc3 = subscriptions_to_instance([info], end_offsets={"0_1": 800})
+    assert doc3["clients"][0]["lags"] == {"0_1": 300, "0_2": None}
+
+
+def test_v1_to_v6_standbys_have_unknown_lags_even_with_end_offsets():
+    raw = (struct.pack(">ii", 4, 4) + PID_BYTES + struct.pack(">i", 1) + struct.pack(">ii", 0, 1)
+           + struct.pack(">i", 1) + struct.pack(">ii", 0, 2) + struct.pack(">i", 0))
+    doc = subscriptions_to_instance([decode(raw)], end_offsets={"0_2": 100})
+    assert doc["clients"][0]["lags"] == {"0_2": None}  # Kafka derives UNKNOWN_OFFSET_SUM for them

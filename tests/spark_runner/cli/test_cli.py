@@ -53,9 +53,16 @@ def test_validate_malformed_json(tmp_path: Path):
     assert f"{f}: malformed JSON at line 2, column 12" in r.stderr
 
 
-def test_missing_file_is_invalid_input():
+def test_a_missing_file_is_exit_66_naming_the_file(tmp_path: Path):
     r = kassign("validate", "no-such-file.json")
-    assert r.returncode == 65 and "no-such-file.json: no such file" in r.stderr
+    assert r.returncode == 66 and r.stderr.strip() == "no-such-file.json: no such file"  # not "1 invalid instance(s)"
+    r = kassign("validate", "no-such-file.jsonl", str(EXAMPLES / "orders-group.json"))
+    assert r.returncode == 66 and "no-such-file.jsonl: no such file" in r.stderr and ": valid (" in r.stdout
+    for args in (("assign", "gone.json", "-a", "range"), ("score", str(EXAMPLES / "orders-group.json"), "gone.json"),
+                 ("compare", "gone.json"), ("plan", "gone.json", "--capacity", "1"),
+                 ("decode-subscription", "gone.b64")):
+        r = kassign(*args)
+        assert r.returncode == 66 and "gone." in r.stderr and "no such file" in r.stderr, (args, r.stderr)
 
 
 def test_usage_error_exit_2():
@@ -127,3 +134,139 @@ def test_assign_bad_batch_writes_nothing(tmp_path: Path):
 def test_bad_flags_are_usage_errors(flag: str):
     r = kassign("assign", str(EXAMPLES / "orders-group.json"), "--assignor", "range", flag)
     assert r.returncode == 2
+
+
+_P = "00000000-0000-0000-0000-00000000000{}".format
+
+
+@pytest.mark.parametrize("doc", [
+    {"tasks": [], "clients": [{"id": "a", "process_id": _P(1)}]},
+    {"subtopologies": [{"id": 0, "source_topics": {"A": 0}}], "clients": [{"id": "a", "process_id": _P(1)}]},
+    {"tasks": [{"id": "0_0"}, {"id": "0_1"}],
+     "clients": [{"id": "a", "process_id": _P(1), "active": ["0_0"], "lags": {"0_1": 2**63 - 1}},
+                 {"id": "b", "process_id": _P(2), "lags": {"0_0": 2**63 - 1}}],
+     "config": {"num_standby_replicas": 1}},
+    {"tasks": [{"id": "0_0"}, {"id": "0_1"}],
+     "clients": [{"id": "a", "process_id": _P(1), "active": ["0_0"]}, {"id": "b", "process_id": _P(2)}],
+     "config": {"num_standby_replicas": 1, "acceptable_recovery_lag": 2**63 - 1}},
+], ids=["no-tasks", "zero-partitions", "lags-2^63-1", "recovery-lag-2^63-1"])
+def test_optimal_streams_answers_degenerate_and_huge_values(tmp_path: Path, doc):
+    f = tmp_path / "streams.json"
+    f.write_text(json.dumps({"format": "kassign/v1", "protocol": "streams", **doc}))
+    r = kassign("assign", str(f), "-a", "optimal-streams", "--time-limit", "5")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["stats"]["status"] in ("optimal", "feasible")
+    a = tmp_path / "assignment.json"
+    a.write_text(r.stdout)
+    s = kassign("score", str(f), str(a), "--json")
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout)["valid"] is True
+
+
+@pytest.mark.parametrize("opt", ["workers=abc", "workers=0", "engine=gurobi", "flows=maybe", "no_such_key=1"])
+def test_optimal_streams_bad_options_are_usage_errors(opt: str):
+    r = kassign("assign", str(EXAMPLES / "streams-app.json"), "-a", "optimal-streams", "-O", opt)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stdout == ""
+
+
+def test_unproven_optimum_prints_its_gaps_on_stderr():
+    # CP-SAT alone cannot close the movement stage of this instance in 1 s; the MIP (default) proves it
+    hard = str(REPO / "tests" / "solver" / "streams" / "data" / "streams-movement-hard.json")
+    r = kassign("assign", hard, "-a", "optimal-streams", "-O", "engine=cp-sat", "--time-limit", "1")
+    assert r.returncode == 0
+    status = json.loads(r.stdout)["stats"]["status"]
+    lines = [ln for ln in r.stderr.splitlines() if "not proven optimal" in ln]
+    assert len(lines) == (status == "feasible")
+    if lines:
+        assert lines[0].startswith("optimal-streams: not proven optimal: active_balance 1 (proven)")
+        assert "movement" in lines[0] and "gap" in lines[0]
+    r = kassign("assign", hard, "-a", "optimal-streams", "--time-limit", "10")
+    assert r.returncode == 0 and json.loads(r.stdout)["stats"]["status"] == "optimal"
+    assert "not proven" not in r.stderr
+
+
+def test_score_reports_the_gaps_to_the_optimum_by_default(tmp_path: Path):
+    inst = EXAMPLES / "orders-group.json"
+    a = tmp_path / "range.json"
+    assert kassign("assign", str(inst), "-a", "range", "-o", str(a)).returncode == 0
+    r = kassign("score", str(inst), str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    from solver.consumer.gaps import gap_metrics
+    from solver.consumer.optimal import solve
+    from solver.io import read_assignment, read_instance
+    from solver.result import Params
+
+    i = read_instance(inst)
+    want = gap_metrics(i, read_assignment(a), solve(i, Params()))
+    assert {k: m[k] for k in want} == want and m["optimal_status"] == "optimal"
+    assert m["max_load_gap"] == 3.0 and m["excess_moves"] == 62  # range moves dear partitions
+    table = kassign("score", str(inst), str(a)).stdout
+    assert "excess_moves" in table and "max_load_gap" in table
+    quick = json.loads(kassign("score", str(inst), str(a), "--json", "--no-gaps").stdout)
+    assert "max_load_gap" not in quick and quick["moved"] == m["moved"]
+
+
+def test_score_gaps_of_a_streams_assignment(tmp_path: Path):
+    inst = EXAMPLES / "streams-app.json"
+    a = tmp_path / "ha.json"
+    assert kassign("assign", str(inst), "-a", "high-availability", "-o", str(a)).returncode == 0
+    m = json.loads(kassign("score", str(inst), str(a), "--json").stdout)
+    assert m["active_balance_gap"] >= 0 and {"total_balance_gap", "restoration_gap"} <= set(m)
+    opt = tmp_path / "opt.json"
+    assert kassign("assign", str(inst), "-a", "optimal-streams", "-o", str(opt)).returncode == 0
+    o = json.loads(kassign("score", str(inst), str(opt), "--json").stdout)
+    assert (o["active_balance_gap"], o["total_balance_gap"], o["restoration_gap"]) == (0, 0, 0)
+
+
+def test_output_files_follow_the_umask(tmp_path: Path):
+    out = tmp_path / "a.json"
+    exe = Path(sys.executable).parent / "kassign"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "spark_runner"]
+    for mask, mode in ((0o022, 0o644), (0o002, 0o664), (0o077, 0o600)):
+        r = subprocess.run(["sh", "-c", f"umask {mask:03o} && exec \"$@\"", "sh", *cmd, "assign",
+                            str(EXAMPLES / "orders-group.json"), "-a", "range", "-o", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert out.stat().st_mode & 0o777 == mode, oct(out.stat().st_mode)
+        out.unlink()
+
+
+def test_a_mistyped_assignor_gets_did_you_mean():
+    r = kassign("assign", str(EXAMPLES / "orders-group.json"), "-a", "coperative-sticky")
+    assert r.returncode == 2 and "did you mean 'cooperative-sticky'?" in r.stderr
+    r = kassign("compare", str(EXAMPLES / "orders-group.json"), "--assignors", "stiky")
+    assert r.returncode == 2 and "did you mean 'sticky'?" in r.stderr
+
+
+def test_a_json_error_in_a_jsonl_line_has_its_column(tmp_path: Path):
+    f = tmp_path / "t.jsonl"
+    good = json.dumps(json.loads((EXAMPLES / "orders-group.json").read_text()))
+    f.write_text(good + "\n" + '{"format": "kassign/v1", "topics":' + "\n")  # line 2 truncated after 34 chars
+    r = kassign("validate", str(f))
+    assert r.returncode == 65
+    assert f"{f}:line 2: malformed JSON at column 35: Expecting value" in r.stderr  # was "column 1"
+
+
+def test_a_mixed_protocol_batch_names_the_line(tmp_path: Path):
+    f = tmp_path / "mixed.jsonl"
+    docs = [json.loads((EXAMPLES / n).read_text()) for n in ("orders-group.json", "streams-app.json")]
+    f.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    r = kassign("assign", str(f), "-a", "range")
+    assert r.returncode == 3
+    assert f"{f}:line 2: assignor 'range' is for the consumer protocol, the instance uses 'streams'" in r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("name,assignor", [("orders-group.json", "range"), ("orders-group.yaml", "sticky"),
+                                           ("streams-app.json", "high-availability")])
+def test_assign_output_ends_with_one_newline(name: str, assignor: str, tmp_path: Path):
+    r = kassign("assign", str(EXAMPLES / name), "-a", assignor)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.endswith("}\n") and not r.stdout.endswith("\n\n")
+    out = tmp_path / "o.json"
+    assert kassign("assign", str(EXAMPLES / name), "-a", assignor, "-o", str(out)).returncode == 0
+    text = out.read_text()
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+    assert json.loads(text)["assignment"] == json.loads(r.stdout)["assignment"]

@@ -102,3 +102,57 @@ def test_assign_optimal_stats_and_objective_options(instance_file: Path) -> None
     assert r.returncode == 0 and json.loads(r.stdout)["stats"]["stages"] == ["weighted"]
     r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "speed")
     assert r.returncode == 2 and "bad objective" in r.stderr
+
+
+# --------------------------------------------------------------------------- issue 13: every assignor, either protocol
+
+
+def test_compare_settles_cooperative_assignors_and_shows_rounds() -> None:
+    r = _kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky")
+    assert r.returncode == 0, r.stderr
+    coop = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}["cooperative-sticky"]
+    assert (coop["valid"], coop["unassigned"], coop["rounds"]) == (True, 0, 2)
+    r = _kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky",
+                 "--no-settle")
+    first = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}["cooperative-sticky"]
+    assert (first["valid"], first["unassigned"], first["rounds"]) == (False, 6, 1)
+    table = _kassign("compare", "examples/orders-group.json", "--assignors", "cooperative-sticky").stdout
+    assert "rounds" in table
+
+
+def test_compare_streams_instance_against_optimal_streams() -> None:
+    r = _kassign("compare", "examples/streams-app.json", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["protocol"] == "streams" and doc["optimal"]["status"] == "optimal"
+    names = [row["assignor"] for row in doc["rows"]]
+    assert names[0] == "optimal-streams" and {"high-availability", "sticky-task", "state-store-weighted"} <= set(
+        names)
+    for row in doc["rows"]:
+        assert {"max_active_load", "restoration_cost", "active_balance_gap", "restoration_gap", "rounds"} <= set(row)
+    table = _kassign("compare", "examples/streams-app.json", "--assignors", "high-availability")
+    assert table.returncode == 0 and "high-avail" in table.stdout and "optimal-st" in table.stdout
+    wrong = _kassign("compare", "examples/streams-app.json", "--assignors", "range")
+    assert wrong.returncode == 2 and "range" in wrong.stderr
+
+
+def test_frontier_streams_instance(tmp_path: Path) -> None:
+    png = tmp_path / "s.png"
+    r = _kassign("frontier", "examples/streams-app.json", "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["protocol"] == "streams" and doc["points"][-1]["budget"] == doc["optimum_moves"]
+    placed = {h["assignor"]: h for h in doc["heuristics"]}
+    assert {"high-availability", "sticky-task", "state-store-weighted"} <= set(placed)
+    for h in placed.values():
+        assert not (h["on_frontier"] and not h["valid"]), h
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_frontier_places_cooperative_sticky_where_it_settles() -> None:
+    r = _kassign("frontier", "examples/orders-group.json", "--assignors", "cooperative-sticky,sticky")
+    assert r.returncode == 0, r.stderr
+    placed = {h["assignor"]: h for h in json.loads(r.stdout)["heuristics"]}
+    coop, eager = placed["cooperative-sticky"], placed["sticky"]
+    assert coop["valid"] and coop["moved"] == eager["moved"] and coop["sum_sq"] == eager["sum_sq"]
+    assert coop["sum_sq"] >= coop["frontier_sum_sq"]  # a settled valid assignment is never below the frontier

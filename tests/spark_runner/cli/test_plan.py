@@ -139,3 +139,61 @@ def test_streams_plan_with_standbys(tmp_path):
     if doc["kafka_assignor"] is None:
         pytest.skip("high-availability is not registered: kafka_* columns are 'unavailable'")
     assert rows[2]["kafka_status"] == "ok" and rows[2]["kafka_fits"] is not None
+
+
+def test_rows_never_contradict_themselves():
+    # plan-orders at 9 MB/s: n = 3 does not fit, so it cannot survive losing 0 instances either (said 'yes')
+    r = kassign("plan", str(ORDERS), "--capacity", "9000000", "--range", "3:5", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    for row in doc["rows"]:
+        if row["fits"] is False:
+            assert row["resilience_fits"] is False and row["resilience_moved_state"] is None, row["n"]
+        if doc["resilience"] == 0 and row["fits"] is not None:
+            assert row["resilience_fits"] == row["fits"], row["n"]
+        if row["kafka_fits"]:  # Kafka's answer fits: then the optimum fits too
+            assert row["fits"] is True, row["n"]
+    table = kassign("plan", str(ORDERS), "--capacity", "9000000", "--range", "3:5").stdout
+    line3 = next(line for line in table.splitlines() if line.startswith("3 "))
+    assert line3.split()[1] == "no" and " yes " not in line3
+
+
+def test_streams_rows_capacity_and_baselines():
+    streams = REPO / "examples" / "streams-app.json"
+    r = kassign("plan", str(streams), "--capacity", "10", "--range", "1:3", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rows = {x["n"]: x for x in doc["rows"]}
+    # one client cannot hold a task and its standby: the optimum says no, and Kafka, which drops the
+    # standbys, does not fit either (it said 'yes' at 50%)
+    assert rows[1]["fits"] is False
+    if doc["kafka_assignor"] is not None:
+        assert rows[1]["kafka_fits"] is False and rows[1]["kafka_unplaced"] > 0
+    for row in rows.values():
+        if row["kafka_fits"]:
+            assert row["fits"] is True
+    # --capacity is per stream thread, and the header says so
+    assert doc["capacity_per"] == "stream thread" and doc["instance_capacity"] == [20.0, 20.0]
+    text = kassign("plan", str(streams), "--capacity", "10", "--range", "1:3").stdout
+    assert "capacity 10 weight per stream thread (today's instances hold 20" in text
+    assert "(10 tasks)" in text
+    # the rules of thumb count tasks, not standby replicas
+    base = {b["name"]: b for b in doc["baselines"]}
+    assert doc["partitions"] == 10 and doc["items"] == 16
+    assert base["one-partition-per-consumer"]["instances"] == 10
+    assert "capped at 10 tasks" in base["keda"]["rule"]
+
+
+def test_plan_formats_fit_the_width(tmp_path):
+    tsv = kassign("plan", str(ORDERS), "--capacity", "9000000", "--range", "3:5", "--format", "tsv", "--no-kafka")
+    assert tsv.returncode == 0, tsv.stderr
+    lines = tsv.stdout.splitlines()
+    assert lines[0].split("\t")[:2] == ["n", "fits"] and [x.split("\t")[0] for x in lines[1:]] == ["3", "4", "5"]
+    md = kassign("plan", str(ORDERS), "--capacity", "9000000", "--range", "3:5", "--format", "md", "--no-kafka")
+    assert "| n | fits |" in md.stdout and "| baseline |" in md.stdout
+    from spark_runner.cli.commands.plan import render
+
+    doc = json.loads(kassign("plan", str(ORDERS), "--capacity", "9000000", "--range", "3:5", "--json").stdout)
+    text = render(doc, "table", 80)
+    assert all(len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)
+    assert "one-partition-per-consumer" in text and "…" not in text

@@ -354,3 +354,58 @@ def test_generated_states_are_valid_streams_instances(p: StreamsScenarioParams, 
         for c in spec.clients:
             for tid, lag in c.lags.items():
                 assert 0 <= lag <= s.lag_model.sizes[tid]
+
+
+# --------------------------------------------------------------------------- racks (KIP-925)
+
+
+def test_without_racks_scenarios_and_ids_are_unchanged() -> None:
+    p = StreamsScenarioParams(steps=6)
+    # rack parameters at their defaults stay out of the id: grids written before them keep their ids
+    assert "rack" not in p.canonical_json()
+    assert scenario_id(p, 1) == scenario_id(StreamsScenarioParams(steps=6, rack_strategy="min_traffic"), 1)
+    s = generate_streams(p, 1)
+    for inst in s.states():
+        assert all(c.rack is None for c in inst.streams.clients)
+        assert all(t.source_racks is None and t.changelog_racks is None for t in inst.streams.tasks)
+        assert inst.streams.config.rack_aware_assignment_strategy == "none"
+
+
+def test_racks_give_every_client_and_partition_a_rack_through_every_event() -> None:
+    from solver.registry import get
+    from solver.result import Params
+    from solver.streams.scoring import score_streams
+    from spark_runner.assignors import load_all
+
+    load_all()
+    ha = get("high-availability")
+    p = StreamsScenarioParams(clients=4, steps=14, racks=3, replication=2, stores_max=2, rack_traffic_cost=4,
+                              rack_strategy="balance_subtopology", initial="mixed")
+    s = generate_streams(p, 13)
+    assert scenario_id(p, 13) != scenario_id(StreamsScenarioParams(clients=4, steps=14), 13)
+    kinds = set()
+    inst = s.initial
+    for ev in (*s.events, None):
+        spec = inst.streams
+        assert spec.config.rack_aware_assignment_strategy == "balance_subtopology"
+        assert spec.config.rack_aware_assignment_traffic_cost == 4
+        assert all(c.rack in ("r0", "r1", "r2") for c in spec.clients)
+        for t in spec.tasks:
+            assert t.source_racks is not None and len(t.source_racks) == 1  # one source topic
+            assert all(len(r) == 2 and len(set(r)) == 2 for r in t.source_racks)
+            if t.stateful:
+                assert t.changelog_racks is not None and len(t.changelog_racks) == t.store_count
+            else:
+                assert t.changelog_racks is None
+        res = ha.run(inst, Params())
+        assert res.extra["rack_aware"] is True
+        assert score_streams(inst, res.assignment)["cross_rack_traffic"] is not None
+        # the writer keeps the rack data (explicit tasks) and reads back to the same tasks
+        again = parse_instance(instance_to_dict(inst)).streams
+        assert again.tasks == spec.tasks and again.clients == spec.clients and again.config == spec.config
+        if ev is None:
+            break
+        kinds.add(ev.kind)
+        inst = apply_streams_event(inst, ev, res.assignment, s.lag_model)
+    assert {"partition-expansion", "join", "scale-out", "crash", "rolling-restart"} <= kinds
+    assert generate_streams(p, 13) == s

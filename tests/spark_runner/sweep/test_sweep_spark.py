@@ -163,7 +163,7 @@ def test_sweep_rows_resume_and_report(spark: object, tmp_path: Path) -> None:
 
     index = build_report(out)
     folder = out / "report"
-    for f in ("index.html", "summary.md", "summary.csv", "gaps.png", "moves.png", "solve_time.png"):
+    for f in ("index.html", "summary.md", "summary.csv", "gaps.png", "moves.png", "optimum.png"):
         assert (folder / f).stat().st_size > 0, f
     md = (folder / "summary.md").read_text()
     for name in ("range", "roundrobin", OPTIMAL):

@@ -1,0 +1,227 @@
+"""Refuse work the machine cannot hold before building anything per partition or per task.
+
+An instance file states sizes (``"partitions": 100000000``, a Streams source
+topic with two billion partitions, 20,000 clients) far beyond what its bytes
+cost to read.  Every command that builds per-partition or per-task data first
+asks :func:`check_fits` with an estimate of the bytes it needs (measured
+per-partition and per-pair costs of each kind of engine, see
+``docs/format.md``, section *Limits*) and compares it with the memory this
+process can still get: the smallest of the machine's available memory, the
+cgroup's remaining limit and the process's address-space limit, or
+``KASSIGN_MEMORY_LIMIT`` (``512M``, ``4G``...) when set.  An instance that does
+not fit fails with a one-line message saying how much it needs and how much
+there is (exit 65), instead of a ``MemoryError`` minutes later.
+
+Work that grows faster than memory (Kafka's high-availability task assignor
+is quadratic in the number of clients) has a documented work limit too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from solver.errors import InstanceError, Problem
+
+#: Environment variable capping the memory kassign assumes it may use (bytes, or with K/M/G/T suffix).
+MEMORY_ENV = "KASSIGN_MEMORY_LIMIT"
+#: Bytes per partition and per (partition, subscriber) pair, by kind of engine (measured, with margin).
+CONSUMER_COSTS = {"heuristic": (120, 8), "solver": (300, 16), "score": (100, 0)}
+#: Bytes per task, per client and per (task, client, replica) triple for the Streams engines.
+STREAMS_COSTS = {"heuristic": (1000, 1000, 64), "solver": (1000, 1000, 400), "score": (500, 500, 0)}
+#: Bytes of one derived Streams task while an instance is read (task object, id string, sort key).
+BYTES_PER_PARSED_TASK = 400
+#: Work limit of Kafka's high-availability assignor: clients^2 x tasks x replicas (about a minute here).
+HA_WORK_LIMIT = 4 * 10**9
+#: Assignors whose work limit is :data:`HA_WORK_LIMIT` (their balancing loops scan every client per move).
+QUADRATIC_IN_CLIENTS = ("high-availability",)
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class TooLargeError(InstanceError):
+    """The instance is valid but needs more memory (or work) than this command may use; exit 65."""
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: an integer with an optional ``K``/``M``/``G``/``T`` suffix (powers of 1024).
+
+    Examples
+    --------
+    >>> parse_size("512M"), parse_size("2g"), parse_size("1000")
+    (536870912, 2147483648, 1000)
+    """
+    hit = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not hit:
+        raise ValueError(f"{MEMORY_ENV}={text!r}: expected bytes such as 512M or 4G")
+    return int(float(hit.group(1)) * _UNITS[hit.group(2).upper()])
+
+
+def human(n: float) -> str:
+    """``1.5 GB``-style rendering of a byte count (powers of 1024).
+
+    Examples
+    --------
+    >>> human(3 * 2**30), human(1536)
+    ('3.0 GB', '1.5 KB')
+    """
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1024 or unit == "PB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} PB"  # pragma: no cover
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _vm_size() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: the smallest of the known limits.
+
+    ``KASSIGN_MEMORY_LIMIT`` when set; else the minimum of the machine's
+    available memory (``MemAvailable``, or physical memory off Linux), the
+    cgroup's limit minus its usage (v2 and v1), and the address-space and data
+    ``rlimit`` minus the process's current size.
+    """
+    env = os.environ.get(MEMORY_ENV)
+    if env:
+        return parse_size(env)
+    found: list[int] = []
+    avail = _meminfo("MemAvailable")
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = None
+    if avail is not None:
+        found.append(avail)
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit = _read_int(limit_file)
+        if limit is not None and limit < 1 << 60:
+            found.append(max(0, limit - (_read_int(usage_file) or 0)))
+    try:
+        import resource
+
+        for which in (resource.RLIMIT_AS, getattr(resource, "RLIMIT_DATA", resource.RLIMIT_AS)):
+            soft = resource.getrlimit(which)[0]
+            if soft != resource.RLIM_INFINITY and soft > 0:
+                found.append(max(0, soft - _vm_size()))
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(found) if found else 4 << 30
+
+
+@dataclass(frozen=True)
+class Need:
+    """An estimate: bytes needed, what for, and the JSON path of the largest contributor."""
+
+    bytes: int
+    what: str
+    path: str = ""
+    work: int = 0
+    work_limit: int = 0
+    work_what: str = ""
+
+
+def check_fits(need: Need, source: str) -> None:
+    """Raise :class:`TooLargeError` when ``need`` exceeds the memory available or its work limit.
+
+    Parameters
+    ----------
+    need
+        The estimate (:func:`consumer_need`, :func:`streams_need` ...).
+    source
+        The file (or instance name) for the message.
+    """
+    if need.work_limit and need.work > need.work_limit:
+        raise TooLargeError(source, [Problem(need.path, need.work_what)])
+    avail = available_memory()
+    if need.bytes > avail:
+        raise TooLargeError(source, [Problem(
+            need.path, f"{need.what} needs about {human(need.bytes)} of memory; {human(avail)} is available "
+                       f"(set {MEMORY_ENV} to change what kassign assumes, see docs/format.md#limits)")])
+
+
+def consumer_need(instance: Any, kind: str, what: str) -> Need:
+    """Estimate for a consumer-protocol instance: partitions and (partition, subscriber) pairs.
+
+    Parameters
+    ----------
+    instance
+        A consumer :class:`~solver.model.Instance`.
+    kind
+        ``"heuristic"``, ``"solver"`` or ``"score"`` (:data:`CONSUMER_COSTS`).
+    what
+        Who needs it (``"assignor 'range'"``), for the message.
+    """
+    per_part, per_pair = CONSUMER_COSTS[kind]
+    subscribers: dict[str, int] = {}
+    for m in instance.members:
+        for t in m.topics:
+            subscribers[t] = subscribers.get(t, 0) + 1
+    parts = pairs = 0
+    biggest, name = -1, ""
+    for t in instance.topics.values():
+        parts += t.partitions
+        pairs += t.partitions * subscribers.get(t.name, 0)
+        if t.partitions > biggest:
+            biggest, name = t.partitions, t.name
+    path = f"topics.{name}.partitions" if name else ""
+    return Need(per_part * parts + per_pair * pairs,
+                f"{what} on {parts} partitions ({pairs} partition-member pairs)", path)
+
+
+def streams_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
+    """Estimate for a Streams instance: tasks, clients and (task, client, replica) triples.
+
+    ``name`` is the assignor's registry name; assignors in :data:`QUADRATIC_IN_CLIENTS`
+    also get the work limit :data:`HA_WORK_LIMIT`.
+    """
+    spec = instance.streams
+    tasks, clients = len(spec.tasks), len(spec.clients)
+    replicas = 1 + min(spec.config.num_standby_replicas, max(clients - 1, 0))
+    per_task, per_client, per_triple = STREAMS_COSTS[kind]
+    need = per_task * tasks + per_client * clients + per_triple * tasks * clients * replicas
+    work = clients * clients * tasks * replicas if name in QUADRATIC_IN_CLIENTS else 0
+    return Need(need, f"{what} on {tasks} tasks x {clients} clients x {replicas} replica(s)",
+                "clients" if clients >= tasks else "tasks", work, HA_WORK_LIMIT if work else 0,
+                f"{what} on {clients} clients x {tasks} tasks x {replicas} replica(s) would run for hours: its "
+                f"work grows with clients^2 x tasks x replicas ({work:.3g}; the limit is {HA_WORK_LIMIT:.3g}, "
+                f"about a minute; see docs/format.md#limits)")
+
+
+def instance_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
+    """:func:`consumer_need` or :func:`streams_need`, by the instance's protocol."""
+    if instance.protocol == "streams":
+        return streams_need(instance, kind, what, name)
+    return consumer_need(instance, kind, what)

@@ -1,0 +1,196 @@
+"""Balance-movement Pareto frontier of a Kafka Streams instance.
+
+The Streams counterpart of :mod:`solver.consumer.frontier`: for each budget
+``B`` of moved actives (tasks whose active leaves its previous client, the
+scorer's ``moved_actives``), the most balanced assignment that respects the
+optimum's hard constraints (:mod:`solver.streams.optimal`: one active per
+task, distinct standbys, stateful actives on caught-up clients) and moves at
+most ``B`` actives: first the largest number of active tasks per stream
+thread, then the largest number of replicas (actives and standbys) per thread.
+
+Budgets run from the moves no assignment can avoid (tasks whose previous
+clients are all gone or not caught up) to the moves of ``optimal-streams``
+(whose balance is the best of all), each point one CP-SAT model with a moves
+cap, two lexicographic stages, ``proven`` when both are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solver.model import Instance
+from solver.result import Params
+from solver.streams.optimal import _Model, greedy, solve_streams
+from solver.streams.problem import StreamsProblem
+
+DEFAULT_POINT_LIMIT = 10.0
+#: The balance stages of each point, in order.
+POINT_STAGES = ("active_balance", "total_balance")
+
+
+def forced_moves(p: StreamsProblem) -> int:
+    """Actives that must move: the task had a previous active client and none of them may take it."""
+    return sum(1 for t in range(p.n_tasks)
+               if p.prev_active[t] and not set(p.prev_active[t]) & set(p.allowed_active[t]))
+
+
+def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict[str, Any]:
+    from ortools.sat.python import cp_model
+
+    m = _Model(p)
+    m.model.add(m.exprs["movement"] <= budget)
+    active, standby = greedy(p)
+    values: dict[str, int] = {}
+    proven = True
+    for k, stage in enumerate(POINT_STAGES):
+        m.hint(active, standby)
+        expr = m.exprs[stage]
+        m.model.minimize(expr)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = limit / (len(POINT_STAGES) - k)
+        solver.parameters.num_workers = int(params.options.get("workers", 2))
+        solver.parameters.random_seed = params.seed
+        code = solver.solve(m.model)
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise RuntimeError(f"internal: no assignment within {budget} moved actives ({solver.status_name(code)})")
+        active, standby = m.read(solver)
+        proven = proven and code == cp_model.OPTIMAL
+        values[stage] = int(solver.value(expr))
+        m.model.add(expr <= values[stage])
+    moved = sum(1 for t in range(p.n_tasks) if p.prev_active[t] and active[t] not in p.prev_active[t])
+    return {"budget": budget, "max_active_load": values["active_balance"] / p.scale,
+            "max_total_load": values["total_balance"] / p.scale, "moved": moved, "proven": proven}
+
+
+def _budgets(lo: int, hi: int, max_points: int) -> list[int]:
+    if hi - lo + 1 <= max_points:
+        return list(range(lo, hi + 1))
+    return sorted({round(x) for x in np.linspace(lo, hi, max_points)})
+
+
+def compute_streams_frontier(instance: Instance, params: Params, max_points: int = 60) -> dict[str, Any]:
+    """The Streams frontier as a JSON-ready dict.
+
+    Parameters
+    ----------
+    instance
+        A ``protocol: streams`` instance.
+    params
+        ``time_limit``: seconds per point (default 10) and for the optimum;
+        ``seed``; ``options["workers"]`` (CP-SAT workers, default 2).
+    max_points
+        At most this many budgets (evenly spaced, both ends kept).
+
+    Returns
+    -------
+    dict
+        ``protocol`` (``"streams"``), ``engine`` (``"cpsat"``),
+        ``optimum_moves`` (moved actives of ``optimal-streams``),
+        ``optimum_status``, ``points``: one per budget with ``budget``,
+        ``max_active_load``, ``max_total_load`` (tasks per thread), ``moved``
+        and ``proven``.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> uid = "00000000-0000-0000-0000-00000000000{}".format
+    >>> inst = parse_instance({"format": "kassign/v1", "protocol": "streams",
+    ...     "tasks": [{"id": f"0_{i}", "stateful": False} for i in range(4)],
+    ...     "clients": [{"id": "a", "process_id": uid(1), "active": ["0_0", "0_1", "0_2", "0_3"]},
+    ...                 {"id": "b", "process_id": uid(2)}]})
+    >>> [(p["budget"], p["max_active_load"]) for p in compute_streams_frontier(inst, Params())["points"]]
+    [(0, 4.0), (1, 3.0), (2, 2.0)]
+    """
+    t0 = time.perf_counter()
+    full = params.options.get("full_restore_lag")
+    p = StreamsProblem.of(instance, int(full) if full is not None else None)
+    if p.n_tasks == 0:
+        return {"instance": instance.name, "protocol": "streams", "engine": "none", "optimum_moves": 0,
+                "optimum_status": "optimal", "seconds": 0.0,
+                "points": [{"budget": 0, "max_active_load": 0.0, "max_total_load": 0.0, "moved": 0,
+                            "proven": True}]}
+    # the default stage order ends with movement: the optimum's moves bound the budgets
+    opt = solve_streams(instance, replace(params, objective=None))  # InfeasibleError without clients
+    top = int(opt.objective[opt.extra["stages"].index("movement")])
+    lo = forced_moves(p)
+    limit = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
+    points = [_point(p, b, params, limit) for b in _budgets(lo, max(lo, top), max_points)]
+    return {"instance": instance.name, "protocol": "streams", "engine": "cpsat", "optimum_moves": top,
+            "optimum_status": opt.status.value, "points": points, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,
+                  err: Any = None) -> list[dict[str, Any]]:
+    """Each Streams assignor's (moved actives, balance) and the frontier's best balance at its moves.
+
+    ``specs`` are registry specs (:class:`solver.registry.AssignorSpec`);
+    ``on_frontier``: a valid assignment that no frontier point dominates (no
+    more moved actives, no worse active or total balance, better in one): one
+    as balanced as the frontier that moved more actives than it needs is off
+    it (an invalid one may look better than the frontier: it breaks a hard
+    constraint, and is never on it).
+    """
+    from solver.consumer.frontier import dominating
+    from solver.streams.scoring import score_streams
+
+    out = []
+    pts = doc["points"]
+    for spec in sorted(specs, key=lambda s: s.name):
+        try:
+            res = spec.run(instance, params)
+        except Exception as e:  # refused input: reported, not fatal
+            if err is not None:
+                err.print(f"{spec.name}: {type(e).__name__}: {e}", markup=False)
+            continue
+        s = score_streams(instance, res.assignment)
+        moved = int(s["moved_actives"])
+        below = [q for q in pts if q["budget"] <= moved] or pts[:1]
+        best = below[-1]
+        act, tot = float(s["max_active_load"]), float(s["max_total_load"])
+        out.append({"assignor": spec.name, "valid": bool(s["valid"]), "moved": moved, "max_active_load": act,
+                    "max_total_load": tot, "frontier_max_active_load": best["max_active_load"],
+                    "frontier_max_total_load": best["max_total_load"],
+                    "on_frontier": bool(s["valid"]) and dominating(
+                        {"moved": moved, "max_active_load": act, "max_total_load": tot}, pts,
+                        ("moved", "max_active_load", "max_total_load")) is None})
+    return out
+
+
+def plot_streams_frontier(doc: dict[str, Any], path: str | Path) -> None:
+    """PNG: active and total tasks per thread against moved actives, assignors as labelled points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = doc["points"]
+    xs = [q["budget"] for q in pts]
+    heur = doc.get("heuristics", [])
+    x_end = max([xs[-1], *[h["moved"] for h in heur]])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, label in ((axes[0], "max_active_load", "max active tasks per thread"),
+                           (axes[1], "max_total_load", "max tasks (active + standby) per thread")):
+        ys = [q[key] for q in pts]
+        ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
+        for h in heur:
+            ok = h["valid"]
+            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if ok else "x")
+            ax.annotate(h["assignor"] + ("" if ok else " (invalid)"), (h["moved"], h[key]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel("moved actives (budget)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8)
+    fig.suptitle(f"Streams balance-movement frontier: {doc.get('instance') or 'instance'}")
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["compute_streams_frontier", "forced_moves", "place_streams", "plot_streams_frontier"]

@@ -1,0 +1,224 @@
+"""Every assignor of a protocol beside the optimum on one instance: metrics and gaps.
+
+:func:`compare` is what ``kassign compare`` prints.  It runs each selected
+heuristic and the reference optimum (``optimal`` for the consumer protocol,
+``optimal-streams`` for Kafka Streams) on the same instance and scores them
+with the same scorer.  The rows are what the sweep evaluates for one step
+(:mod:`spark_runner.sweep.evaluate`): cooperative assignors run their
+follow-up rebalances until settled (:data:`~spark_runner.sweep.evaluate.SETTLE`,
+so ``valid`` and ``moved`` describe the assignment the group ends with), and
+``rounds`` says how many rebalances that took; Streams rows carry the Streams
+metrics and :func:`~spark_runner.sweep.evaluate.streams_gap_metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from solver.model import Instance
+from solver.registry import AssignorSpec, UnknownAssignorError
+from solver.result import Params, Result
+
+#: The optimum each protocol's assignors are compared with.
+REFERENCE: Mapping[str, str] = {"consumer": "optimal", "streams": "optimal-streams"}
+
+#: ``warn(name, message)``: an assignor refused the input (the row then carries ``error``).
+Warn = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare`.
+
+    Attributes
+    ----------
+    instance
+        The instance's name (``None`` when it has none).
+    protocol
+        ``"consumer"`` or ``"streams"``.
+    reference
+        The optimum's registry name.
+    optimal
+        The optimum's run: ``status``, ``objective``, ``bound``, ``stages``,
+        ``engine``, ``gap``, ``seconds``.
+    rows
+        One dict per assignor, the optimum first: ``assignor``, ``status``,
+        ``seconds``, ``rounds``, every scorer metric and the gap metrics, or
+        ``assignor`` and ``error`` when the assignor refused the input.
+    """
+
+    instance: str | None
+    protocol: str
+    reference: str
+    optimal: dict[str, Any]
+    rows: tuple[dict[str, Any], ...]
+
+    def row(self, assignor: str) -> dict[str, Any]:
+        """The row of ``assignor`` (``KeyError`` if it was not compared)."""
+        for r in self.rows:
+            if r["assignor"] == assignor:
+                return r
+        raise KeyError(assignor)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """``{"instance", "protocol", "optimal", "rows"}``: the document of ``kassign compare --json``."""
+        return {"instance": self.instance, "protocol": self.protocol, "optimal": self.optimal,
+                "rows": [dict(r) for r in self.rows]}
+
+
+def heuristic_params(params: Params, settle: bool = True) -> Params:
+    """The parameters heuristics run with: ``params`` plus, by default, the settle option.
+
+    Only cooperative assignors read the option; others ignore it.
+    """
+    from spark_runner.sweep.evaluate import SETTLE
+
+    if not settle:
+        return params
+    return replace(params, options={**params.options, **SETTLE})
+
+
+def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) -> list[AssignorSpec]:
+    """The heuristics of ``protocol`` to compare: all of them, or ``names`` in the given order.
+
+    Raises
+    ------
+    solver.registry.UnknownAssignorError
+        For a name that is not an assignor of ``protocol`` (the message lists them).
+    """
+    from spark_runner.assignors import load_all
+
+    specs = {s.name: s for s in load_all() if s.protocol == protocol and (kind is None or s.kind == kind)}
+    if names is None:
+        return [s for s in specs.values() if s.kind == "heuristic"]
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        from solver.registry import did_you_mean
+
+        hints = "".join(did_you_mean(n, specs) for n in unknown)
+        raise UnknownAssignorError(
+            f"unknown {protocol} assignor(s): {', '.join(unknown)}{hints} (known: {', '.join(sorted(specs))})")
+    return [specs[n] for n in dict.fromkeys(names) if specs[n].kind == "heuristic"]
+
+
+def _optimal_doc(opt: Result) -> dict[str, Any]:
+    return {"status": opt.status.value, "objective": list(opt.objective), "bound": list(opt.bound),
+            "stages": opt.extra.get("stages"), "engine": opt.extra.get("engine"),
+            "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4)}
+
+
+def _run_row(name: str, res: Result) -> dict[str, Any]:
+    return {"assignor": name, "status": res.status.value, "seconds": round(res.seconds, 4),
+            "rounds": int(res.extra.get("rounds", 1))}
+
+
+def compare(instance: Instance, assignors: Sequence[str] | None = None, params: Params | None = None, *,
+            settle: bool = True, warn: Warn | None = None) -> Comparison:
+    """Run the optimum and every selected heuristic of the instance's protocol; score them side by side.
+
+    Parameters
+    ----------
+    instance
+        One instance, either protocol.
+    assignors
+        Registry names (default: every registered heuristic of the protocol);
+        solver names among them are skipped (the optimum is always run).
+    params
+        The optimum's ``time_limit``, ``seed`` and ``options``; heuristics get
+        the seed and options (see :func:`heuristic_params`).
+    settle
+        Run cooperative assignors' follow-up rounds until nothing is withheld
+        (default); ``False`` shows their first round only.
+    warn
+        Called for each assignor that raises on the input.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    solver.registry.UnknownAssignorError
+        For an unknown assignor name.
+    solver.errors.InfeasibleError
+        When the optimum finds no assignment.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 4}, "members": [
+    ...     {"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3]}, "generation": 1},
+    ...     {"id": "b", "topics": ["T"]}]})
+    >>> c = compare(inst, ["range", "cooperative-sticky"])
+    >>> [(r["assignor"], r["valid"], r["rounds"], r["moved"], r["max_load_gap"]) for r in c.rows]
+    [('optimal', True, 1, 2, 0.0), ('range', True, 1, 2, 0.0), ('cooperative-sticky', True, 2, 2, 0.0)]
+    """
+    if instance.protocol not in REFERENCE:
+        raise ValueError(f"no optimum for the {instance.protocol!r} protocol")
+    from spark_runner.assignors import get
+
+    p = params or Params()
+    chosen = select(instance.protocol, assignors)
+    ref = REFERENCE[instance.protocol]
+    opt = get(ref).run(instance, p)
+    hp = heuristic_params(p, settle)
+    rows_fn = _streams_rows if instance.protocol == "streams" else _consumer_rows
+    rows = rows_fn(instance, ref, opt, chosen, hp, warn)
+    return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
+
+
+def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
+          warn: Warn | None) -> list[tuple[str, Result | str]]:
+    out: list[tuple[str, Result | str]] = []
+    for spec in chosen:
+        try:
+            out.append((spec.name, spec.run(instance, params)))
+        except Exception as e:  # an assignor refusing an input is reported in its row, not fatal
+            msg = f"{type(e).__name__}: {e}"
+            if warn is not None:
+                warn(spec.name, msg)
+            out.append((spec.name, msg))
+    return out
+
+
+def _consumer_rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
+                   warn: Warn | None) -> list[dict[str, Any]]:
+    from solver.api import score
+    from solver.consumer.gaps import gap_metrics
+
+    opt_scores = score(instance, opt.assignment)
+    first = {**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores}
+    first.update(gap_metrics(instance, opt.assignment, opt, scores=opt_scores))
+    rows = [first]
+    for name, res in _runs(instance, chosen, params, warn):
+        if isinstance(res, str):
+            rows.append({"assignor": name, "error": res})
+            continue
+        s = score(instance, res.assignment)
+        row = {**_run_row(name, res), **s}
+        row.update(gap_metrics(instance, res.assignment, opt, scores=s))
+        rows.append(row)
+    return rows
+
+
+def _streams_rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
+                  warn: Warn | None) -> list[dict[str, Any]]:
+    from solver.api import score
+    from spark_runner.sweep.evaluate import streams_gap_metrics
+
+    opt_scores = score(instance, opt.assignment)
+    first = {**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores,
+             **streams_gap_metrics(opt_scores, opt_scores)}
+    rows = [first]
+    for name, res in _runs(instance, chosen, params, warn):
+        if isinstance(res, str):
+            rows.append({"assignor": name, "error": res})
+            continue
+        s = score(instance, res.assignment)
+        rows.append({**_run_row(name, res), **s, **streams_gap_metrics(s, opt_scores)})
+    return rows
+
+
+__all__ = ["REFERENCE", "Comparison", "compare", "heuristic_params", "select"]

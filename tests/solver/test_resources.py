@@ -1,0 +1,111 @@
+"""The memory guard: instances too large for the machine (or the command) are refused before anything is built."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from solver.io import parse_instance
+from solver.planning.plan import PlanConfig, plan
+from solver.resources import (
+    HA_WORK_LIMIT,
+    MEMORY_ENV,
+    TooLargeError,
+    available_memory,
+    consumer_need,
+    parse_size,
+    streams_need,
+)
+from spark_runner.assignors import get
+
+
+def consumer(partitions: int, members: int = 2) -> Any:
+    return parse_instance({"format": "kassign/v1", "topics": {"T1": partitions},
+                           "members": [{"id": f"C{i}", "topics": ["T1"]} for i in range(members)]})
+
+
+def streams(clients: int, partitions: int, standbys: int = 1) -> Any:
+    return parse_instance({"format": "kassign/v1", "protocol": "streams",
+                           "subtopologies": [{"id": 0, "source_topics": {"a": partitions}}],
+                           "clients": [{"id": f"c{i}", "process_id": f"00000000-0000-0000-0000-{i:012d}"}
+                                       for i in range(clients)],
+                           "config": {"num_standby_replicas": standbys}})
+
+
+def test_parse_size_and_the_environment_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_size("1.5G") == 3 << 29 and parse_size("64k") == 65536
+    with pytest.raises(ValueError):
+        parse_size("lots")
+    monkeypatch.setenv(MEMORY_ENV, "123M")
+    assert available_memory() == 123 << 20
+    monkeypatch.delenv(MEMORY_ENV)
+    assert available_memory() > 0
+
+
+def test_estimates_grow_with_partitions_pairs_and_replicas() -> None:
+    small, big = consumer_need(consumer(10), "heuristic", "x"), consumer_need(consumer(10_000), "heuristic", "x")
+    assert big.bytes == 1000 * small.bytes and big.path == "topics.T1.partitions"
+    assert consumer_need(consumer(100, 4), "solver", "x").bytes > consumer_need(consumer(100, 2), "solver", "x").bytes
+    one, two = streams_need(streams(3, 10, 0), "solver", "x"), streams_need(streams(3, 10, 1), "solver", "x")
+    assert two.bytes > one.bytes
+    assert streams_need(streams(3, 10, 10**9), "solver", "x").bytes == streams_need(streams(3, 10, 2), "solver",
+                                                                                      "x").bytes  # replicas <= clients
+
+
+@pytest.mark.parametrize("name", ["range", "cooperative-sticky", "optimal"])
+def test_100_million_partitions_are_refused_up_front(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_ENV, "1G")
+    inst = consumer(10**8)
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError) as e:
+        get(name).run(inst)
+    assert time.perf_counter() - t0 < 1  # nothing was built per partition
+    [p] = e.value.problems
+    assert p.path == "topics.T1.partitions" and "needs about" in p.message and "1.0 GB is available" in p.message
+    assert e.value.exit_code == 65
+
+
+def test_high_availability_work_limit_refuses_20000_clients_x_2000_tasks() -> None:
+    inst = streams(20_000, 2_000)
+    with pytest.raises(TooLargeError) as e:
+        get("high-availability").run(inst)
+    assert "would run for hours" in str(e.value) and f"{HA_WORK_LIMIT:.3g}" in str(e.value)
+
+
+def test_optimal_streams_20000_clients_x_2000_tasks_is_refused_for_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_ENV, "8G")
+    with pytest.raises(TooLargeError, match=r"needs about .* of memory; 8\.0 GB is available"):
+        get("optimal-streams").run(streams(20_000, 2_000))
+
+
+def test_derived_tasks_are_checked_before_they_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_ENV, "1G")
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError) as e:
+        streams(1, 2**31 - 1)
+    assert time.perf_counter() - t0 < 1
+    assert e.value.problems[0].path == "subtopologies[0].source_topics"
+
+
+def test_plan_refuses_100000_members_and_a_billion_standbys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_ENV, "4G")
+    with pytest.raises(TooLargeError) as e:
+        plan(consumer(1000, 100_000), PlanConfig(capacity=10))
+    assert e.value.problems[0].path == "members"
+    with pytest.raises(TooLargeError) as e:
+        plan(streams(3, 8, 10**9), PlanConfig(capacity=10))
+    assert e.value.problems[0].path == "config.num_standby_replicas"
+
+
+def test_plan_time_limit_bounds_the_whole_command() -> None:
+    inst = consumer(400, 30)
+    t0 = time.perf_counter()
+    doc = plan(inst, PlanConfig(capacity=7, time_limit=0.5, range=(1, 200)))
+    took = time.perf_counter() - t0
+    assert 1 <= len(doc["rows"]) < 200 and doc["range"][1] == doc["rows"][-1]["n"]
+    assert any("time limit (0.5 s) reached" in n for n in doc["notes"])
+    assert took < 0.5 + 20  # documented slack: the row in progress when the limit passes
+    json.dumps(doc)

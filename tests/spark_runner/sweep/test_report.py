@@ -1,0 +1,186 @@
+"""The sweep report (no Spark): the answer on top, readable metric names, plots, and a real browser check."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_runner.sweep.evaluate import OPTIMAL, arrow_schema
+from spark_runner.sweep.report import build_report, load_rows, recommend
+from spark_runner.sweep.run import parse_grid
+
+PARAMS = {"members": 4, "topics": 2, "partitions_min": 2, "partitions_max": 5, "steps": 3, "copartition": 0,
+          "events": ["join", "leave"]}
+
+
+def _row(sid: str, seed: int, step: int, assignor: str, **over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {name: None for name in arrow_schema().names}
+    row.update(scenario_id=sid, seed=seed, step=step, event="initial" if step == 0 else "join", protocol="consumer",
+               members=4, topics=2, partitions=12 + 4 * seed, status="optimal" if assignor == OPTIMAL else "heuristic",
+               seconds=0.01, rounds=1, valid=True, copartition_violations=0, moved=1, moved_cost=1.0,
+               max_load_gap=0.0, sum_sq_gap=0.0, excess_moves=0.0, excess_moves_proven=True, balance_optimal=True,
+               opt_status="optimal", params_json=json.dumps(PARAMS), assignor=assignor)
+    row.update(over)
+    return row
+
+
+def _write(out: Path, rows: list[dict[str, Any]]) -> None:
+    schema = arrow_schema()
+    file_schema = pa.schema([f for f in schema if f.name != "assignor"])
+    for name in sorted({r["assignor"] for r in rows}):
+        part = out / "rows" / f"assignor={name}"
+        part.mkdir(parents=True)
+        mine = [{k: v for k, v in r.items() if k != "assignor"} for r in rows if r["assignor"] == name]
+        pq.write_table(pa.Table.from_pylist(mine, schema=file_schema), part / "part-0.parquet")
+    (out / "manifest.json").write_text(json.dumps({"grid": "tiny", "solver_time_limit": 5}))
+
+
+def _sweep(tmp_path: Path) -> Path:
+    grid = parse_grid({"name": "tiny", "seeds": [0, 1], "assignors": ["range"], "params": PARAMS}, "g.yaml")
+    rows = []
+    for sid, seed, _params in grid.scenarios():
+        for step in range(4):
+            rows.append(_row(sid, seed, step, OPTIMAL, moved=1))
+            # uniform: always as good as the optimum
+            rows.append(_row(sid, seed, step, "uniform", moved=1))
+            # fair: as balanced, but moves 3 more than needed at every step
+            rows.append(_row(sid, seed, step, "fair", moved=4, moved_cost=4.0, excess_moves=3.0))
+            # cooperative-sticky: splits a co-partitioned unit at step 2 and looks better than the optimum there
+            split = step == 2
+            rows.append(_row(sid, seed, step, "cooperative-sticky", copartition_violations=1 if split else 0,
+                             max_load_gap=0.0, sum_sq_gap=-2.0 if split else 0.0, excess_moves=None if split else 0.0))
+    # the worst step of "uniform": the largest max_load_gap, at scenario 1 step 3
+    sid1 = grid.scenarios()[1][0]
+    rows = [r if not (r["assignor"] == "uniform" and r["scenario_id"] == sid1 and r["step"] == 3)
+            else {**r, "max_load_gap": 2.0, "sum_sq_gap": 8.0, "balance_optimal": False} for r in rows]
+    out = tmp_path / "sweep"
+    _write(out, rows)
+    return out
+
+
+def _text(html_doc: str) -> str:
+    return re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", html_doc, flags=re.S))
+
+
+def test_the_report_answers_which_assignor_and_what_it_costs(tmp_path: Path) -> None:
+    out = _sweep(tmp_path)
+    index = build_report(out)
+    md = (out / "report" / "summary.md").read_text()
+    head = md.split("## Overview")[0]
+    assert "## Which assignor should I run, and what does it cost me?" in head
+    # uniform: 7 of 8 steps as good as the optimum; fair wastes moves, cooperative-sticky splits a unit
+    assert "**Run `uniform`.**" in head
+    assert "in 87.5% of its 8 steps" in head
+    assert "1 moved topic-partitions per step (`moved`; the optimum: 1)" in head
+    rec = recommend(load_rows(out))
+    assert rec is not None and rec["worst"]["step"] == 3 and rec["worst"]["max_load_gap"] == 2.0
+    # the reproduce command's grid is that one scenario
+    grid_file = out / "report" / "worst-uniform.yaml"
+    assert f"`kassign sweep {grid_file} --out " in head
+    import yaml
+
+    g = parse_grid(yaml.safe_load(grid_file.read_text()), str(grid_file))
+    assert [s[0] for s in g.scenarios()] == [rec["worst"]["scenario_id"]] and g.evaluated[0] == "uniform"
+    page = index.read_text()
+    assert "Which assignor should I run" in page.split("<h2>Overview")[0]
+    assert "*" not in _text(page), "literal Markdown asterisks in the HTML"
+    assert page.count("<table>") == page.count("<div class=scroll><table>") > 0
+    # metric names a person reads, with the raw name and the unit beside
+    assert "## Moves beyond the fewest at that balance (excess_moves, topic-partitions, move_costs when set)" in md
+    assert "| moved partitions, mean (`moved_mean`, topic-partitions per step) |" in md
+    assert "<code>excess_moves</code>" in page
+
+
+def test_plots_and_notes(tmp_path: Path) -> None:
+    out = _sweep(tmp_path)
+    build_report(out)
+    folder = out / "report"
+    for f in ("gaps.png", "moves.png", "optimum.png"):
+        assert (folder / f).stat().st_size > 0, f
+    assert not (folder / "solve_time.png").exists()
+    md = (folder / "summary.md").read_text()
+    # the negative-gap note counts sum_sq_gap too (max_load_gap is 0 at the split steps)
+    assert "2 step(s) have a negative balance gap (max_load_gap or sum_sq_gap)" in md
+    for png in ("gaps.png", "moves.png", "optimum.png"):
+        assert f"({png})" in md
+
+
+def test_step_counts_note() -> None:
+    import pandas as pd
+
+    from spark_runner.sweep.report import _counts_note
+
+    counts = pd.Series({0: 20, 1: 20, 2: 20, 3: 16, 4: 16})
+    assert _counts_note(counts) == "mean over the scenarios that reach the step: 20 at steps 0-2, 16 at steps 3-4"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs headless Chromium (apt-get install -y chromium)")
+def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
+    """Headless Chromium at 800 px: the page does not overflow (wide tables scroll in their box), every plot loads."""
+    out = _sweep(tmp_path)
+    index = build_report(out)
+    probe = index.with_name("probe.html")
+    probe.write_text(index.read_text().replace("</body>", """<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const boxes = [...document.querySelectorAll('div.scroll')];
+  document.body.setAttribute('data-probe', JSON.stringify({
+    page: document.documentElement.scrollWidth, view: window.innerWidth,
+    images: imgs.length, broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src),
+    tables: document.querySelectorAll('table').length, boxed: boxes.length,
+    clipped: boxes.filter(b => getComputedStyle(b).overflowX !== 'auto').length}));
+});
+</script></body>"""))
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=800,1200",
+            "--virtual-time-budget=5000", "--allow-file-access-from-files"]
+    dom = subprocess.run([*args, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r"data-probe=\"([^\"]+)\"", dom.stdout)
+    assert m, dom.stderr[-2000:]
+    probe_doc = json.loads(m.group(1).replace("&quot;", '"'))
+    assert probe_doc["page"] <= probe_doc["view"], probe_doc  # nothing cut or pushed off the page
+    assert probe_doc["images"] == 3 and probe_doc["broken"] == [], probe_doc
+    assert probe_doc["tables"] == probe_doc["boxed"] > 0 and probe_doc["clipped"] == 0
+    shot = tmp_path / "shot.png"
+    subprocess.run([*args, f"--screenshot={shot}", index.as_uri()], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10_000
+
+
+def test_gap_plots_leave_invalid_steps_out_and_count_them(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from spark_runner.sweep.report import gap_data
+
+    # a Streams assignor whose invalid step looks better than the optimum (negative gap)
+    df = pd.DataFrame([
+        {"assignor": "high-availability", "valid": True, "copartition_violations": None, "active_balance_gap": 1.0},
+        {"assignor": "high-availability", "valid": False, "copartition_violations": None, "active_balance_gap": -3.0},
+        {"assignor": "sticky-task", "valid": True, "copartition_violations": None, "active_balance_gap": 0.0},
+    ])
+    data, names = gap_data(df, ["high-availability", "sticky-task"], "active_balance_gap")
+    assert [d.tolist() for d in data] == [[1.0], [0.0]]
+    assert names == ["high-availability\n(1 invalid or split, not shown)", "sticky-task"]
+    # consumer: a step that splits a co-partitioned unit is left out too
+    out = _sweep(tmp_path)
+    build_report(out)
+    rows = load_rows(out)
+    data, names = gap_data(rows, ["cooperative-sticky"], "sum_sq_gap")
+    assert min(data[0]) == 0.0 and names == ["cooperative-sticky\n(2 invalid or split, not shown)"]
+
+
+def test_a_missing_sweep_directory_is_a_missing_file(tmp_path: Path) -> None:
+    from solver.errors import MissingFileError
+
+    with pytest.raises(MissingFileError) as e:
+        build_report(tmp_path / "nope")
+    assert e.value.exit_code == 66 and "no such directory" in str(e.value)
