@@ -58,7 +58,7 @@ def _produce(broker: Broker, counts: dict[tuple[str, int], int], size: int = 10)
         prod.close()
 
 
-def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int) -> None:
+def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int, seconds: float = 90) -> None:
     adm = _admin(broker)
 
     def ready() -> bool:
@@ -68,7 +68,7 @@ def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int
                 and sum(map(len, held)) == n_partitions and all(x["member_assignment"] for x in g["members"]))
 
     try:
-        wait_until(ready, 90, f"group {group} stable with {n_partitions} partitions assigned")
+        wait_until(ready, seconds, f"group {group} stable with {n_partitions} partitions assigned")
     finally:
         adm.close()
 
@@ -92,12 +92,23 @@ def test_capture_of_a_live_group_is_exact(kafka_broker: Broker, unique: str, sto
     produced = {(t, p): 3 + 2 * p + len(t) % 3 for t, n in sizes.items() for p in range(n)}
     _produce(kafka_broker, produced)
     subs = {"m0": [a], "m1": [a, b], "m2": [a, b, c], "m3": [b, c]}
-    group = f"{unique}-g"
-    for name, topics in subs.items():
-        stop_all.append(Member(kafka_broker.bootstrap, group, topics, name=name))
-    for m in stop_all:
-        m.start()
-    _stable(kafka_broker, group, stop_all, sum(sizes.values()))
+    # Forming the group is set-up, not what is tested: when noida-db stalls it (a JoinGroup answered only
+    # at the rebalance timeout, see test_kafka_assignor), form a fresh group.
+    for attempt in range(3):
+        group = f"{unique}-g{attempt}"
+        for name, topics in subs.items():
+            stop_all.append(Member(kafka_broker.bootstrap, group, topics, name=name))
+        for m in stop_all:
+            m.start()
+        try:
+            _stable(kafka_broker, group, stop_all, sum(sizes.values()), seconds=45)
+            break
+        except AssertionError:
+            for m in stop_all:
+                m.stop()
+            stop_all.clear()
+    else:
+        pytest.fail("noida-db stalled the group in three attempts")
     held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition) for tp in c.assignment()})
             for m in stop_all}
     # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).
