@@ -187,6 +187,8 @@ def score(
     """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
     from solver.api import score as score_fn
 
+    if str(instance) == "-" and str(assignment) == "-":
+        raise UsageError("score reads one of INSTANCE and ASSIGNMENT from stdin ('-'), not both")
     out_fmt = _format(fmt, as_json)
     recs = _records(instance)
     if len(recs) != 1:

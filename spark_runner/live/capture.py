@@ -1,0 +1,359 @@
+"""``kassign capture``: a live group's state as a ``kassign/v1`` instance (read-only).
+
+:func:`capture` talks to the cluster through :class:`~spark_runner.live.broker.Broker`;
+:func:`consumer_instance` and :func:`streams_instance` turn what it read into
+an instance document and are pure functions (tested without a broker too).
+
+Where each field comes from
+---------------------------
+* ``topics[T].partitions`` and ``racks``: Metadata (the racks of the brokers
+  holding each partition's replicas; omitted when no broker has a rack).
+* ``topics[T].weights``: ``--weights lag``: ListOffsets (latest) minus the
+  group's committed offset (OffsetFetch); a partition without a commit counts
+  every retained record (latest minus earliest).  ``--weights rate``: growth
+  over ``--sample`` seconds of each partition's leader log size
+  (DescribeLogDirs, bytes/s), or of its end offset (records/s) when the broker
+  does not report sizes.
+* ``members``: DescribeGroups.  ``topics`` and ``rack`` from the member's
+  subscription (consumer protocol v0-v3), ``owned`` from its current
+  assignment, ``generation`` from the subscription (v2+; for
+  ``kassign-optimal`` members from their user data), else -1;
+  ``instance_id`` is the member's ``group.instance.id``.
+* Streams applications (group protocol ``stream``): each member's
+  SubscriptionInfo (its subscription's user data) gives the client (process
+  id), its threads (capacity), previous active and standby tasks, and task
+  offset sums; with ``--changelogs`` the lags are the changelogs' end offsets
+  (summed per task) minus those sums.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from spark_runner.live.broker import (
+    CONSUMER_GROUP_DESCRIBE,
+    Broker,
+    BrokerUnavailable,
+    CaptureError,
+    CaptureTimeout,
+    GroupDescription,
+    GroupNotFound,
+    TopicInfo,
+)
+from spark_runner.live.wire import WireDecodeError, decode_assignment, decode_subscription, decode_user_data
+
+Weights = Literal["none", "lag", "rate"]
+#: Kafka's protocol names -> kassign's assignor names (for ``source.kassign_assignor``).
+KAFKA_ASSIGNORS = {
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "sticky": "sticky",
+    "cooperative-sticky": "cooperative-sticky",
+    "kassign-optimal": "optimal",
+    "stream": "high-availability",
+}
+#: Group protocol name of Kafka Streams' StreamsPartitionAssignor.
+STREAMS_PROTOCOL = "stream"
+_REBALANCING = {"PreparingRebalance", "CompletingRebalance", "CoordinatorNotReady"}
+
+
+@dataclass
+class Observed:
+    """What was read from the cluster, before it becomes an instance."""
+
+    group: GroupDescription
+    topics: dict[str, TopicInfo]
+    racks: dict[int, str | None]
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    end: dict[tuple[str, int], int] = field(default_factory=dict)
+    start: dict[tuple[str, int], int] = field(default_factory=dict)
+    rates: dict[tuple[str, int], float] = field(default_factory=dict)
+    rate_unit: str = ""
+    sample: float = 0.0
+
+
+# --------------------------------------------------------------------------- the live part
+
+
+def wait_stable(broker: Broker, group: str, deadline: float, kip848: bool = False) -> GroupDescription:
+    """DescribeGroups until the group is Stable (a rebalance in flight has no assignments yet).
+
+    ``kip848``: the broker runs KIP-848 groups, which DescribeGroups does not show.
+    """
+    while True:
+        desc = broker.describe_group(group)
+        if desc.state == "Dead" or (desc.state == "Empty" and not desc.members):
+            what = "has no members (state Empty)" if desc.state == "Empty" else "does not exist"
+            hint = " (or it is a KIP-848 group: those are not captured yet)" if kip848 else ""
+            raise GroupNotFound(f"group {group!r} {what}: nothing to capture{hint}")
+        if desc.protocol_type not in ("consumer", ""):
+            raise BrokerUnavailable(f"group {group!r} uses protocol type {desc.protocol_type!r}; kassign captures "
+                                    "consumer groups and Kafka Streams applications")
+        if desc.state not in _REBALANCING:
+            return desc
+        if time.monotonic() >= deadline:
+            raise CaptureTimeout(f"group {group!r} is still rebalancing (state {desc.state}); try again later "
+                                 "or give --timeout more seconds")
+        time.sleep(0.2)
+
+
+def subscribed_topics(desc: GroupDescription) -> list[str]:
+    """Every topic some member subscribes to (sorted)."""
+    topics: set[str] = set()
+    for m in desc.members:
+        topics.update(_subscription(m.member_id, m.metadata).topics)
+    return sorted(topics)
+
+
+def observe(broker: Broker, group: str, *, weights: Weights = "none", sample: float = 5.0,
+            timeout: float = 30.0, changelogs: Mapping[str, Sequence[str]] | None = None,
+            progress: Any = None) -> Observed:
+    """Read everything a capture needs from the cluster (read-only)."""
+    deadline = time.monotonic() + timeout
+    versions = broker.check_apis()
+    desc = wait_stable(broker, group, deadline, kip848=CONSUMER_GROUP_DESCRIBE in versions)
+    names = subscribed_topics(desc)
+    extra = sorted({t for ts in (changelogs or {}).values() for t in ts} - set(names))
+    topics, racks = broker.topics(names + extra)
+    obs = Observed(desc, topics, racks)
+    parts = [(t, p) for t in names + extra if t in topics and not topics[t].error
+             for p in range(len(topics[t].replicas))]
+    if weights == "lag" or desc.protocol == STREAMS_PROTOCOL:
+        obs.end = broker.offsets(parts, latest=True)
+    if weights == "lag":
+        obs.committed = broker.committed(group)
+        if any(k not in obs.committed for k in parts if k[0] in names):
+            obs.start = broker.offsets(parts, latest=False)
+    elif weights == "rate":
+        leaders = {(t, p): topics[t].leaders[p] for t, p in parts}
+        sizes0 = broker.log_sizes(parts, leaders)
+        end0 = broker.offsets(parts)
+        t0 = time.monotonic()
+        if progress is not None:
+            progress(f"sampling end offsets for {sample:g} s")
+        time.sleep(sample)
+        sizes1 = broker.log_sizes(parts, leaders) if sizes0 is not None else None
+        end1 = broker.offsets(parts)
+        span = max(time.monotonic() - t0, 1e-9)
+        if sizes0 is not None and sizes1 is not None:
+            obs.rates = {k: max(sizes1[k] - sizes0[k], 0) / span for k in parts}
+            obs.rate_unit = "bytes/s"
+        else:
+            obs.rates = {k: max(end1[k] - end0[k], 0) / span for k in parts}
+            obs.rate_unit = "records/s"
+        obs.sample = span
+        obs.end = end1
+    return obs
+
+
+# --------------------------------------------------------------------------- to an instance
+
+
+def _subscription(member_id: str, data: bytes) -> Any:
+    try:
+        return decode_subscription(data)
+    except WireDecodeError as e:
+        raise CaptureError(f"member {member_id}: cannot decode its subscription: {e}") from None
+
+
+def _source(obs: Observed, bootstrap: str, weights: Weights) -> dict[str, Any]:
+    proto = obs.group.protocol
+    src: dict[str, Any] = {
+        "kind": "kassign capture",
+        "bootstrap": bootstrap,
+        "group": obs.group.group_id,
+        "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "state": obs.group.state,
+        "protocol_type": obs.group.protocol_type,
+        "assignor": proto,
+        "kassign_assignor": KAFKA_ASSIGNORS.get(proto),
+        "weights": weights if weights != "rate" else f"rate ({obs.rate_unit} over {obs.sample:.2f} s)",
+    }
+    return src
+
+
+def _racks(info: TopicInfo, racks: Mapping[int, str | None]) -> list[list[str]] | None:
+    if not any(racks.values()):
+        return None
+    return [sorted({racks[b] for b in reps if racks.get(b)}) for reps in info.replicas]  # type: ignore[misc]
+
+
+def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = "none") -> dict[str, Any]:
+    """The consumer-protocol instance document of an observed group.
+
+    Parameters
+    ----------
+    obs
+        What :func:`observe` read.
+    bootstrap
+        Recorded in ``source``.
+    weights
+        Which per-partition weights to write (``none``: none).
+
+    Returns
+    -------
+    dict
+        A ``kassign/v1`` consumer instance (``parse_instance`` validates it).
+    """
+    notes: list[str] = []
+    members: list[dict[str, Any]] = []
+    subscribed: set[str] = set()
+    for m in sorted(obs.group.members, key=lambda m: m.member_id):
+        sub = _subscription(m.member_id, m.metadata)
+        try:
+            owned = dict(decode_assignment(m.assignment).partitions) if m.assignment else {}
+        except WireDecodeError as e:
+            raise CaptureError(f"member {m.member_id}: cannot decode its assignment: {e}") from None
+        generation = sub.generation
+        kas = None
+        try:
+            kas = decode_user_data(sub.user_data)
+        except WireDecodeError as e:
+            notes.append(f"member {m.member_id}: kassign user data unreadable ({e}); ignored")
+        if generation < 0 and kas is not None:
+            generation = kas.generation
+        entry: dict[str, Any] = {"id": m.member_id, "topics": sorted(set(sub.topics))}
+        if owned:
+            entry["owned"] = {t: sorted(set(ps)) for t, ps in sorted(owned.items())}
+        entry["generation"] = generation
+        if m.instance_id:
+            entry["instance_id"] = m.instance_id
+        if sub.rack:
+            entry["rack"] = sub.rack
+        members.append(entry)
+        subscribed.update(sub.topics)
+    topics: dict[str, Any] = {}
+    uncommitted: list[str] = []
+    for t in sorted(subscribed):
+        info = obs.topics.get(t)
+        if info is None or info.error:
+            notes.append(f"topic {t}: subscribed but not in the cluster's metadata "
+                         f"({'unknown' if info is None else info.error}); 0 partitions")
+            topics[t] = 0
+            continue
+        n = len(info.replicas)
+        spec: dict[str, Any] = {"partitions": n}
+        rk = _racks(info, obs.racks)
+        if rk is not None:
+            spec["racks"] = rk
+        if weights == "lag":
+            spec["weights"] = [float(_lag(obs, t, p, uncommitted)) for p in range(n)]
+        elif weights == "rate":
+            spec["weights"] = [round(obs.rates.get((t, p), 0.0), 6) for p in range(n)]
+        topics[t] = spec if len(spec) > 1 else n
+    for entry in members:  # owned partitions of topics the member left, or that shrank: Kafka ignores them
+        for t, ps in list(entry.get("owned", {}).items()):
+            n = _count(topics.get(t))
+            keep = [p for p in ps if p < n and t in topics]
+            if len(keep) != len(ps):
+                notes.append(f"member {entry['id']}: owned {t} partitions {sorted(set(ps) - set(keep))} "
+                             "no longer exist; dropped")
+                if keep:
+                    entry["owned"][t] = keep
+                else:
+                    del entry["owned"][t]
+    if uncommitted:
+        notes.append(f"no committed offset for {', '.join(uncommitted)}: their lag counts every retained "
+                     "record (end offset - earliest offset)")
+    if weights == "rate":
+        notes.append(f"weights are {obs.rate_unit} over a {obs.sample:.2f} s sample")
+    source = _source(obs, bootstrap, weights)
+    source["clients"] = {m.member_id: {"client_id": m.client_id, "host": m.client_host}
+                         for m in sorted(obs.group.members, key=lambda m: m.member_id)}
+    doc: dict[str, Any] = {"format": "kassign/v1", "name": obs.group.group_id, "protocol": "consumer",
+                           "topics": topics, "members": members, "source": source}
+    if notes:
+        doc["notes"] = notes
+    return doc
+
+
+def _count(spec: Any) -> int:
+    if spec is None:
+        return 0
+    return int(spec if isinstance(spec, int) else spec["partitions"])
+
+
+def _lag(obs: Observed, t: str, p: int, uncommitted: list[str]) -> int:
+    end = obs.end.get((t, p), 0)
+    if (t, p) in obs.committed:
+        return max(end - obs.committed[(t, p)], 0)
+    uncommitted.append(f"{t}-{p}")
+    return max(end - obs.start.get((t, p), 0), 0)
+
+
+def streams_instance(obs: Observed, *, changelogs: Mapping[str, Sequence[str]] | None = None,
+                     bootstrap: str = "") -> dict[str, Any]:
+    """The Streams instance document of an observed Kafka Streams application.
+
+    Parameters
+    ----------
+    obs
+        What :func:`observe` read (``end`` must hold the changelogs' end offsets).
+    changelogs
+        Subtopology id -> its changelog topics; task ``s_p``'s end offset sum is
+        the sum of partition ``p``'s end offsets of subtopology ``s``'s changelogs.
+    bootstrap
+        Recorded in ``source``.
+    """
+    from solver.streams.subscription_info import SubscriptionDecodeError, decode, subscriptions_to_instance
+
+    infos = []
+    for m in sorted(obs.group.members, key=lambda m: m.member_id):
+        sub = _subscription(m.member_id, m.metadata)
+        try:
+            infos.append(decode(sub.user_data or b"", "kafka"))
+        except SubscriptionDecodeError as e:
+            raise CaptureError(f"member {m.member_id}: cannot decode its Streams SubscriptionInfo: {e}") from None
+    notes: list[str] = []
+    end_offsets: dict[str, int] | None = None
+    if changelogs:
+        end_offsets = {}
+        tasks = {t for i in infos for t, _ in i.task_offset_sums} | {t for i in infos for t in i.prev_tasks}
+        tasks |= {t for i in infos for t in i.standby_tasks}
+        for task in sorted(tasks):
+            sub_id, _, part = task.partition("_")
+            topics = changelogs.get(sub_id)
+            if not topics:
+                continue
+            keys = [(t, int(part)) for t in topics]
+            missing = [f"{t}-{p}" for t, p in keys if (t, p) not in obs.end]
+            if missing:
+                notes.append(f"task {task}: changelog partitions {', '.join(missing)} not found; no lag")
+                continue
+            end_offsets[task] = sum(obs.end[k] for k in keys)
+    else:
+        notes.append("no --changelogs given: tasks with local state are taken as caught up (no lags)")
+    try:
+        doc = subscriptions_to_instance(infos, end_offsets=end_offsets, name=obs.group.group_id)
+    except ValueError as e:
+        raise CaptureError(f"group {obs.group.group_id!r}: {e}") from None
+    doc["source"] = _source(obs, bootstrap, "none")
+    doc["source"]["threads"] = {m.member_id: info.process_id
+                                for m, info in zip(sorted(obs.group.members, key=lambda m: m.member_id), infos,
+                                                   strict=True)}
+    if notes:
+        doc["notes"] = notes
+    return doc
+
+
+def capture(bootstrap: str, group: str, *, weights: Weights = "none", sample: float = 5.0,
+            config: Mapping[str, Any] | None = None, timeout: float = 30.0,
+            changelogs: Mapping[str, Sequence[str]] | None = None, api_version: tuple[int, ...] | None = None,
+            progress: Any = None) -> dict[str, Any]:
+    """Capture ``group`` at ``bootstrap`` as an instance document (consumer or Streams).
+
+    Raises
+    ------
+    CaptureError
+        With the exit code of its kind (see :mod:`spark_runner.live.broker`).
+    """
+    with Broker(bootstrap, config, timeout=timeout, api_version=api_version) as broker:
+        obs = observe(broker, group, weights=weights, sample=sample, timeout=timeout, changelogs=changelogs,
+                      progress=progress)
+    if obs.group.protocol == STREAMS_PROTOCOL:
+        return streams_instance(obs, changelogs=changelogs, bootstrap=bootstrap)
+    return consumer_instance(obs, bootstrap=bootstrap, weights=weights)

@@ -1,0 +1,183 @@
+"""A real Kafka-protocol broker for the ``kafka`` tests, and consumers that run in threads.
+
+:func:`start_noida` starts ``noida-db`` (from PyPI, pinned in the ``test`` extra)
+with only its Kafka service, on 127.0.0.1 and a free port, with its data in a
+temporary folder; :class:`Broker.stop` ends it by its PID.  :class:`Member` is
+a kafka-python consumer polling in its own thread (a group only rebalances
+while its members poll), with a call-in for work that must run on that thread
+(commits).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_listening(port: int, seconds: float) -> bool:
+    """True once something accepts TCP connections on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex((HOST, port)) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+@dataclass
+class Broker:
+    """A running noida-db: its bootstrap address and process."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def stop(self) -> None:
+        """End the broker by its PID (TERM, then KILL after 10 s)."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+def noida_binary() -> Path:
+    """The noida-db executable shipped in the ``noida-db`` wheel."""
+    path = Path(str(files("noida_db").joinpath("noida-db")))
+    if not path.is_file():
+        raise RuntimeError(f"noida-db binary not found at {path}: install the test extra (pip install -e '.[test]')")
+    if not os.access(path, os.X_OK):
+        path.chmod(0o755)
+    return path
+
+
+def start_noida(data_dir: Path) -> Broker:
+    """Start noida-db's Kafka service on 127.0.0.1 and a free port; wait until it listens."""
+    binary = noida_binary()
+    port = free_port()
+    log = data_dir / "noida.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([str(binary), "start", "--only", "kafka", "--host", HOST, "--kafka-port", str(port),
+                                 "--data-dir", str(data_dir)], stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    broker = Broker(port, proc, log)
+    if not wait_listening(port, 20) or proc.poll() is not None:
+        broker.stop()
+        raise RuntimeError(f"noida-db did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
+    return broker
+
+
+class Member(threading.Thread):
+    """A kafka-python consumer in a group, polling in its own thread until :meth:`stop`."""
+
+    def __init__(self, bootstrap: str, group: str, topics: Sequence[str], *, name: str,
+                 strategy: Sequence[Any] | None = None, revoke_pause: float = 0.0, **config: Any) -> None:
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+        class Pause(ConsumerRebalanceListener):  # type: ignore[misc]
+            """Work on revocation (an application commits and flushes here) before the follow-up join."""
+
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                if revoked:
+                    time.sleep(revoke_pause)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                pass
+
+        super().__init__(name=f"member-{name}", daemon=True)
+        # Short metadata age: a leader that assigned before a new topic's metadata arrived re-checks soon.
+        # Short rebalance timeout (max.poll.interval.ms): noida-db sometimes answers a JoinGroup only when
+        # the rebalance times out (see test_kafka_assignor), so that stall stays short.
+        settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
+                                    "metadata_max_age_ms": 1000,
+                                    "max_poll_interval_ms": 7000, "enable_auto_commit": False,
+                                    "auto_offset_reset": "earliest", "client_id": name, **config}
+        if strategy is not None:
+            settings["partition_assignment_strategy"] = list(strategy)
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **settings)
+        self.consumer.subscribe(list(topics), listener=Pause() if revoke_pause else None)
+        self._halt = threading.Event()
+        self._lock = threading.Lock()
+        self._calls: list[tuple[Callable[[Any], Any], threading.Event, list[Any]]] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self._halt.is_set():
+                self.consumer.poll(50, max_records=1 << 16)
+                with self._lock:
+                    calls, self._calls = self._calls, []
+                for fn, done, box in calls:
+                    try:
+                        box.append(fn(self.consumer))
+                    except BaseException as e:
+                        box.append(e)
+                    done.set()
+        except BaseException as e:  # surfaced by the test that owns the member
+            self.error = e
+        finally:
+            self.consumer.close()
+
+    def call(self, fn: Callable[[Any], Any], timeout: float = 20.0) -> Any:
+        """Run ``fn(consumer)`` on the member's thread and return its result."""
+        done = threading.Event()
+        box: list[Any] = []
+        with self._lock:
+            self._calls.append((fn, done, box))
+        if not done.wait(timeout):
+            raise TimeoutError(f"{self.name}: call not run within {timeout} s")
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    def assigned(self) -> set[tuple[str, int]]:
+        """The partitions this member holds now (read from another thread: retried if it changes meanwhile)."""
+        for _ in range(10):
+            try:
+                return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+            except RuntimeError:  # the consumer's thread changed the assignment while it was read
+                time.sleep(0.01)
+        return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+
+    def stop(self) -> None:
+        """Leave the group (LeaveGroup in close) and end the thread."""
+        self._halt.set()
+        self.join(30)
+        if self.is_alive():
+            raise RuntimeError(f"{self.name} did not stop")
+
+
+def wait_until(cond: Callable[[], bool], seconds: float, what: str, step: float = 0.1) -> None:
+    """Poll ``cond`` until true; fail the test after ``seconds`` with ``what``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(step)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")

@@ -1,0 +1,174 @@
+"""Capture's pure parts: client properties, and observed group state -> instance documents."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from solver.io import parse_instance
+from spark_runner.live.broker import (
+    ClientConfigError,
+    GroupDescription,
+    GroupMember,
+    TopicInfo,
+    client_config,
+    parse_properties,
+    read_client_config,
+)
+from spark_runner.live.capture import Observed, consumer_instance, streams_instance
+from spark_runner.live.wire import KassignUserData, encode_assignment, encode_subscription, encode_user_data
+from tests.conftest import shared_path
+
+
+def _member(mid: str, topics: list[str], owned: dict[str, list[int]], **kw: object) -> GroupMember:
+    meta = encode_subscription(topics, kw.get("user_data"), generation=int(kw.get("generation", -1)),  # type: ignore[call-overload]
+                               rack=kw.get("rack"), version=int(kw.get("version", 3)))  # type: ignore[arg-type, call-overload]
+    return GroupMember(mid, kw.get("instance_id"), f"client-{mid}", "/127.0.0.1", meta,  # type: ignore[arg-type]
+                       encode_assignment(owned))
+
+
+def _topic(name: str, n: int, replicas: list[tuple[int, ...]] | None = None) -> TopicInfo:
+    reps = tuple(replicas or [(1,)] * n)
+    return TopicInfo(name, 0, reps, tuple(r[0] for r in reps))
+
+
+def test_properties_files_like_kafka_consumer_groups_sh(tmp_path: Path) -> None:
+    f = tmp_path / "client.properties"
+    f.write_text("# SASL over TLS\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                 "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+                 '    username="svc" password="p=w;d";\nssl.truststore.location: /etc/ca.pem\n'
+                 "ssl.endpoint.identification.algorithm=\nmax.poll.records=10\n")
+    cfg, ignored = read_client_config(f)
+    assert cfg == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "svc",
+                   "sasl_plain_password": "p=w;d", "ssl_cafile": "/etc/ca.pem", "ssl_check_hostname": False}
+    assert ignored == ["max.poll.records"]
+
+
+@pytest.mark.parametrize(("props", "match"), [
+    ({"ssl.truststore.type": "JKS"}, "PEM files only"),
+    ({"request.timeout.ms": "soon"}, "not an integer"),
+    ({"sasl.jaas.config": "com.example.Module required;"}, "no username"),
+])
+def test_client_properties_kassign_cannot_honour_are_usage_errors(props: dict[str, str], match: str) -> None:
+    with pytest.raises(ClientConfigError, match=match) as e:
+        client_config(props, "c.properties")
+    assert e.value.exit_code == 2 and str(e.value).startswith("c.properties: ")
+
+
+def test_unreadable_command_config_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(ClientConfigError, match="cannot read"):
+        read_client_config(tmp_path / "missing.properties")
+
+
+def test_parse_properties_colon_and_blank_values() -> None:
+    assert parse_properties("a: 1\n! bang comment\nb\nc = x y \n") == {"a": "1", "b": "", "c": "x y"}
+
+
+def test_consumer_instance_fields_come_from_the_right_places() -> None:
+    members = (
+        _member("m-b", ["t2", "t1"], {"t1": [1], "t2": [0, 2]}, generation=7, rack="r2", instance_id="static-1"),
+        _member("m-a", ["t1"], {"t1": [0, 9]}, version=0),  # v0: no generation; t1-9 no longer exists
+        _member("m-c", ["t1", "gone"], {}, user_data=encode_user_data(KassignUserData(4, {"t1": (2,)})),
+                version=0),
+    )
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "range", members),
+                   {"t1": _topic("t1", 3, [(1, 2), (2, 3), (3, 1)]), "t2": _topic("t2", 3, [(1,), (2,), (3,)]),
+                    "gone": TopicInfo("gone", 3, (), ())},
+                   {1: "r1", 2: "r2", 3: None},
+                   committed={("t1", 0): 5, ("t1", 1): 9, ("t2", 0): 1},
+                   end={("t1", 0): 8, ("t1", 1): 9, ("t1", 2): 4, ("t2", 0): 3, ("t2", 1): 0, ("t2", 2): 6},
+                   start={("t1", 2): 1, ("t2", 1): 0, ("t2", 2): 2})
+    doc = consumer_instance(obs, bootstrap="h:9092", weights="lag")
+    parse_instance(doc)  # a valid instance
+    assert [m["id"] for m in doc["members"]] == ["m-a", "m-b", "m-c"]
+    a, b, c = doc["members"]
+    assert a == {"id": "m-a", "topics": ["t1"], "owned": {"t1": [0]}, "generation": -1}
+    assert b == {"id": "m-b", "topics": ["t1", "t2"], "owned": {"t1": [1], "t2": [0, 2]}, "generation": 7,
+                 "instance_id": "static-1", "rack": "r2"}
+    assert c == {"id": "m-c", "topics": ["gone", "t1"], "generation": 4}  # kassign-optimal's own report
+    assert doc["topics"]["gone"] == 0
+    assert doc["topics"]["t1"] == {"partitions": 3, "racks": [["r1", "r2"], ["r2"], ["r1"]],
+                                   "weights": [3.0, 0.0, 3.0]}
+    assert doc["topics"]["t2"] == {"partitions": 3, "racks": [["r1"], ["r2"], []], "weights": [2.0, 0.0, 4.0]}
+    assert doc["source"]["assignor"] == "range" and doc["source"]["kassign_assignor"] == "range"
+    assert doc["source"]["clients"]["m-a"] == {"client_id": "client-m-a", "host": "/127.0.0.1"}
+    notes = "\n".join(doc["notes"])
+    assert "t1-2, t2-1, t2-2" in notes and "[9] no longer exist" in notes and "topic gone" in notes
+
+
+def test_rate_weights_say_their_unit() -> None:
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "roundrobin",
+                                    (_member("m", ["t"], {"t": [0, 1]}),)),
+                   {"t": _topic("t", 2)}, {1: None}, rates={("t", 0): 1.5, ("t", 1): 0.0},
+                   rate_unit="bytes/s", sample=2.0)
+    doc = consumer_instance(obs, weights="rate")
+    assert doc["topics"]["t"] == {"partitions": 2, "weights": [1.5, 0.0]}
+    assert doc["source"]["weights"] == "rate (bytes/s over 2.00 s)"
+    assert "weights are bytes/s over a 2.00 s sample" in doc["notes"]
+
+
+def _streams_bytes(record_id: str) -> bytes:
+    path = shared_path("scenarios", "kafka", "subscription-info.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["id"] == record_id:
+                return base64.b64decode(r["bytes_b64"])
+    raise KeyError(record_id)
+
+
+def test_streams_instance_from_kafkas_subscription_info_bytes() -> None:
+    t79, t83 = _streams_bytes("sub207-streams-v7-9"), _streams_bytes("sub207-streams-v8-3")
+    members = (_member("th-1", ["in"], {}, user_data=t79, version=0),
+               _member("th-2", ["in"], {}, user_data=t79, version=0),
+               _member("th-3", ["in"], {}, user_data=t83, version=0))
+    end = {("app-s0-changelog", 3): 7, ("app-s0-changelog", 107): 40000, ("app-s2-changelog", 6): 5,
+           ("app-s2-changelog", 143): 10}
+    obs = Observed(GroupDescription("app", "Stable", "consumer", "stream", members), {}, {}, end=end)
+    doc = streams_instance(obs, changelogs={"0": ["app-s0-changelog"], "2": ["app-s2-changelog"]})
+    parse_instance(doc)
+    clients = {c["id"]: c for c in doc["clients"]}
+    assert set(clients) == {"host-93:443", "streams-app-7:8080"}
+    c1, c2 = clients["host-93:443"], clients["streams-app-7:8080"]
+    assert (c1["capacity"], c1["active"], c1["standby"]) == (2, ["0_1"], ["0_3", "2_143"])
+    # end 10 < offset sum 90868: corrupted local state, which Kafka counts as a restore from scratch (lag = end)
+    assert c1["lags"] == {"0_3": 7, "2_143": 10}
+    assert (c2["capacity"], c2["active"], c2["standby"]) == (1, [], ["0_107", "2_6"])
+    assert c2["lags"] == {"0_107": 40000 - 31086, "2_6": 5}
+    assert doc["source"]["kassign_assignor"] == "high-availability"
+
+
+class _FakeGroup:
+    def __init__(self, code: int) -> None:
+        self.error_code = code
+        self.group_state, self.protocol_type, self.protocol_data, self.members = "Dead", "", "", []
+
+
+class _FakeResponse:
+    def __init__(self, code: int) -> None:
+        self.groups = [_FakeGroup(code)]
+
+
+@pytest.mark.parametrize(("code", "kind", "exit_code", "match"), [
+    (30, "NotAuthorized", 77, "not authorised to describe group 'g'"),
+    (69, "GroupNotFound", 66, "KIP-848"),
+    (16, None, None, None),  # NOT_COORDINATOR: retried by the caller until its deadline
+])
+def test_describe_group_error_codes_become_exit_codes(code: int, kind: str | None, exit_code: int | None,
+                                                      match: str | None) -> None:
+    from spark_runner.live import broker as mod
+
+    b = object.__new__(mod.Broker)
+    b.bootstrap = "h:1"
+    b.admin = None
+    b._run = lambda what, fn, *a: _FakeResponse(code)  # type: ignore[method-assign]
+    if kind is None:
+        assert b.describe_group("g").state == "CoordinatorNotReady"
+        return
+    with pytest.raises(getattr(mod, kind), match=match) as e:
+        b.describe_group("g")
+    assert e.value.exit_code == exit_code

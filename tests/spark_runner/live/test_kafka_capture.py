@@ -1,0 +1,319 @@
+"""``kassign capture`` against a real Kafka-protocol broker (noida-db on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_runner.live.broker import BrokerUnavailable, CaptureTimeout, GroupNotFound
+from spark_runner.live.capture import capture
+from tests.conftest import shared_path
+from tests.spark_runner.cli.test_cli import kassign
+from tests.spark_runner.live.kafka_harness import HOST, Broker, Member, free_port, wait_until
+
+pytestmark = pytest.mark.kafka
+
+
+def _admin(broker: Broker) -> Any:
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+
+
+def _create(broker: Broker, topics: dict[str, int]) -> None:
+    from kafka.admin import NewTopic
+
+    adm = _admin(broker)
+    try:
+        adm.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+
+        def visible() -> bool:
+            found = {d["name"]: len(d["partitions"]) for d in adm.describe_topics(list(topics)) if not d["error_code"]}
+            return found == topics
+
+        wait_until(visible, 20, f"topics {sorted(topics)} in the metadata")
+    finally:
+        adm.close()
+
+
+def _produce(broker: Broker, counts: dict[tuple[str, int], int], size: int = 10) -> None:
+    from kafka import KafkaProducer
+
+    prod = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    try:
+        for (t, p), n in counts.items():
+            for i in range(n):
+                prod.send(t, b"x" * size, key=str(i).encode(), partition=p)
+        prod.flush(30)
+    finally:
+        prod.close()
+
+
+def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int, seconds: float = 90) -> None:
+    adm = _admin(broker)
+
+    def ready() -> bool:
+        g = adm.describe_groups([group])[group]
+        held = [m.assigned() for m in members]  # read, not call: a member stuck in a join blocks in poll
+        return (g["group_state"] == "Stable" and len(g["members"]) == len(members)
+                and sum(map(len, held)) == n_partitions and all(x["member_assignment"] for x in g["members"]))
+
+    try:
+        wait_until(ready, seconds, f"group {group} stable with {n_partitions} partitions assigned")
+    finally:
+        adm.close()
+
+
+@pytest.fixture
+def stop_all() -> Iterator[list[Member]]:
+    members: list[Member] = []
+    yield members
+    for m in members:
+        if m.is_alive():
+            m.stop()
+
+
+def test_capture_of_a_live_group_is_exact(kafka_broker: Broker, unique: str, stop_all: list[Member],
+                                          tmp_path: Path) -> None:
+    from kafka import OffsetAndMetadata, TopicPartition
+
+    a, b, c = f"{unique}-a", f"{unique}-b", f"{unique}-c"
+    sizes = {a: 4, b: 3, c: 2}
+    _create(kafka_broker, sizes)
+    produced = {(t, p): 3 + 2 * p + len(t) % 3 for t, n in sizes.items() for p in range(n)}
+    _produce(kafka_broker, produced)
+    subs = {"m0": [a], "m1": [a, b], "m2": [a, b, c], "m3": [b, c]}
+    # Forming the group is set-up, not what is tested: when noida-db stalls it (a JoinGroup answered only
+    # at the rebalance timeout, see test_kafka_assignor), form a fresh group.
+    for attempt in range(3):
+        group = f"{unique}-g{attempt}"
+        for name, topics in subs.items():
+            stop_all.append(Member(kafka_broker.bootstrap, group, topics, name=name))
+        for m in stop_all:
+            m.start()
+        try:
+            _stable(kafka_broker, group, stop_all, sum(sizes.values()), seconds=45)
+            break
+        except AssertionError:
+            for m in stop_all:
+                m.stop()
+            stop_all.clear()
+    else:
+        pytest.fail("noida-db stalled the group in three attempts")
+    held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition) for tp in c.assignment()})
+            for m in stop_all}
+    # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).
+    committed: dict[tuple[str, int], int] = {}
+    for m in stop_all:
+        name = m.name.removeprefix("member-")
+        mine = {tp: p + 1 for tp in held[name] for p in [tp[1]] if tp != (a, 0)}
+        committed.update(mine)
+        m.call(lambda cons, mine=mine: cons.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
+                                                    for (t, p), o in mine.items()}))
+
+    doc = capture(kafka_broker.bootstrap, group, weights="lag", timeout=20)
+
+    ids = {cl["client_id"]: mid for mid, cl in doc["source"]["clients"].items()}
+    assert set(ids) == set(subs)
+    assert doc["protocol"] == "consumer" and doc["name"] == group
+    assert doc["source"]["assignor"] == "range" and doc["source"]["state"] == "Stable"
+    by_id = {m["id"]: m for m in doc["members"]}
+    for name, topics in subs.items():
+        m = by_id[ids[name]]
+        assert m["topics"] == sorted(topics)
+        owned = {(t, p) for t, ps in m.get("owned", {}).items() for p in ps}
+        assert owned == held[name]
+        assert m["generation"] == -1  # range members send subscription v0: no generation on the wire
+    for t, n in sizes.items():
+        spec = doc["topics"][t]
+        assert spec["partitions"] == n
+        want = [float(produced[(t, p)] - committed.get((t, p), 0)) for p in range(n)]
+        assert spec["weights"] == want, t
+    assert any(f"{a}-0" in note for note in doc.get("notes", []))
+
+    # The same through the CLI, piped into validate / compare / plan with '-'.
+    out = tmp_path / "cap.json"
+    res = kassign("capture", "--bootstrap-server", kafka_broker.bootstrap, "--group", group, "--weights", "lag",
+                  "-o", str(out), "--current", str(tmp_path / "now.json"))
+    assert res.returncode == 0, res.stderr
+    assert f"captured group '{group}' (range): 4 member(s), 3 topic(s)" in res.stderr
+    text = out.read_text()
+    assert json.loads(text) == {**doc, "source": {**doc["source"], "captured_at": json.loads(text)["source"][
+        "captured_at"]}}
+    for cmd in (["validate", "-"], ["compare", "-", "--json", "--assignors", "range"],
+                ["plan", "-", "--capacity", "100"]):
+        r = kassign(*cmd, stdin=text)
+        assert r.returncode == 0, (cmd, r.stderr)
+    r = kassign("score", str(out), str(tmp_path / "now.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    metrics = json.loads(r.stdout)
+    assert metrics["valid"] and metrics["moved"] == 0  # today's assignment is what the members own
+
+
+def test_rate_weights_measure_growth_during_the_sample(kafka_broker: Broker, unique: str,
+                                                       stop_all: list[Member]) -> None:
+    t = f"{unique}-r"
+    _create(kafka_broker, {t: 3})
+    group = f"{unique}-g"
+    stop_all.append(Member(kafka_broker.bootstrap, group, [t], name="r0"))
+    stop_all[0].start()
+    _stable(kafka_broker, group, stop_all, 3)
+    stop_event = threading.Event()
+
+    def feed() -> None:  # partition 1 only, during the sample
+        from kafka import KafkaProducer
+
+        prod = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=0)
+        while not stop_event.is_set():
+            prod.send(t, b"y" * 100, partition=1)
+            prod.flush(5)
+            time.sleep(0.02)
+        prod.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        time.sleep(0.3)
+        doc = capture(kafka_broker.bootstrap, group, weights="rate", sample=1.5, timeout=20)
+    finally:
+        stop_event.set()
+        feeder.join(10)
+    w = doc["topics"][t]["weights"]
+    assert w[0] == 0 and w[2] == 0 and w[1] > 0
+    unit = "bytes/s" if "bytes/s" in doc["source"]["weights"] else "records/s"
+    assert unit in doc["notes"][-1]
+    if unit == "bytes/s":
+        assert w[1] > 100  # more than one 100-byte record per second
+
+
+def _streams_bytes(record_id: str) -> bytes:
+    with gzip.open(shared_path("scenarios", "kafka", "subscription-info.jsonl.gz"), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["id"] == record_id:
+                return base64.b64decode(r["bytes_b64"])
+    raise KeyError(record_id)
+
+
+def test_a_streams_application_is_captured_as_streams_clients(kafka_broker: Broker, unique: str,
+                                                             stop_all: list[Member]) -> None:
+    from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+    class StreamsLike(AbstractPartitionAssignor):  # type: ignore[misc]
+        """Joins under Kafka Streams' protocol name with Kafka's own SubscriptionInfo bytes."""
+
+        name = "stream"
+
+        def __init__(self, user_data: bytes) -> None:
+            self.user_data = user_data
+
+        def metadata(self, topics: Any) -> Any:
+            return ConsumerProtocolSubscription(version=0, topics=sorted(topics), user_data=self.user_data)
+
+        def assign(self, cluster: Any, members: Any) -> Any:
+            return {m.member_id: ConsumerProtocolAssignment(0, [], b"") for m in members}
+
+        def on_assignment(self, assignment: Any, generation: int = -1) -> None:
+            pass
+
+    app_id = f"{unique}-app"
+    src, s0, s2 = f"{app_id}-input", f"{app_id}-s0-changelog", f"{app_id}-s2-changelog"
+    _create(kafka_broker, {src: 2, s0: 108, s2: 144})
+    _produce(kafka_broker, {(s0, 3): 7, (s2, 6): 5})
+    t79, t83 = _streams_bytes("sub207-streams-v7-9"), _streams_bytes("sub207-streams-v8-3")
+    for name, data in (("th1", t79), ("th2", t79), ("th3", t83)):
+        stop_all.append(Member(kafka_broker.bootstrap, app_id, [src], name=name, strategy=[StreamsLike(data)]))
+    for m in stop_all:
+        m.start()
+    adm = _admin(kafka_broker)
+    try:
+        wait_until(lambda: (lambda g: g["group_state"] == "Stable" and len(g["members"]) == 3)(
+            adm.describe_groups([app_id])[app_id]), 60, "the Streams-like group to be stable")
+    finally:
+        adm.close()
+    doc = capture(kafka_broker.bootstrap, app_id, timeout=20, changelogs={"0": [s0], "2": [s2]})
+    assert doc["protocol"] == "streams" and doc["source"]["assignor"] == "stream"
+    clients = {c["id"]: c for c in doc["clients"]}
+    assert set(clients) == {"host-93:443", "streams-app-7:8080"}
+    c1, c2 = clients["host-93:443"], clients["streams-app-7:8080"]
+    assert (c1["process_id"], c1["capacity"], c1["active"], c1["standby"]) == (
+        "d7a02548-7ea5-4713-b998-670294961e5b", 2, ["0_1"], ["0_3", "2_143"])
+    assert c1["lags"] == {"0_3": 7, "2_143": 0}
+    assert (c2["capacity"], c2["active"], c2["standby"], c2["lags"]) == (1, [], ["0_107", "2_6"],
+                                                                          {"0_107": 0, "2_6": 5})
+    assert sorted(t["id"] for t in doc["tasks"]) == ["0_1", "0_107", "0_3", "2_143", "2_6"]
+
+
+def test_errors_are_one_line_with_their_exit_codes(kafka_broker: Broker, unique: str,
+                                                   stop_all: list[Member]) -> None:
+    with pytest.raises(GroupNotFound, match="does not exist") as e:
+        capture(kafka_broker.bootstrap, f"{unique}-nobody", timeout=10)
+    assert e.value.exit_code == 66
+    # A group that had members and committed offsets, now empty.
+    t = f"{unique}-e"
+    _create(kafka_broker, {t: 1})
+    group = f"{unique}-g"
+    m = Member(kafka_broker.bootstrap, group, [t], name="e0")
+    stop_all.append(m)
+    m.start()
+    _stable(kafka_broker, group, [m], 1)
+    m.call(lambda c: c.commit())
+    m.stop()
+    with pytest.raises(GroupNotFound, match="no members") as e:
+        capture(kafka_broker.bootstrap, group, timeout=10)
+    r = kassign("capture", "--bootstrap-server", kafka_broker.bootstrap, "--group", group)
+    assert r.returncode == 66 and r.stdout == ""
+    assert r.stderr == f"error: group '{group}' has no members (state Empty): nothing to capture\n"
+
+
+def test_an_unreachable_broker_fails_fast_and_a_silent_one_never_hangs() -> None:
+    port = free_port()  # nobody listens: refused
+    t0 = time.monotonic()
+    with pytest.raises(BrokerUnavailable, match="cannot reach") as e:
+        capture(f"{HOST}:{port}", "g", timeout=2)
+    assert e.value.exit_code == 69 and time.monotonic() - t0 < 15
+    # A listener that accepts connections and never answers.
+    srv = socket.socket()
+    srv.bind((HOST, 0))
+    srv.listen(16)
+    conns: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        t0 = time.monotonic()
+        r = kassign("capture", "--bootstrap-server", f"{HOST}:{srv.getsockname()[1]}", "--group", "g",
+                    "--timeout", "2")
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        acceptor.join(5)
+        for c in conns:
+            c.close()
+        srv.close()
+    assert r.returncode in (69, 75), r.stderr
+    assert took < 2 + 5 + 5  # --timeout plus the grace (and the interpreter's start), never a hang
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: ")
+
+
+def test_timeout_error_type() -> None:
+    assert CaptureTimeout("x").exit_code == 75
