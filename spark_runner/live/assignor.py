@@ -288,6 +288,8 @@ class KassignOptimalAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         self.owned: dict[str, tuple[int, ...]] = {}
         self.generation = -1
         self.last_plan: PlanResult | None = None
+        # the target of a cooperative step still being handed out: (group shape, target)
+        self._pending: tuple[Any, Plan] | None = None
         if warm:
             warm_up()
 
@@ -318,12 +320,36 @@ class KassignOptimalAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             items = [(m.member_id, m.metadata, getattr(m, "group_instance_id", None)) for m in members]
         reports = [_report(mid, md, iid) for mid, md, iid in items]
         partitions = {t: _partition_count(cluster, t) for t in sorted({t for r in reports for t in r.topics})}
-        result = plan(reports, partitions, rebalance=self.rebalance, budget=self.budget)
+        key = (tuple(sorted((r.member_id, tuple(sorted(r.topics))) for r in reports)),
+               tuple(sorted(partitions.items())))
+        target = self._follow_up(key, reports)
+        if target is not None:
+            # a follow-up round of the same step: hand out what the step's optimum withheld, do not re-solve
+            # (a new optimum from the half-way state could move more than the step's optimum did)
+            t0 = time.perf_counter()
+            assignment, dropped = withhold(target, reports)
+            result = PlanResult(assignment, target, "follow-up", "optimal", dropped, time.perf_counter() - t0)
+        else:
+            result = plan(reports, partitions, rebalance=self.rebalance, budget=self.budget)
+        self._pending = ((key, result.target) if self.rebalance == "cooperative" and result.status == "optimal"
+                         and result.withheld else None)
         self.last_plan = result
         log.info("kassign-optimal: %d members, %s (%s), %d partition(s) withheld this round, %.3f s",
                  len(reports), result.engine, result.status, result.withheld, result.seconds)
         return {mid: ConsumerProtocolAssignment(0, sorted(result.assignment[mid].items()), b"")
                 for mid in sorted(result.assignment)}
+
+    def _follow_up(self, key: Any, reports: Sequence[MemberReport]) -> Plan | None:
+        """The pending step's target when this round only continues it: same members, subscriptions and
+        partition counts, and every member owns nothing outside its target (it revoked what it had to)."""
+        if self._pending is None or self._pending[0] != key:
+            return None
+        target = self._pending[1]
+        for r in reports:
+            mine = target.get(r.member_id, {})
+            if any(p not in mine.get(t, ()) for t, ps in r.owned.items() for p in ps):
+                return None
+        return target
 
     def on_assignment(self, assignment: Any, generation: int = -1) -> None:
         """Remember what this member now owns and its generation (reported at the next join)."""

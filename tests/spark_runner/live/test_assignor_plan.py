@@ -199,3 +199,39 @@ def test_a_stale_claim_does_not_hold_a_partition_back() -> None:
     res = plan(members, {"a": 3})
     assert res.target["m0"] == {"a": [0]} and res.target["m2"] == {"a": [1]} and res.target["m1"] == {"a": [2]}
     assert res.assignment == res.target and res.withheld == 0
+
+
+def _flat(p: dict[str, dict[str, list[int]]]) -> set[tuple[str, str, int]]:
+    return {(m, t, x) for m, tps in p.items() for t, ps in tps.items() for x in ps}
+
+
+def test_a_follow_up_round_hands_out_the_steps_target_without_solving_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leader keeps a cooperative step's target: a new optimum from the half-way state could move more."""
+    monkeypatch.setattr(live, "_report", lambda mid, md, iid: md)  # the members below are their own reports
+    parts = {"a": 7, "b": 5}
+
+    class Cluster:
+        def partitions_for_topic(self, t: str) -> set[int]:
+            return set(range(parts[t]))
+
+    class Entry:  # kafka-python's (member_id, metadata) entry
+        def __init__(self, r: MemberReport) -> None:
+            self.member_id, self.metadata = r.member_id, r
+
+    before = [MemberReport("m1", ("a", "b"), {"a": (0, 4, 5, 6)}, 1),
+              MemberReport("m2", ("a", "b"), {"a": (1,), "b": (1, 2, 3)}, 1),
+              MemberReport("m3", ("a", "b"), {"a": (2, 3), "b": (0, 4)}, 1),
+              MemberReport("m4", ("a",))]
+    asg = live.KassignOptimalAssignor(warm=False)
+    asg.assign(Cluster(), [Entry(r) for r in before])
+    first = asg.last_plan
+    assert first is not None and first.status == "optimal" and first.withheld == 3
+    assert _moves({r.member_id: dict(r.owned) for r in before}, first.target) == 3
+    after = [MemberReport(r.member_id, r.topics, {t: tuple(ps) for t, ps in first.assignment[r.member_id].items()}, 2)
+             for r in before]
+    asg.assign(Cluster(), [Entry(r) for r in after])
+    second = asg.last_plan
+    assert second is not None and second.engine == "follow-up" and second.withheld == 0
+    assert _flat(second.assignment) == _flat(second.target) == _flat(first.target)
+    asg.assign(Cluster(), [Entry(r) for r in after[:3]])  # a member left: a new step, solved again
+    assert asg.last_plan is not None and asg.last_plan.engine != "follow-up"
