@@ -31,26 +31,17 @@ from solver.model.files import (
     read_document,
     write_atomic,
 )
-from solver.model.schema import MAX_TOTAL, META_KEYS, AssignmentSpec, ConsumerInstanceSpec, limit_message
+from solver.model.schema import (
+    MAX_TOTAL,
+    META_KEYS,
+    AssignmentSpec,
+    ConsumerInstanceSpec,
+    pydantic_problems,
+)
 
 # --------------------------------------------------------------------------- reading raw data
 
 
-def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
-    out = []
-    for e in err.errors():
-        loc = prefix + tuple(e["loc"])
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif e["type"] == "missing":
-            msg = "required key missing"
-        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
-            msg = f"expected {FORMAT!r}"
-        else:
-            msg = limit_message(e)
-        out.append(Problem(json_path(loc), msg))
-    return out
 
 
 @dataclass(frozen=True)
@@ -209,7 +200,7 @@ def parse_instance(data: Any, source: str = "<input>", prefix: tuple[str | int, 
     try:
         spec = ConsumerInstanceSpec.model_validate(data)
     except ValidationError as e:
-        structural = _pydantic_problems(e, prefix)
+        structural = pydantic_problems(e, prefix)
     # Cross-field checks run on the raw data too, so one run reports every problem.
     semantic = [Problem(json_path(prefix + loc), msg) for loc, msg in consumer_problems(data)]
     seen = {p.path for p in structural}
@@ -445,7 +436,7 @@ def read_assignment(path: str | Path) -> Assignment:
     try:
         spec = AssignmentSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(source, _pydantic_problems(e)) from None
+        raise InstanceError(source, pydantic_problems(e)) from None
     return Assignment.from_lists(spec.assignment)
 
 

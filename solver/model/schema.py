@@ -11,7 +11,10 @@ import binascii
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError, model_validator
+
+from solver.errors import Problem, json_path
+from solver.model.instance import FORMAT
 
 #: Kafka holds partition ids, partition counts and generations in a Java ``int``.
 INT32_MAX = 2**31 - 1
@@ -132,3 +135,24 @@ class AssignmentSpec(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     assignment: dict[str, dict[str, list[PartitionNo]]]
+
+
+def pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
+    """One located :class:`~solver.errors.Problem` per pydantic error, in words a user reads.
+
+    Shared by the consumer (:mod:`solver.io`) and Streams (:mod:`solver.streams.format`) parsers.
+    """
+    out = []
+    for e in err.errors():
+        loc = prefix + tuple(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif e["type"] == "missing":
+            msg = "required key missing"
+        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
+            msg = f"expected {FORMAT!r}"
+        else:
+            msg = limit_message(e)
+        out.append(Problem(json_path(loc), msg))
+    return out

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import INT32_MAX, META_KEYS, limit_message
+from solver.model.schema import INT32_MAX, META_KEYS, pydantic_problems
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -117,21 +117,6 @@ class StreamsInstanceSpec(_Strict):
     description: Any = None
 
 
-def _pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...]) -> list[Problem]:
-    out = []
-    for e in err.errors():
-        loc = prefix + tuple(e["loc"])
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif e["type"] == "missing":
-            msg = "required key missing"
-        elif e["type"] == "literal_error" and loc[-1:] == ("format",):
-            msg = f"expected {FORMAT!r}"
-        else:
-            msg = limit_message(e)
-        out.append(Problem(json_path(loc), msg))
-    return out
 
 
 def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
@@ -169,7 +154,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     try:
         spec = StreamsInstanceSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(source, _pydantic_problems(e, prefix)) from None
+        raise InstanceError(source, pydantic_problems(e, prefix)) from None
     problems: list[Problem] = []
 
     def bad(loc: tuple[str | int, ...], msg: str) -> None:
@@ -410,7 +395,7 @@ def parse_streams_assignment(data: Any, instance: Instance, source: str = "<inpu
     try:
         doc = _StreamsAssignmentDoc.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(source, _pydantic_problems(e, ())) from None
+        raise InstanceError(source, pydantic_problems(e, ())) from None
     spec: StreamsSpec = instance.streams
     known_clients = set(spec.client_ids)
     known_tasks = set(spec.task_ids)
