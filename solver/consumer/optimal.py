@@ -80,6 +80,9 @@ class ObjectiveError(KassignError):
 
     exit_code = 2
 
+#: Relative difference between a stage's value and bound read as float rounding (both are exact integers
+#: times a unit in the engines; sums of squares near 1e12 still differ by whole units above this).
+FLOAT_SLACK = 1e-12
 #: Default time limit (seconds) when ``params.time_limit`` is None.
 DEFAULT_TIME_LIMIT = 30.0
 
@@ -309,7 +312,7 @@ def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:
         for rep in cout.stages:
             v = float(vals[rep.name])
             b = min(rep.bound, v)
-            proven = rep.proven or abs(v - b) <= 1e-9 * max(1.0, abs(v))
+            proven = rep.proven or abs(v - b) <= FLOAT_SLACK * max(1.0, abs(v))
             if proven:
                 b = v
             proven_l.append(proven)
@@ -388,7 +391,7 @@ def _solve_weighted_sum(instance: Instance, ic: ItemClasses, racks: list[str | N
                   for k, s in (("balance", "sum_sq"), ("moves", "moves"), ("racks", "racks"))))
     b = min(rep.bound, v)
     proven = rep.proven and cout.exact and not cout.restricted
-    if proven or abs(v - b) <= 1e-9 * max(1.0, abs(v)):
+    if proven or abs(v - b) <= FLOAT_SLACK * max(1.0, abs(v)):
         proven, b = True, v
     extra.update({"engine": "cpsat", "exact_scaling": cout.exact, "restricted": cout.restricted,
                   "classes": ic.n_classes, "stage_proven": [proven]})

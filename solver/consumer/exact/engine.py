@@ -56,6 +56,7 @@ import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
 from solver.consumer.exact.bounds import load_windows, max_load_bound, moves_bound
+from solver.consumer.exact.local import MAX_ITEMS, Data, improve
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
@@ -77,6 +78,10 @@ MAX_SQUARED = 2**28
 MAX_VARS = 60_000
 #: Member load ranges up to this many levels get the order encoding of the square.
 ORDER_ENCODING_MAX = 600
+#: Share of the time limit the local search may take before a restricted model (it usually ends sooner).
+LOCAL_SHARE = 0.4
+#: Local-search steps per second of the time limit in deterministic mode (about a second's work on 2 cores).
+LOCAL_STEPS_PER_SECOND = 20_000
 #: Largest model whose members' load ranges are narrowed by LP before the sum_sq stage.
 WINDOW_MAX_VARS = 20_000
 
@@ -237,9 +242,21 @@ def solve_exact(
     ratio = sc.ratio
 
     # ---- candidate members per class (all of them unless the model would be too large)
-    hint = greedy(ic, caps)
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
+    lb_z = max_load_bound(ic, W, ratio, use_lp=n_vars_full <= 200_000)
+    if restricted and ic.total_items <= MAX_ITEMS:
+        # CP-SAT will only see neighbourhoods: start it from a near-balanced solution that moves little
+        data = Data(weights=W, counts=[int(k) for k in ic.count.tolist()],
+                    eligible=[ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()],
+                    cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(nc)],
+                    ratio=ratio, default_cost=sc.owned)
+        if deterministic:  # a step budget instead of the clock: the same start on every run
+            hint = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
+        else:
+            hint = improve(data, lb_z, deadline=t_start + LOCAL_SHARE * (deadline - t_start))
+    else:
+        hint = greedy(ic, caps)
     rng = np.random.default_rng(seed)
     cand: list[list[int]] = []
     per_class = max(4, max_vars // max(1, nc)) if restricted else 0
@@ -256,7 +273,6 @@ def solve_exact(
         picks = rng.integers(0, len(members), size=max(0, per_class - len(keep)))
         cand.append(sorted(keep | {members[j] for j in picks.tolist()}))
 
-    lb_z = max_load_bound(ic, W, ratio, use_lp=n_vars_full <= 200_000)
     total_nl = sum(W[c] * int(ic.count[c]) for c in range(nc)) * max(ratio, default=1)
     cap_z = total_nl
     if load_cap is not None:
@@ -621,8 +637,9 @@ def solve_exact(
             bnd = 0
             st = "feasible"
         proven = st == "optimal" and not restricted
-        if restricted and not proven:
+        if restricted and not proven and (name != "sum_sq" or sq_exact[0]):
             bnd = min(val, _valid_bound(name, ic, sc, int(z_dom[1]), ratio, W))
+            proven = bnd == val
         fix(name, val, proven)
         report(name, val, bnd, proven, dt)
         i += 1
@@ -658,4 +675,26 @@ def _valid_bound(name: str, ic: ItemClasses, sc: Scaled, zcap: int, ratio: list[
     """A bound valid for the full model when the solve ran on a restricted one."""
     if name == "moves":
         return moves_bound(ic, W, ratio, sc.owned, sc.own, zcap)
+    if name == "sum_sq":
+        return sum_sq_bound(sum(W[c] * int(ic.count[c]) for c in range(ic.n_classes)), ratio)
     return 0
+
+
+def sum_sq_bound(total: int, ratio: list[int]) -> int:
+    """Least ``sum_m (ratio_m * load_m)**2`` over loads summing to ``total`` (integers when ratios are equal).
+
+    A relaxation of every assignment (items, eligibility and caps ignored), so
+    valid for the full model.
+
+    >>> sum_sq_bound(10, [1, 1, 1])  # 4, 3, 3
+    34
+    >>> sum_sq_bound(10, [1, 2])  # loads 8 and 2 in the reals: 64 + 16
+    80
+    """
+    if not ratio or total <= 0:
+        return 0
+    if len(set(ratio)) == 1:
+        q, rem = divmod(total, len(ratio))
+        return ratio[0] ** 2 * (rem * (q + 1) ** 2 + (len(ratio) - rem) * q * q)
+    inv = sum(Fraction(1, r * r) for r in ratio)
+    return math.ceil(Fraction(total * total) / inv)

@@ -1,0 +1,414 @@
+"""Local search for large weighted models: near the max-load bound, moving little.
+
+When the class-count model is too large for CP-SAT within the limit (the
+engine then restricts every class to a neighbourhood of members), the
+solution CP-SAT starts from decides most of the result.  This module builds
+that start on the same integer data as the engine (scaled loads ``W_c``,
+capacity ratios, move costs per class and member):
+
+1. every item with an eligible previous owner stays on it (moves nothing);
+   the others (orphans of members that left, items that cost nothing to move)
+   go largest first to the member whose load per capacity stays least;
+2. *balance*: while a member's ``NL_m`` exceeds the target (the max-load
+   lower bound), move one of its items to a member with room, or swap one of
+   its items with a lighter one there; among the moves and swaps that bring it
+   within the target, the one that adds the least moved cost wins.  Moves and
+   swaps may first add at most 0, then 1, 2, 4, ... moved cost each (cheap
+   items do the fine balancing); what excess is left is then spread: the
+   most loaded member gives to whichever member keeps the larger of the two
+   loads least, even above the target, until no step lowers the max;
+3. *return*: at the max load reached, an item away from its owner goes back
+   (alone, or swapped with a lighter item of the owner) whenever that lowers
+   the moved cost and keeps both loads within the max.
+
+Everything is exact integer arithmetic, deterministic, and bounded by a
+``time.perf_counter()`` deadline; the result is only a start -- the engine's
+stages and bounds decide what is proven.
+
+Examples
+--------
+Two members; member 1 owns the item of load 5 (moving it costs 7), three
+orphans of loads 4, 3 and 2 are free to go anywhere:
+
+>>> import numpy as np
+>>> from solver.consumer.exact.local import Data, improve
+>>> d = Data(weights=[5, 4, 3, 2], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4,
+...          cost=[{1: 0}, {}, {}, {}], ratio=[1, 1], default_cost=[7, 0, 0, 0])
+>>> counts = improve(d, target=7)
+>>> [int(x) for x in (counts * np.array([5, 4, 3, 2])[:, None]).sum(axis=0)]
+[7, 7]
+>>> int(counts[0, 1])  # the owned item stayed
+1
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Above this many items the search is skipped (its start alone would be too slow).
+MAX_ITEMS = 300_000
+#: Members (with the most room) examined per overloaded member.
+CANDIDATES = 16
+#: Items of a window examined per (item, member) pair.
+WINDOW = 8
+
+
+@dataclass(frozen=True)
+class Data:
+    """The integer model the search works on.
+
+    Parameters
+    ----------
+    weights
+        Class -> scaled integer load of one item (``W_c``).
+    counts
+        Class -> number of items.
+    eligible
+        Class -> members that may hold it.
+    cost
+        Class -> ``{member: move cost there}`` for members where it differs
+        from the class's default cost (the default is ``default_cost[c]``).
+    ratio
+        Member -> capacity ratio: ``NL_m = ratio[m] * load_m``.
+    default_cost
+        Class -> move cost on a member not in ``cost[c]`` (default ``0``).
+    """
+
+    weights: Sequence[int]
+    counts: Sequence[int]
+    eligible: Sequence[Sequence[int]]
+    cost: Sequence[dict[int, int]]
+    ratio: Sequence[int]
+    default_cost: Sequence[int] | None = None
+
+
+def improve(data: Data, target: int, *, deadline: float | None = None,
+            max_steps: int | None = None) -> np.ndarray:
+    """A start for the engine: loads near ``target``, little moved cost.
+
+    Parameters
+    ----------
+    data
+        The integer model.
+    target
+        The max load (``NL`` units) to reach, usually its lower bound.
+    deadline
+        ``time.perf_counter()`` instant to stop at (default: no limit).
+    max_steps
+        Cap on the moves and swaps of steps 2 and 3 (default: ten per item);
+        with ``deadline=None`` the result depends on the data only.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``counts[c, m]`` (classes x members), every item placed on an eligible member.
+    """
+    s = _Search(data, deadline, max_steps)
+    s.place_start(target)
+    s.balance(target)
+    s.give_back(max(target, s.max_nl()))
+    return s.counts()
+
+
+class _Search:
+    """Items, their places and the members' sorted contents."""
+
+    def __init__(self, d: Data, deadline: float | None, max_steps: int | None) -> None:
+        self.d = d
+        self.deadline = deadline if deadline is not None else math.inf
+        self.steps_left = max_steps if max_steps is not None else 10 * int(sum(d.counts)) + 100
+        self.journal: list[tuple[int, int]] | None = None  # (item, where it was) while a chain is tried
+        self.n = len(d.ratio)
+        self.cls = np.repeat(np.arange(len(d.counts)), np.asarray(d.counts, dtype=np.int64)).tolist()
+        self.w = [int(d.weights[c]) for c in self.cls]
+        self.at = [-1] * len(self.cls)
+        self.load = [0] * self.n
+        self.r = [int(x) for x in d.ratio]
+        self.held: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]  # sorted (w, item)
+        self.elig = [frozenset(e) for e in d.eligible]
+        dflt = [d.default_cost[c] if d.default_cost is not None else 0 for c in range(len(d.counts))]
+        # per item: its class's costs that differ from the default, and the default
+        self.cd = [d.cost[c] for c in self.cls]
+        self.dflt = [dflt[c] for c in self.cls]
+        # the member where an item costs least (its previous owner when it has one); -1: anywhere is the same
+        self.home: list[int] = []
+        for c in range(len(d.counts)):
+            own = [(k, m) for m, k in d.cost[c].items() if k < dflt[c] and m in self.elig[c]]
+            self.home.append(min(own)[1] if own else -1)
+        self.cache: dict[int, np.ndarray] = {}
+        self.wa = np.asarray(self.w, dtype=np.int64)
+        self.dflt_a = np.asarray(self.dflt, dtype=np.int64)
+        home_i = [self.home[c] for c in self.cls]
+        self.home_a = np.asarray(home_i, dtype=np.int64)
+        self.home_cost = np.asarray([self.cd[i].get(h, self.dflt[i]) if h >= 0 else self.dflt[i]
+                                     for i, h in enumerate(home_i)], dtype=np.int64)
+        # items whose cost differs from the default on more than their home (co-partition units)
+        multi_c = [sum(1 for k in d.cost[c].values() if k != dflt[c]) > 1 for c in range(len(d.counts))]
+        self.multi = np.asarray([multi_c[c] for c in self.cls], dtype=bool)
+        self.any_multi = bool(self.multi.any())
+        self.all_eligible = all(len(e) == self.n for e in self.elig)
+
+    # ---- bookkeeping
+    def _put(self, i: int, m: int) -> None:
+        if self.journal is not None:
+            self.journal.append((i, self.at[i]))
+        self.at[i] = m
+        self.cache.pop(m, None)
+        self.load[m] += self.w[i]
+        bisect.insort(self.held[m], (self.w[i], i))
+
+    def _take(self, i: int) -> None:
+        m = self.at[i]
+        if self.journal is not None:
+            self.journal.append((i, m))
+        lst = self.held[m]
+        del lst[bisect.bisect_left(lst, (self.w[i], i))]
+        self.cache.pop(m, None)
+        self.load[m] -= self.w[i]
+        self.at[i] = -1
+
+    def nl(self, m: int) -> int:
+        return self.r[m] * self.load[m]
+
+    def max_nl(self) -> int:
+        return max((self.nl(m) for m in range(self.n)), default=0)
+
+    def cost(self, i: int, m: int) -> int:
+        return self.cd[i].get(m, self.dflt[i])
+
+    def late(self) -> bool:
+        self.steps_left -= 1
+        return self.steps_left < 0 or time.perf_counter() > self.deadline
+
+    def counts(self) -> np.ndarray:
+        out = np.zeros((len(self.d.counts), self.n), dtype=np.int64)
+        np.add.at(out, (np.asarray(self.cls, dtype=np.int64), np.asarray(self.at, dtype=np.int64)), 1)
+        return out
+
+    # ---- step 1
+    def place_start(self, target: int) -> None:
+        free = []
+        for i, c in enumerate(self.cls):
+            if self.home[c] >= 0:
+                self._put(i, self.home[c])
+            else:
+                free.append(i)
+        free.sort(key=lambda i: (-self.w[i], i))
+        for i in free:
+            members = self.d.eligible[self.cls[i]]
+            # best fit under the target (the tightest room that still takes it), else the least loaded
+            fits = [m for m in members if self.r[m] * (self.load[m] + self.w[i]) <= target]
+            if fits:
+                m = min(fits, key=lambda m: (target - self.r[m] * (self.load[m] + self.w[i]), m))
+            else:
+                m = min(members, key=lambda m: (self.r[m] * (self.load[m] + self.w[i]), m))
+            self._put(i, m)
+
+    # ---- step 2
+    def room(self, m: int, cap: int) -> int:
+        """Load ``m`` can still take without ``NL_m`` exceeding ``cap``."""
+        return (cap - self.nl(m)) // self.r[m]
+
+    def balance(self, target: int) -> None:
+        # cheap moves first: a move or swap may add at most ``limit`` moved cost, raised when stuck
+        top = max((max([self.dflt[i], *self.cd[i].values()]) for i in range(len(self.cls))), default=0)
+        limits = sorted({0, 1, 2, 4, 8, 16, 32, 64, 128, 256} | {2 * top + 1})
+        limits = [x for x in limits if x <= 2 * top + 1]
+        for limit in limits:
+            stuck: set[int] = set()
+            while not self.late():
+                over = [m for m in range(self.n) if self.nl(m) > target and m not in stuck]
+                if not over:
+                    break
+                a = max(over, key=lambda m: (self.nl(m), -m))
+                if self._fix(a, target, limit) is None:
+                    stuck.add(a)
+            if not any(self.nl(m) > target for m in range(self.n)) or self.late():
+                return
+        # the excess left sits on few members while the room is spread thin: lower the max step by step,
+        # letting the receiver go above the target (but below the giver)
+        while not self.late():
+            a = max(range(self.n), key=lambda m: (self.nl(m), -m))
+            if self.nl(a) <= target or not self._spread(a, target):
+                return
+
+    def _fix(self, a: int, target: int, limit: int, only: Sequence[int] | None = None) -> int | None:
+        """One move or swap out of ``a`` adding at most ``limit`` moved cost that lowers its excess over ``target``.
+
+        Of the steps that bring ``a`` within ``target`` the cheapest wins; if there is none, the one that
+        lowers the excess most (then the cheapest).  Returns the moved cost it added, ``None`` if there
+        is no step.  ``only``: the members to try (with the few that have the most room); default: the
+        members with the most room and the owners of ``a``'s items.
+        """
+        need = -(-(self.nl(a) - target) // self.r[a])
+        rooms = [(self.room(b, target), b) for b in range(self.n) if b != a]
+        rooms = [(rm, b) for rm, b in rooms if rm > 0]
+        if not rooms:
+            return None
+        rooms.sort(key=lambda t: (-t[0], t[1]))
+        if only is not None:
+            cands = [b for b in only if b != a and self.room(b, target) > 0]
+            cands += [b for _, b in rooms[:4] if b not in cands]
+        else:
+            cands = [b for _, b in rooms[:CANDIDATES]]
+            homes = {self.home[self.cls[i]] for _, i in self.held[a]} - {a, -1}
+            cands += sorted(b for b in homes if b not in cands and self.room(b, target) > 0)
+        ia = self._items(a)
+        if ia.size == 0:
+            return None
+        # columns: every item on a candidate member, plus one "no item" column per member (a move)
+        room_b = [self.room(b, target) for b in cands]
+        cols_j = [np.full(len(cands), -1, dtype=np.int64)]
+        cols_b = [np.asarray(cands, dtype=np.int64)]
+        cols_r = [np.asarray(room_b, dtype=np.int64)]
+        for b, rm in zip(cands, room_b, strict=True):
+            ib = self._items(b)
+            cols_j.append(ib)
+            cols_b.append(np.full(ib.size, b, dtype=np.int64))
+            cols_r.append(np.full(ib.size, rm, dtype=np.int64))
+        J = np.concatenate(cols_j)
+        B = np.concatenate(cols_b)
+        rb = np.concatenate(cols_r)
+        has_j = J >= 0
+        Jc = np.where(has_j, J, 0)
+        wj = np.where(has_j, self.wa[Jc], 0)
+        D = self.wa[ia][:, None] - wj[None, :]  # load leaving a (and reaching b)
+        ok = (D >= 1) & (rb[None, :] >= D)
+        dc = (self._cost_at(ia[:, None], B[None, :]) - self._cost_at(ia, a)[:, None]
+              + np.where(has_j, self._cost_at(Jc, a) - self._cost_at(Jc, B), 0)[None, :])
+        ok &= dc <= limit
+        if not self.all_eligible:
+            ok &= self._eligible(ia[:, None], B[None, :]) & np.where(has_j, self._eligible(Jc, a), True)[None, :]
+        if not ok.any():
+            return None
+        full = ok & (need <= D)
+        if full.any():
+            flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
+        else:
+            big = int(np.abs(dc).max()) + 1
+            flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
+        r, col = divmod(flat, D.shape[1])
+        i, j, b = int(ia[r]), int(J[col]), int(B[col])
+        spent = int(dc[r, col])
+        self._take(i)
+        if j >= 0:
+            self._take(j)
+            self._put(j, a)
+        self._put(i, b)
+        return spent
+
+    def _items(self, m: int) -> np.ndarray:
+        """The items on ``m`` (cached until ``m`` changes)."""
+        arr = self.cache.get(m)
+        if arr is None:
+            arr = np.fromiter((i for _, i in self.held[m]), dtype=np.int64, count=len(self.held[m]))
+            self.cache[m] = arr
+        return arr
+
+    def _cost_at(self, items: np.ndarray, members: np.ndarray | int) -> np.ndarray:
+        """Moved cost of ``items`` on ``members`` (broadcast)."""
+        out = np.where(self.home_a[items] == members, self.home_cost[items], self.dflt_a[items])
+        if self.any_multi:
+            it, mb = np.broadcast_arrays(items, members)
+            for idx in zip(*np.nonzero(self.multi[it]), strict=True):
+                i, m = int(it[idx]), int(mb[idx])
+                out[idx] = self.cd[i].get(m, self.dflt[i])
+        return out
+
+    def _eligible(self, items: np.ndarray, members: np.ndarray | int) -> np.ndarray:
+        it, mb = np.broadcast_arrays(items, members)
+        flat = [int(m) in self.elig[self.cls[int(i)]]
+                for i, m in zip(it.ravel().tolist(), mb.ravel().tolist(), strict=True)]
+        return np.array(flat, dtype=bool).reshape(it.shape)
+
+    def _spread(self, a: int, target: int) -> bool:
+        """The move or swap out of ``a`` whose larger resulting load is least (then cheapest)."""
+        top = self.nl(a)
+        rooms = sorted(((top - 1 - self.nl(b)) // self.r[b], b) for b in range(self.n) if b != a)
+        cands = [b for rm, b in reversed(rooms[-CANDIDATES:]) if rm > 0]
+        best: tuple[tuple[int, int], tuple[int, int, int]] | None = None
+        for b in cands:
+            rb = (top - 1 - self.nl(b)) // self.r[b]
+            held_b = self.held[b]
+            for wi, i in self.held[a]:
+                if b not in self.elig[self.cls[i]]:
+                    continue
+                dci = self.cost(i, b) - self.cost(i, a)
+                opts = [(wi, -1)] if wi <= rb else []
+                lo = bisect.bisect_left(held_b, (wi - rb, -1))
+                hi = bisect.bisect_left(held_b, (wi, -1))
+                opts += [(wi - wj, j) for wj, j in held_b[lo:min(hi, lo + WINDOW)]
+                         if a in self.elig[self.cls[j]]]
+                for dw, j in opts:
+                    peak = max(self.r[a] * (self.load[a] - dw), self.r[b] * (self.load[b] + dw))
+                    if peak >= top:
+                        continue
+                    dc = dci + (self.cost(j, a) - self.cost(j, b) if j >= 0 else 0)
+                    key = (dc, max(peak, target))
+                    if best is None or key < best[0]:
+                        best = (key, (i, j, b))
+        if best is None or best[0][1] >= top:
+            return False
+        i, j, b = best[1]
+        self._take(i)
+        if j >= 0:
+            self._take(j)
+            self._put(j, a)
+        self._put(i, b)
+        return True
+
+    # ---- step 3
+    def give_back(self, cap: int, depth: int = 3) -> None:
+        """Send items home while the moved cost falls: alone, or as a short chain of fixes."""
+        improved = True
+        while improved and not self.late():
+            improved = False
+            order = sorted((-(self.cost(i, self.at[i]) - self.cost(i, self.home[self.cls[i]])), i)
+                           for i in range(len(self.cls))
+                           if self.home[self.cls[i]] >= 0 and self.at[i] != self.home[self.cls[i]])
+            for neg_gain, i in order:
+                if self.late():
+                    return
+                if neg_gain < 0 and self.at[i] != self.home[self.cls[i]] and self._home_chain(i, cap, depth):
+                    improved = True
+
+    def _home_chain(self, i: int, cap: int, depth: int) -> bool:
+        """Move ``i`` home, then fix whoever is over ``cap`` (at most ``depth`` steps); undo unless cheaper."""
+        b, o = self.at[i], self.home[self.cls[i]]
+        delta = self.cost(i, o) - self.cost(i, b)
+        self.journal = []
+        self._take(i)
+        self._put(i, o)
+        ok = True
+        for _ in range(depth):
+            if self.nl(o) <= cap and all(self.nl(m) <= cap for m in self.touched()):
+                break
+            a = max(self.touched() | {o}, key=lambda m: (self.nl(m), -m))
+            spent = self._fix(a, cap, -delta - 1, only=[b])
+            if spent is None:
+                ok = False
+                break
+            delta += spent
+        ok = ok and delta < 0 and all(self.nl(m) <= cap for m in self.touched() | {o})
+        journal, self.journal = self.journal, None
+        if not ok:
+            for item, where in reversed(journal):
+                if self.at[item] >= 0:
+                    self._take(item)
+                if where >= 0:
+                    self._put(item, where)
+        return ok
+
+    def touched(self) -> set[int]:
+        """Members an open chain changed."""
+        out = set()
+        for item, _ in self.journal or ():
+            if self.at[item] >= 0:
+                out.add(self.at[item])
+        return out
