@@ -56,7 +56,7 @@ import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
 from solver.consumer.exact.bounds import load_windows, max_load_bound, moves_bound
-from solver.consumer.exact.local import MAX_ITEMS, Data, improve
+from solver.consumer.exact.local import MAX_ITEMS, Data, improve, level
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
@@ -82,6 +82,8 @@ ORDER_ENCODING_MAX = 600
 LOCAL_SHARE = 0.4
 #: Local-search steps per second of the time limit in deterministic mode (about a second's work on 2 cores).
 LOCAL_STEPS_PER_SECOND = 20_000
+#: Share of the sum_sq stage's budget its levelling local search may take.
+LEVEL_SHARE = 0.2
 #: Largest model whose members' load ranges are narrowed by LP before the sum_sq stage.
 WINDOW_MAX_VARS = 20_000
 
@@ -245,18 +247,21 @@ def solve_exact(
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
     lb_z = max_load_bound(ic, W, ratio, use_lp=n_vars_full <= 200_000)
-    if restricted and ic.total_items <= MAX_ITEMS:
-        # CP-SAT will only see neighbourhoods: start it from a near-balanced solution that moves little
+    hint = greedy(ic, caps)
+    if ic.total_items <= MAX_ITEMS:
+        # start from a solution near the max-load bound that moves little: CP-SAT's probe often only has to
+        # confirm it, and a restricted model (neighbourhoods only) keeps most of what its start decides
         data = Data(weights=W, counts=[int(k) for k in ic.count.tolist()],
                     eligible=[ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()],
                     cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(nc)],
                     ratio=ratio, default_cost=sc.owned)
         if deterministic:  # a step budget instead of the clock: the same start on every run
-            hint = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
+            start = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
         else:
-            hint = improve(data, lb_z, deadline=t_start + LOCAL_SHARE * (deadline - t_start))
-    else:
-        hint = greedy(ic, caps)
+            start = improve(data, lb_z, deadline=t_start + LOCAL_SHARE * (deadline - t_start))
+        w_arr = np.asarray(W, dtype=np.int64)[:, None]
+        if ((start * w_arr).sum(axis=0) * ratio).max(initial=0) <= ((hint * w_arr).sum(axis=0) * ratio).max(initial=0):
+            hint = start
     rng = np.random.default_rng(seed)
     cand: list[list[int]] = []
     per_class = max(4, max_vars // max(1, nc)) if restricted else 0
@@ -624,6 +629,14 @@ def solve_exact(
             objs["sum_sq"] = sum_sq_obj()
         obj = objs[name]
         t_b = budget(weight)
+        if name == "sum_sq" and current is not None and set(stages[:i]) <= {"max_load", "moves"}:
+            # a levelled hint within the earlier stages' caps: CP-SAT then mostly has to close the bound
+            t_l = time.perf_counter()
+            current = _levelled(current, cand, ic, W, ratio, sc, int(z_dom[1]), int(dom["moves"][1]),
+                                None if deterministic else t_l + LEVEL_SHARE * t_b,
+                                int(LEVEL_SHARE * t_b * LOCAL_STEPS_PER_SECOND) if deterministic else None)
+            if not deterministic:
+                t_b = max(0.02, t_b - (time.perf_counter() - t_l))
         if name in LINEAR and name != "topic_balance":
             st, val, bnd, dt = solve_linear(name, t_b, int(z_dom[1]))
         else:
@@ -659,6 +672,23 @@ def solve_exact(
         info["notes"] = notes
     return CpsatOutcome(flows=flows, stages=reports, exact=sc.exact, restricted=restricted,
                         seconds=time.perf_counter() - t_start, info=info)
+
+
+def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemClasses, W: list[int],
+              ratio: list[int], sc: Scaled, zcap: int, moves_cap: int, deadline: float | None,
+              max_steps: int | None) -> dict[tuple[int, int], int]:
+    """``sol`` with a lower sum of squares (:func:`.local.level`), items kept inside their candidate members."""
+    nc = ic.n_classes
+    if ic.total_items > MAX_ITEMS:
+        return sol
+    counts = np.zeros((nc, ic.n_members), dtype=np.int64)
+    for (c, m), k in sol.items():
+        counts[c, m] = k
+    data = Data(weights=W, counts=[int(k) for k in ic.count.tolist()], eligible=cand,
+                cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(nc)],
+                ratio=ratio, default_cost=sc.owned)
+    out = level(data, counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
+    return {(int(c), int(m)): int(out[c, m]) for c, m in zip(*np.nonzero(out), strict=True)}
 
 
 def _fixed(dom: dict[str, Any]) -> dict[str, tuple[int, int]]:

@@ -116,6 +116,29 @@ def improve(data: Data, target: int, *, deadline: float | None = None,
     return s.counts()
 
 
+def level(data: Data, counts: np.ndarray, cap: int, moves_cap: int, *, deadline: float | None = None,
+          max_steps: int | None = None) -> np.ndarray:
+    """Lower the sum of squared loads of ``counts`` within a max load and a moved-cost budget.
+
+    The most loaded member gives (a move, or a swap with a lighter item) to
+    the least loaded members while that lowers the sum of ``NL_m**2``, keeps
+    every ``NL_m <= cap`` and the total moved cost ``<= moves_cap``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = Data(weights=[4, 3, 2, 1], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4, cost=[{}] * 4, ratio=[1, 1])
+    >>> start = np.array([[1, 0], [1, 0], [1, 0], [0, 1]])  # loads 9 and 1
+    >>> out = level(d, start, cap=9, moves_cap=0)
+    >>> [int(x) for x in (out * np.array([4, 3, 2, 1])[:, None]).sum(axis=0)]
+    [5, 5]
+    """
+    s = _Search(data, deadline, max_steps)
+    s.place_counts(counts)
+    s.level(cap, moves_cap)
+    return s.counts()
+
+
 class _Search:
     """Items, their places and the members' sorted contents."""
 
@@ -210,6 +233,14 @@ class _Search:
                 m = min(members, key=lambda m: (self.r[m] * (self.load[m] + self.w[i]), m))
             self._put(i, m)
 
+    def place_counts(self, counts: np.ndarray) -> None:
+        """Place the items as ``counts[c, m]`` says (items of a class in order)."""
+        first = np.concatenate([[0], np.cumsum(np.asarray(self.d.counts, dtype=np.int64))]).tolist()
+        for c, m in zip(*np.nonzero(np.asarray(counts)), strict=True):
+            for _ in range(int(counts[c, m])):
+                self._put(first[c], int(m))
+                first[c] += 1
+
     # ---- step 2
     def room(self, m: int, cap: int) -> int:
         """Load ``m`` can still take without ``NL_m`` exceeding ``cap``."""
@@ -259,11 +290,31 @@ class _Search:
             cands = [b for _, b in rooms[:CANDIDATES]]
             homes = {self.home[self.cls[i]] for _, i in self.held[a]} - {a, -1}
             cands += sorted(b for b in homes if b not in cands and self.room(b, target) > 0)
+        got = self._options(a, cands, [self.room(b, target) for b in cands], limit)
+        if got is None:
+            return None
+        ia, J, B, D, dc, ok = got
+        if not ok.any():
+            return None
+        full = ok & (need <= D)
+        if full.any():
+            flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
+        else:
+            big = int(np.abs(dc).max()) + 1
+            flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
+        r, col = divmod(flat, D.shape[1])
+        i, j, b = int(ia[r]), int(J[col]), int(B[col])
+        self._apply(a, i, j, b)
+        return int(dc[r, col])
+
+    def _options(self, a: int, cands: Sequence[int], room_b: Sequence[int], limit: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every move (``J = -1``) and swap from ``a`` to ``cands``: the load ``D`` it shifts (at most the
+        member's room), the moved cost ``dc`` it adds (at most ``limit``) and ``ok`` where both hold."""
         ia = self._items(a)
-        if ia.size == 0:
+        if ia.size == 0 or not cands:
             return None
         # columns: every item on a candidate member, plus one "no item" column per member (a move)
-        room_b = [self.room(b, target) for b in cands]
         cols_j = [np.full(len(cands), -1, dtype=np.int64)]
         cols_b = [np.asarray(cands, dtype=np.int64)]
         cols_r = [np.asarray(room_b, dtype=np.int64)]
@@ -287,21 +338,15 @@ class _Search:
             ok &= self._eligible(ia[:, None], B[None, :]) & np.where(has_j, self._eligible(Jc, a), True)[None, :]
         if not ok.any():
             return None
-        full = ok & (need <= D)
-        if full.any():
-            flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
-        else:
-            big = int(np.abs(dc).max()) + 1
-            flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
-        r, col = divmod(flat, D.shape[1])
-        i, j, b = int(ia[r]), int(J[col]), int(B[col])
-        spent = int(dc[r, col])
+        return ia, J, B, D, dc, ok
+
+    def _apply(self, a: int, i: int, j: int, b: int) -> None:
+        """Move ``i`` from ``a`` to ``b`` (and ``j`` from ``b`` to ``a`` unless ``j < 0``)."""
         self._take(i)
         if j >= 0:
             self._take(j)
             self._put(j, a)
         self._put(i, b)
-        return spent
 
     def _items(self, m: int) -> np.ndarray:
         """The items on ``m`` (cached until ``m`` changes)."""
@@ -412,3 +457,38 @@ class _Search:
             if self.at[item] >= 0:
                 out.add(self.at[item])
         return out
+
+    # ---- sum of squares
+    def level(self, cap: int, moves_cap: int) -> None:
+        """Lower the sum of squared loads with moves and swaps that keep every load within ``cap`` and the
+        moved cost within ``moves_cap``: the most loaded members give to the least loaded ones."""
+        spent = sum(self.cost(i, self.at[i]) for i in range(len(self.cls)))
+        stuck: set[int] = set()
+        while not self.late():
+            order = sorted((m for m in range(self.n) if m not in stuck), key=lambda m: (-self.nl(m), m))
+            if not order:
+                return
+            a = order[0]
+            below = sorted((b for b in range(self.n) if self.nl(b) < self.nl(a) - 1), key=lambda b: (self.nl(b), b))
+            cands = below[:CANDIDATES]
+            got = self._options(a, cands, [self.room(b, cap) for b in cands], moves_cap - spent)
+            if got is None:
+                stuck.add(a)
+                continue
+            ia, J, B, D, dc, ok = got
+            ra = self.r[a]
+            rb = np.asarray(self.r, dtype=np.float64)[B][None, :]
+            nla, nlb = float(self.nl(a)), np.asarray([self.nl(int(b)) for b in B], dtype=np.float64)[None, :]
+            gain = (D * ra) * (D * ra - 2 * nla) + (D * rb) * (D * rb + 2 * nlb)  # change of the two squares
+            gain = np.where(ok, gain, np.inf)
+            flat = int(np.argmin(gain))
+            r, col = divmod(flat, D.shape[1])
+            i, j, b = int(ia[r]), int(J[col]), int(B[col])
+            d = int(D[r, col])
+            na, nb = self.nl(a), self.nl(b)
+            if not np.isfinite(gain[r, col]) or (na - ra * d) ** 2 + (nb + self.r[b] * d) ** 2 >= na * na + nb * nb:
+                stuck.add(a)
+                continue
+            self._apply(a, i, j, b)
+            spent += int(dc[r, col])
+            stuck.discard(b)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from benchmarks.bench_weighted import large_instance
 from solver.consumer.exact.bounds import max_load_bound
 from solver.consumer.exact.engine import scale
-from solver.consumer.exact.local import Data, improve
+from solver.consumer.exact.local import Data, improve, level
 from solver.consumer.items import build_classes
 from solver.consumer.optimal import solve
 from solver.model.scoring import score
@@ -102,3 +102,29 @@ def test_moves_only_what_balance_needs():
     moved = sum(int(counts[c, m]) * d.cost[c].get(m, d.default_cost[c])  # type: ignore[index]
                 for c, m in itertools.product(range(4), range(2)))
     assert moved == 5  # one of the owned items had to go
+
+
+def _loads(d, counts):
+    return (counts * np.asarray(d.weights)[:, None]).sum(axis=0) * np.asarray(d.ratio)
+
+
+def _moved(d, counts):
+    return sum(int(counts[c, m]) * d.cost[c].get(m, d.default_cost[c])
+               for c, m in zip(*np.nonzero(counts), strict=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=3, max_partitions=8, max_members=5, weights=True, capacities=True,
+                      move_costs=True))
+def test_levelling_lowers_the_squares_within_both_caps(inst):
+    ic, sc, d = _data(inst)
+    start = improve(d, max_load_bound(ic, sc.wint, sc.ratio))
+    cap = int(_loads(d, start).max())
+    budget = _moved(d, start) + 3
+    out = level(d, start, cap, budget)
+    assert out.sum(axis=1).tolist() == ic.count.tolist()
+    assert all(out[c, m] == 0 for c in range(ic.n_classes) for m in set(range(ic.n_members)) - set(d.eligible[c]))
+    before, after = _loads(d, start), _loads(d, out)
+    assert int(after.max()) <= cap
+    assert _moved(d, out) <= budget
+    assert sum(int(x) ** 2 for x in after) <= sum(int(x) ** 2 for x in before)
