@@ -159,6 +159,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     """
     if instance.protocol not in REFERENCE:
         raise ValueError(f"no optimum for the {instance.protocol!r} protocol")
+    from solver.api import score
     from spark_runner.assignors import get
 
     p = params or Params()
@@ -167,12 +168,10 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     tolerance = p.balance_tolerance if instance.protocol == "consumer" else None
     opt = get(ref).run(instance, replace(p, balance_tolerance=None))
     hp = heuristic_params(p, settle)
-    rows_fn = _streams_rows if instance.protocol == "streams" else _consumer_rows
-    rows = rows_fn(instance, ref, opt, chosen, hp, warn)
+    rows = _rows(instance, ref, opt, chosen, hp, warn)
     if tolerance is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
         # at most (1 + EPS) x the optimum's, measured against the optimum
-        from solver.api import score
         from solver.consumer.gaps import gap_metrics
 
         tol = get(ref).run(instance, p)
@@ -197,41 +196,30 @@ def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
     return out
 
 
-def _consumer_rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
-                   warn: Warn | None) -> list[dict[str, Any]]:
+def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
+          warn: Warn | None) -> list[dict[str, Any]]:
+    """The optimum's row, then one per heuristic (``assignor`` and ``error`` for one that refused)."""
     from solver.api import score
-    from solver.consumer.gaps import gap_metrics
 
     opt_scores = score(instance, opt.assignment)
-    first = {**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores}
-    first.update(gap_metrics(instance, opt.assignment, opt, scores=opt_scores))
-    rows = [first]
+    if instance.protocol == "streams":
+        from spark_runner.sweep.evaluate import streams_gap_metrics
+
+        def gaps(res: Result, s: dict[str, Any]) -> dict[str, Any]:
+            return streams_gap_metrics(s, opt_scores)
+    else:
+        from solver.consumer.gaps import gap_metrics
+
+        def gaps(res: Result, s: dict[str, Any]) -> dict[str, Any]:
+            return gap_metrics(instance, res.assignment, opt, scores=s)
+
+    rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores, **gaps(opt, opt_scores)}]
     for name, res in _runs(instance, chosen, params, warn):
         if isinstance(res, str):
             rows.append({"assignor": name, "error": res})
             continue
         s = score(instance, res.assignment)
-        row = {**_run_row(name, res), **s}
-        row.update(gap_metrics(instance, res.assignment, opt, scores=s))
-        rows.append(row)
-    return rows
-
-
-def _streams_rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
-                  warn: Warn | None) -> list[dict[str, Any]]:
-    from solver.api import score
-    from spark_runner.sweep.evaluate import streams_gap_metrics
-
-    opt_scores = score(instance, opt.assignment)
-    first = {**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores,
-             **streams_gap_metrics(opt_scores, opt_scores)}
-    rows = [first]
-    for name, res in _runs(instance, chosen, params, warn):
-        if isinstance(res, str):
-            rows.append({"assignor": name, "error": res})
-            continue
-        s = score(instance, res.assignment)
-        rows.append({**_run_row(name, res), **s, **streams_gap_metrics(s, opt_scores)})
+        rows.append({**_run_row(name, res), **s, **gaps(res, s)})
     return rows
 
 

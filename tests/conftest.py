@@ -42,6 +42,31 @@ def kafka_records(filename: str) -> tuple[Record, ...]:
     return _read(str(shared_path("scenarios", "kafka", filename)))
 
 
+def kafka_mismatches(filename: str, assignor: str) -> tuple[int, list[str]]:
+    """Run the registered ``assignor`` on its records of ``kafka/<filename>`` and compare with Kafka's output.
+
+    Returns the number of records and one line per record whose canonical
+    assignment differs; prints the matched/total figure (``pytest -s``).
+    Needs the ``registry_loaded`` fixture.
+    """
+    from solver.registry import get
+    from solver.result import Params
+
+    spec = get(assignor)
+    total = 0
+    failures = []
+    for rec in kafka_records(filename):
+        if rec.raw["assignor"] != assignor:
+            continue
+        total += 1
+        got = spec.run(rec.instance, Params()).assignment.canonical(rec.instance.member_ids)
+        if got != rec.raw["expected"]:
+            diff = [m for m in rec.raw["expected"] if rec.raw["expected"][m] != got.get(m)]
+            failures.append(f"{rec.id} ({rec.raw['tags']}): members differing {diff[:3]}")
+    print(f"\n{filename} {assignor}: matched {total - len(failures)}/{total}")
+    return total, failures
+
+
 def seed_records() -> tuple[Record, ...]:
     """The seed documents' worked examples (``shared/scenarios/seeds/*.json``)."""
     folder = shared_path("scenarios", "seeds")

@@ -19,7 +19,7 @@ are all proven (``bound`` is the max-load lower bound either way).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,23 @@ from solver.result import Params
 DEFAULT_POINT_LIMIT = 10.0
 
 
+def budget_steps(lo: int, hi: int, max_points: int) -> list[int]:
+    """Up to ``max_points`` integers from ``lo`` to ``hi``: all of them, or evenly spaced with both ends kept.
+
+    Examples
+    --------
+    >>> budget_steps(2, 5, 10), budget_steps(0, 10, 3)
+    ([2, 3, 4, 5], [0, 5, 10])
+    """
+    if hi - lo + 1 <= max_points:
+        return list(range(lo, hi + 1))
+    return sorted({round(x) for x in np.linspace(lo, hi, max_points)})
+
+
 def _budgets(top: float, max_points: int, unit: float) -> list[float]:
     """Up to ``max_points`` budgets from 0 to ``top`` (multiples of ``unit``, ends kept)."""
     steps = round(top / unit) if unit > 0 else 0
-    if steps + 1 <= max_points:
-        return [k * unit for k in range(steps + 1)]
-    return sorted({round(x) * unit for x in np.linspace(0, steps, max_points)})
+    return [k * unit for k in budget_steps(0, steps, max_points)]
 
 
 def _loads(ic: ItemClasses, flows: Sequence[tuple[int, int, int]], caps: np.ndarray) -> np.ndarray:
@@ -156,6 +167,29 @@ def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]],
     return None
 
 
+def run_each(instance: Instance, specs: Sequence[Any], params: Params,
+             err: Any = None) -> Iterator[tuple[str, Any]]:
+    """``(name, result)`` of each assignor to place, by name; one that raises is reported on ``err`` and left out.
+
+    ``specs`` are registry specs (:class:`solver.registry.AssignorSpec`); ``err`` a rich console.
+    """
+    by_name = {s.name: s for s in specs}
+    for name in sorted(by_name):
+        try:
+            res = by_name[name].run(instance, params)
+        except Exception as e:  # refused input: reported, not fatal
+            if err is not None:
+                err.print(f"{name}: {type(e).__name__}: {e}", markup=False)
+            continue
+        yield name, res
+
+
+def point_at(points: Sequence[dict[str, Any]], moved: float) -> dict[str, Any]:
+    """The frontier point of the largest budget ``<= moved`` (budgets are sampled: the closest below)."""
+    below = [p for p in points if p["budget"] <= moved] or points[:1]
+    return below[-1]
+
+
 def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,
           err: Any = None) -> list[dict[str, Any]]:
     """Each heuristic's (moved, max_load, sum_sq) and the frontier's best balance at its moves.
@@ -165,23 +199,13 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
     from solver.consumer.gaps import member_loads
     from solver.model.scoring import score
 
-    by_name = {s.name: s for s in specs}
-    chosen = sorted(by_name)
     out = []
     pts = doc["points"]
-    for name in chosen:
-        try:
-            res = by_name[name].run(instance, params)
-        except Exception as e:  # refused input: reported, not fatal
-            if err is not None:
-                err.print(f"{name}: {type(e).__name__}: {e}", markup=False)
-            continue
+    for name, res in run_each(instance, specs, params, err):
         s = score(instance, res.assignment)
         loads = member_loads(instance, res.assignment)
         moved = float(s["moved_cost"])
-        # best frontier point with budget <= moved cost (budgets are sampled: the closest below)
-        below = [p for p in pts if p["budget"] <= moved] or pts[:1]
-        best = below[-1]
+        best = point_at(pts, moved)
         h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
         out.append({"assignor": name, "valid": s["valid"], **h, "frontier_max_load": best["max_load"],
                     "frontier_sum_sq": best["sum_sq"],
@@ -224,8 +248,13 @@ def label_positions(heur: Sequence[dict[str, Any]], key: str,
     return out
 
 
-def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
-    """PNG: max load and sum of squares against moves, heuristics as labelled points."""
+def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[str, str]], xlabel: str,
+                title: str, merge_labels: bool = True) -> None:
+    """PNG: one panel per ``(point key, axis label)``, the frontier as a step line against the budget.
+
+    ``doc["heuristics"]`` are drawn as points (``x``: invalid), labelled by
+    :func:`label_positions` (``merge_labels``) or each beside its point.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,21 +264,32 @@ def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
     xs = [p["budget"] for p in pts]
     heur = doc.get("heuristics", [])
     x_end = max([xs[-1], *[h["moved"] for h in heur]])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, label in ((axes[0], "max_load", "max load"), (axes[1], "sum_sq", "sum of squared loads")):
+    fig, axes = plt.subplots(1, len(panels), figsize=(11, 4.2))
+    for ax, (key, label) in zip(axes, panels, strict=True):
         ys = [p[key] for p in pts]
         # beyond the optimum's moves the best balance stays the optimum's
         ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
         for h in heur:
             ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if h["valid"] else "x")
-        for (x, y), text, ty in label_positions(heur, key):
-            ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
-                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
-        ax.set_xlabel("moved cost (budget; move_costs, 1 per topic-partition by default)")
+            if not merge_labels:
+                ax.annotate(h["assignor"] + ("" if h["valid"] else " (invalid)"), (h["moved"], h[key]),
+                            textcoords="offset points", xytext=(4, 4), fontsize=8)
+        if merge_labels:
+            for (x, y), text, ty in label_positions(heur, key):
+                ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
+                            arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(f"balance-movement frontier: {doc.get('instance') or 'instance'} ({doc['engine']})")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(str(path), dpi=110)
     plt.close(fig)
+
+
+def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
+    """PNG: max load and sum of squares against moves, heuristics as labelled points."""
+    plot_panels(doc, path, (("max_load", "max load"), ("sum_sq", "sum of squared loads")),
+                "moved cost (budget; move_costs, 1 per topic-partition by default)",
+                f"balance-movement frontier: {doc.get('instance') or 'instance'} ({doc['engine']})")

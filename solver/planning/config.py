@@ -69,11 +69,16 @@ def check_config(cfg: PlanConfig) -> None:
         raise PlanUsageError(f"--seed must be between 0 and {2**31 - 1} (CP-SAT's seed is a 32-bit int)")
     if cfg.range is not None:
         a, b = cfg.range
-        if a < 1 or b < a:
-            raise PlanUsageError(f"--range {a}:{b} is empty or starts below 1 (use A:B with 1 <= A <= B)")
-        if b - a + 1 > MAX_PLAN_ROWS:
-            raise PlanUsageError(f"--range {a}:{b} asks for {b - a + 1} rows; at most {MAX_PLAN_ROWS} per plan "
-                                 f"(split the range)")
+        _check_range(a, b, f"{a}:{b}")
+
+
+def _check_range(lo: int, hi: int, shown: str) -> None:
+    """``--range`` (written ``shown``) must be non-empty, start at 1 or above and fit in one plan."""
+    if lo < 1 or hi < lo:
+        raise PlanUsageError(f"--range {shown} is empty or starts below 1 (use A:B with 1 <= A <= B)")
+    if hi - lo + 1 > MAX_PLAN_ROWS:
+        raise PlanUsageError(f"--range {shown} asks for {hi - lo + 1} rows; at most {MAX_PLAN_ROWS} per plan "
+                             f"(split the range)")
 
 
 def parse_range(text: str) -> tuple[int, int]:
@@ -105,9 +110,5 @@ def parse_range(text: str) -> tuple[int, int]:
         hi = int(b) if sep else lo
     except ValueError:
         raise PlanUsageError(f"--range expects A:B with integers, got {text!r}") from None
-    if lo < 1 or hi < lo:
-        raise PlanUsageError(f"--range {text} is empty or starts below 1 (use A:B with 1 <= A <= B)")
-    if hi - lo + 1 > MAX_PLAN_ROWS:
-        raise PlanUsageError(f"--range {text} asks for {hi - lo + 1} rows; at most {MAX_PLAN_ROWS} per plan "
-                             f"(split the range)")
+    _check_range(lo, hi, text)
     return lo, hi

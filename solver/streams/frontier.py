@@ -22,8 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from solver.consumer.frontier import budget_steps, dominating, plot_panels, point_at, run_each
 from solver.model import Instance
 from solver.result import Params
 from solver.streams.optimal import _Model, greedy, solve_streams
@@ -66,12 +65,6 @@ def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict
     moved = sum(1 for t in range(p.n_tasks) if p.prev_active[t] and active[t] not in p.prev_active[t])
     return {"budget": budget, "max_active_load": values["active_balance"] / p.scale,
             "max_total_load": values["total_balance"] / p.scale, "moved": moved, "proven": proven}
-
-
-def _budgets(lo: int, hi: int, max_points: int) -> list[int]:
-    if hi - lo + 1 <= max_points:
-        return list(range(lo, hi + 1))
-    return sorted({round(x) for x in np.linspace(lo, hi, max_points)})
 
 
 def compute_streams_frontier(instance: Instance, params: Params, max_points: int = 60) -> dict[str, Any]:
@@ -120,7 +113,7 @@ def compute_streams_frontier(instance: Instance, params: Params, max_points: int
     top = int(opt.objective[opt.extra["stages"].index("movement")])
     lo = forced_moves(p)
     limit = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
-    points = [_point(p, b, params, limit) for b in _budgets(lo, max(lo, top), max_points)]
+    points = [_point(p, b, params, limit) for b in budget_steps(lo, max(lo, top), max_points)]
     return {"instance": instance.name, "protocol": "streams", "engine": "cpsat", "optimum_moves": top,
             "optimum_status": opt.status.value, "points": points, "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -136,24 +129,16 @@ def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any],
     it (an invalid one may look better than the frontier: it breaks a hard
     constraint, and is never on it).
     """
-    from solver.consumer.frontier import dominating
     from solver.streams.scoring import score_streams
 
     out = []
     pts = doc["points"]
-    for spec in sorted(specs, key=lambda s: s.name):
-        try:
-            res = spec.run(instance, params)
-        except Exception as e:  # refused input: reported, not fatal
-            if err is not None:
-                err.print(f"{spec.name}: {type(e).__name__}: {e}", markup=False)
-            continue
+    for name, res in run_each(instance, specs, params, err):
         s = score_streams(instance, res.assignment)
         moved = int(s["moved_actives"])
-        below = [q for q in pts if q["budget"] <= moved] or pts[:1]
-        best = below[-1]
+        best = point_at(pts, moved)
         act, tot = float(s["max_active_load"]), float(s["max_total_load"])
-        out.append({"assignor": spec.name, "valid": bool(s["valid"]), "moved": moved, "max_active_load": act,
+        out.append({"assignor": name, "valid": bool(s["valid"]), "moved": moved, "max_active_load": act,
                     "max_total_load": tot, "frontier_max_active_load": best["max_active_load"],
                     "frontier_max_total_load": best["max_total_load"],
                     "on_frontier": bool(s["valid"]) and dominating(
@@ -164,33 +149,10 @@ def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any],
 
 def plot_streams_frontier(doc: dict[str, Any], path: str | Path) -> None:
     """PNG: active and total tasks per thread against moved actives, assignors as labelled points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pts = doc["points"]
-    xs = [q["budget"] for q in pts]
-    heur = doc.get("heuristics", [])
-    x_end = max([xs[-1], *[h["moved"] for h in heur]])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, label in ((axes[0], "max_active_load", "max active tasks per thread"),
-                           (axes[1], "max_total_load", "max tasks (active + standby) per thread")):
-        ys = [q[key] for q in pts]
-        ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
-        for h in heur:
-            ok = h["valid"]
-            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if ok else "x")
-            ax.annotate(h["assignor"] + ("" if ok else " (invalid)"), (h["moved"], h[key]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel("moved actives (budget)")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(f"Streams balance-movement frontier: {doc.get('instance') or 'instance'}")
-    fig.tight_layout()
-    fig.savefig(str(path), dpi=110)
-    plt.close(fig)
+    plot_panels(doc, path, (("max_active_load", "max active tasks per thread"),
+                            ("max_total_load", "max tasks (active + standby) per thread")),
+                "moved actives (budget)",
+                f"Streams balance-movement frontier: {doc.get('instance') or 'instance'}", merge_labels=False)
 
 
 __all__ = ["compute_streams_frontier", "forced_moves", "place_streams", "plot_streams_frontier"]

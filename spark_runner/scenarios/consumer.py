@@ -57,7 +57,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import numpy as np
 from numpy.random import PCG64, Generator
@@ -66,6 +66,8 @@ from solver.model import EMPTY_OWNED, Assignment, Instance, Member, OwnedMap, To
 
 SUBSCRIPTIONS = ("identical", "random", "two-groups", "skewed")
 WEIGHTS = ("uniform", "zipf", "lognormal", "hot")
+S = TypeVar("S")  # a generator's state (an instance)
+E = TypeVar("E")  # a generator's event
 EVENT_KINDS = (
     "join",
     "leave",
@@ -116,15 +118,19 @@ def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]
     return lambda v: None if v is None else check(v)
 
 
-def _events_check(v: Any) -> str | None:
-    if not isinstance(v, (tuple, list)) or not v:
-        return "expected a non-empty list of event kinds"
-    bad = [e for e in v if e not in EVENT_KINDS]
-    if bad:
-        return f"unknown event kind(s) {', '.join(map(repr, bad))}; known: {', '.join(EVENT_KINDS)}"
-    if len(set(v)) != len(v):
-        return "an event kind is listed twice"
-    return None
+def _events_check(known: Sequence[str], what: str = "event kind") -> Callable[[Any], str | None]:
+    """Check of an ``events`` value: a non-empty list of distinct kinds out of ``known`` (one generator's)."""
+    def check(v: Any) -> str | None:
+        if not isinstance(v, (tuple, list)) or not v:
+            return "expected a non-empty list of event kinds"
+        bad = [e for e in v if e not in known]
+        if bad:
+            return f"unknown {what}(s) {', '.join(map(repr, bad))}; known: {', '.join(known)}"
+        if len(set(v)) != len(v):
+            return "an event kind is listed twice"
+        return None
+
+    return check
 
 
 #: Field name -> check of one value (None when fine).  The grid validator uses
@@ -146,7 +152,7 @@ FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
     "copartition": _int_at_least(0),
     "static": _float_range(0.0, 1.0),
     "steps": _int_at_least(0),
-    "events": _events_check,
+    "events": _events_check(EVENT_KINDS),
     "scale_k": _int_at_least(1),
     "drift": _float_range(0.0, 5.0),
     "max_members": _optional(_int_at_least(1)),
@@ -508,6 +514,18 @@ class Scenario:
         return out
 
 
+def replica_racks(rng: Generator, racks: Sequence[str], replication: int, n: int) -> tuple[tuple[str, ...], ...]:
+    """Replica racks of ``n`` partitions: ``min(replication, len(racks))`` distinct random racks each, sorted."""
+    k = min(replication, len(racks))
+    picks = [rng.choice(len(racks), size=k, replace=False) for _ in range(n)]
+    return tuple(tuple(racks[i] for i in sorted(pick.tolist())) for pick in picks)
+
+
+def random_rack(rng: Generator, racks: Sequence[str]) -> str | None:
+    """A uniformly drawn rack of a joining member or client (``None``, and no draw, without racks)."""
+    return racks[int(rng.integers(len(racks)))] if racks else None
+
+
 class _Builder:
     """Mutable generator state; every random draw goes through ``self.rng``."""
 
@@ -536,9 +554,7 @@ class _Builder:
     def _racks(self, n: int) -> tuple[tuple[str, ...], ...] | None:
         if not self.rack_names:
             return None
-        k = min(self.p.replication, len(self.rack_names))
-        picks = [self.rng.choice(len(self.rack_names), size=k, replace=False) for _ in range(n)]
-        return tuple(tuple(self.rack_names[i] for i in sorted(pick.tolist())) for pick in picks)
+        return replica_racks(self.rng, self.rack_names, self.p.replication, n)
 
     def new_topic(self, partitions: int | None = None) -> Topic:
         name = f"t{self.topic_counter:02d}"
@@ -588,7 +604,7 @@ class _Builder:
         client = f"c{self.client_counter}"
         self.client_counter += 1
         static = self.p.static > 0 and bool(self.rng.random() < self.p.static)
-        rack = self.rack_names[int(self.rng.integers(len(self.rack_names)))] if self.rack_names else None
+        rack = random_rack(self.rng, self.rack_names)
         return NewMember(f"{client}-{self._hex()}", topics, f"i-{client}" if static else None, rack)
 
     def restarted(self, m: Member) -> NewMember:
@@ -661,19 +677,75 @@ def _initial(b: _Builder) -> Instance:
     return Instance("", "consumer", topics, tuple(members), tuple(b.groups))
 
 
-def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
-    n = len(inst.members)
-    cap = b.p.member_cap
+def membership_applicable(kind: str, n: int, cap: int, floor: int, scale_k: int) -> bool | None:
+    """Whether a membership event fits a group of ``n`` within ``[floor, cap]`` (``None``: not such an event).
+
+    The rule of both generators (members here, clients for Streams).
+    """
     if kind == "join":
         return n + 1 <= cap
     if kind == "scale-out":
-        return n + b.p.scale_k <= cap
+        return n + scale_k <= cap
     if kind == "leave":
-        return n - 1 >= b.p.member_floor
+        return n - 1 >= floor
     if kind == "scale-in":
-        return n - b.p.scale_k >= b.p.member_floor
+        return n - scale_k >= floor
     if kind in ("crash", "rolling-restart"):
         return n >= 1
+    return None
+
+
+def draw_leavers(rng: Generator, ids: Sequence[str], kind: str, scale_k: int) -> tuple[str, ...]:
+    """Who leaves at a ``leave`` (one) or ``scale-in`` (``scale_k``) event, in list order."""
+    k = 1 if kind == "leave" else scale_k
+    idx = sorted(rng.choice(len(ids), size=k, replace=False).tolist())
+    return tuple(ids[i] for i in idx)
+
+
+def draw_events(rng: Generator, steps: int, kinds: Sequence[str], state: S, *,
+                applicable: Callable[[S, str], bool], draw: Callable[[S, str], E],
+                restart: Callable[[S, str, int, int], E], advance: Callable[[S, E], S],
+                ids: Callable[[S], list[str]]) -> list[E]:
+    """The events of a scenario from its first ``state``: ``steps`` of them, fewer when none applies.
+
+    Each step draws uniformly one of ``kinds`` that is ``applicable``, and ``draw`` makes it
+    concrete; ``rolling-restart`` instead opens a block of consecutive steps, one
+    ``restart(state, id, done, total)`` per member (client) of ``ids(state)`` in list order.
+    ``advance`` gives the state the next step sees.  Shared by both generators.
+    """
+    events: list[E] = []
+    pending: list[str] = []
+    while len(events) < steps:
+        if pending:
+            who = pending.pop(0)
+            total = len(ids(state))
+            ev = restart(state, who, total - len(pending), total)
+        else:
+            options = [k for k in kinds if applicable(state, k)]
+            if not options:
+                break
+            kind = options[int(rng.integers(len(options)))]
+            if kind == "rolling-restart":
+                pending = ids(state)
+                continue
+            ev = draw(state, kind)
+        events.append(ev)
+        state = advance(state, ev)
+    return events
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an ``int``; a ``ValueError`` unless it is a non-negative integer."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
+    n = len(inst.members)
+    fits = membership_applicable(kind, n, b.p.member_cap, b.p.member_floor, b.p.scale_k)
+    if fits is not None:
+        return fits
     if kind == "subscription-change":
         return n >= 1 and len(inst.topics) >= 2
     if kind == "weight-drift":
@@ -697,9 +769,7 @@ def _draw_event(b: _Builder, inst: Instance, kind: str) -> Event:
         add = tuple(b.new_member(b.subscription(names, new_version=True)) for _ in range(b.p.scale_k))
         return Event(kind, add=add, detail=f"scale out by {len(add)}")
     if kind in ("leave", "scale-in"):
-        k = 1 if kind == "leave" else b.p.scale_k
-        idx = sorted(rng.choice(len(members), size=k, replace=False).tolist())
-        gone = tuple(members[i].id for i in idx)
+        gone = draw_leavers(rng, [m.id for m in members], kind, b.p.scale_k)
         return Event(kind, remove=gone, detail=f"{kind} {', '.join(gone)}")
     if kind == "crash":
         m = members[int(rng.integers(len(members)))]
@@ -786,33 +856,18 @@ def generate(params: ScenarioParams, seed: int) -> Scenario:
     >>> generate(ScenarioParams(members=3, topics=2, steps=4), seed=7).events == s.events
     True
     """
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    b = _Builder(params, int(seed))
+    seed = check_seed(seed)
+    b = _Builder(params, seed)
     initial = _initial(b)
-    sid = scenario_id(params, int(seed))
+    sid = scenario_id(params, seed)
     initial = Instance(f"scenario-{sid}", "consumer", initial.topics, initial.members, initial.copartition)
-    events: list[Event] = []
-    state = initial
-    pending_restarts: list[str] = []
-    while len(events) < params.steps:
-        if pending_restarts:
-            mid = pending_restarts.pop(0)
-            old = state.member(mid)
-            nm = b.restarted(old)
-            total = len(state.members)
-            done = total - len(pending_restarts)
-            ev = Event("rolling-restart", remove=(mid,), add=(nm,),
-                       detail=f"restart {done}/{total}: {mid} -> {nm.id}")
-        else:
-            kinds = [k for k in params.events if _applicable(b, state, k)]
-            if not kinds:
-                break
-            kind = kinds[int(b.rng.integers(len(kinds)))]
-            if kind == "rolling-restart":
-                pending_restarts = [m.id for m in state.members]
-                continue
-            ev = _draw_event(b, state, kind)
-        events.append(ev)
-        state = strip_claims(apply_event(state, ev, None))
-    return Scenario(sid, params, int(seed), initial, tuple(events))
+
+    def restart(state: Instance, mid: str, done: int, total: int) -> Event:
+        nm = b.restarted(state.member(mid))
+        return Event("rolling-restart", remove=(mid,), add=(nm,), detail=f"restart {done}/{total}: {mid} -> {nm.id}")
+
+    events = draw_events(b.rng, params.steps, params.events, initial,
+                         applicable=lambda st, k: _applicable(b, st, k), draw=lambda st, k: _draw_event(b, st, k),
+                         restart=restart, advance=lambda st, ev: strip_claims(apply_event(st, ev, None)),
+                         ids=lambda st: [m.id for m in st.members])
+    return Scenario(sid, params, seed, initial, tuple(events))

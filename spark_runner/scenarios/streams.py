@@ -76,9 +76,16 @@ from spark_runner.scenarios.consumer import (
     CheckedParams,
     ScenarioParams,
     _choice,
+    _events_check,
     _float_range,
     _int_at_least,
     _optional,
+    check_seed,
+    draw_events,
+    draw_leavers,
+    membership_applicable,
+    random_rack,
+    replica_racks,
     scenario_id,
 )
 
@@ -96,17 +103,6 @@ STREAMS_EVENT_KINDS = (
 #: Initial state: ``fresh`` (no previous assignment, no state) or a running
 #: application whose standbys and stale copies have lags of that profile.
 INITIAL_STATES = ("fresh", "caught-up", "near", "far", "mixed")
-
-
-def _events_check(v: Any) -> str | None:
-    if not isinstance(v, (tuple, list)) or not v:
-        return "expected a non-empty list of event kinds"
-    bad = [e for e in v if e not in STREAMS_EVENT_KINDS]
-    if bad:
-        return f"unknown Streams event kind(s) {', '.join(map(repr, bad))}; known: {', '.join(STREAMS_EVENT_KINDS)}"
-    if len(set(v)) != len(v):
-        return "an event kind is listed twice"
-    return None
 
 
 #: Field name -> check of one value (None when fine), for the grid validator.
@@ -130,7 +126,7 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "lag_growth": _int_at_least(0),
     "drift": _float_range(0.0, 5.0),
     "steps": _int_at_least(0),
-    "events": _events_check,
+    "events": _events_check(STREAMS_EVENT_KINDS, "Streams event kind"),
     "scale_k": _int_at_least(1),
     "max_clients": _optional(_int_at_least(1)),
     "min_clients": _optional(_int_at_least(1)),
@@ -544,13 +540,11 @@ class _Builder:
         self.client_counter += 1
         cap = int(self.rng.integers(self.p.threads_min, self.p.threads_max + 1))
         pid = self.process_id()
-        rack = self.rack_names[int(self.rng.integers(len(self.rack_names)))] if self.rack_names else None
+        rack = random_rack(self.rng, self.rack_names)
         return NewClient(cid, pid, cap, rack)
 
     def _partition_racks(self, n: int) -> tuple[tuple[str, ...], ...]:
-        k = min(self.p.replication, len(self.rack_names))
-        picks = [self.rng.choice(len(self.rack_names), size=k, replace=False) for _ in range(n)]
-        return tuple(tuple(self.rack_names[i] for i in sorted(pick.tolist())) for pick in picks)
+        return replica_racks(self.rng, self.rack_names, self.p.replication, n)
 
     def add_racks(self, sub: Subtopology) -> list[tuple[str, TaskRacks]]:
         """Rack data of the sub-topology's tasks that have none yet (none without racks)."""
@@ -645,18 +639,10 @@ def _initial(b: _Builder) -> Instance:
 
 
 def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
-    n = len(inst.streams.clients)
     p = b.p
-    if kind == "join":
-        return n + 1 <= p.client_cap
-    if kind == "scale-out":
-        return n + p.scale_k <= p.client_cap
-    if kind == "leave":
-        return n - 1 >= p.client_floor
-    if kind == "scale-in":
-        return n - p.scale_k >= p.client_floor
-    if kind in ("crash", "rolling-restart"):
-        return n >= 1
+    fits = membership_applicable(kind, len(inst.streams.clients), p.client_cap, p.client_floor, p.scale_k)
+    if fits is not None:
+        return fits
     if kind == "lag-drift":
         return True
     # partition-expansion
@@ -671,9 +657,7 @@ def _draw(b: _Builder, inst: Instance, kind: str) -> StreamsEvent:
         what = f"join {add[0].id}" if kind == "join" else f"scale out by {len(add)}"
         return StreamsEvent(kind, add=add, detail=what)
     if kind in ("leave", "scale-in"):
-        k = 1 if kind == "leave" else b.p.scale_k
-        idx = sorted(rng.choice(len(clients), size=k, replace=False).tolist())
-        gone = tuple(clients[i].id for i in idx)
+        gone = draw_leavers(rng, [c.id for c in clients], kind, b.p.scale_k)
         return StreamsEvent(kind, remove=gone, detail=f"{kind} {', '.join(gone)}")
     if kind == "crash":
         c = clients[int(rng.integers(len(clients)))]
@@ -711,34 +695,20 @@ def generate_streams(params: StreamsScenarioParams, seed: int) -> StreamsScenari
     >>> generate_streams(StreamsScenarioParams(clients=3, steps=4), seed=7) == s
     True
     """
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    b = _Builder(params, int(seed))
+    seed = check_seed(seed)
+    b = _Builder(params, seed)
     first = _initial(b)
-    sid = scenario_id(params, int(seed))
+    sid = scenario_id(params, seed)
     initial = Instance(f"scenario-{sid}", "streams", {}, (), (), first.streams)
-    events: list[StreamsEvent] = []
-    state = strip_state(initial)
-    pending: list[str] = []
     # membership and tasks only: the stripped state has no lags, so the sizes are never read
     no_lags = LagModel({}, 0, 0)
-    while len(events) < params.steps:
-        if pending:
-            cid = pending.pop(0)
-            total = len(state.streams.clients)
-            ev = StreamsEvent("rolling-restart", restart=(cid,),
-                              detail=f"restart {total - len(pending)}/{total}: {cid} (state kept)")
-        else:
-            kinds = [k for k in params.events if _applicable(b, state, k)]
-            if not kinds:
-                break
-            kind = kinds[int(b.rng.integers(len(kinds)))]
-            if kind == "rolling-restart":
-                pending = [c.id for c in state.streams.clients]
-                continue
-            ev = _draw(b, state, kind)
-        events.append(ev)
-        state = apply_streams_event(state, ev, None, no_lags)
+    events = draw_events(
+        b.rng, params.steps, params.events, strip_state(initial),
+        applicable=lambda st, k: _applicable(b, st, k), draw=lambda st, k: _draw(b, st, k),
+        restart=lambda _st, cid, done, total: StreamsEvent(
+            "rolling-restart", restart=(cid,), detail=f"restart {done}/{total}: {cid} (state kept)"),
+        advance=lambda st, ev: apply_streams_event(st, ev, None, no_lags),
+        ids=lambda st: [c.id for c in st.streams.clients])
     model = LagModel(b.sizes, params.restore_rate, params.lag_growth)
-    return StreamsScenario(sid, params, int(seed), initial, tuple(events), model)
+    return StreamsScenario(sid, params, seed, initial, tuple(events), model)
 

@@ -199,19 +199,31 @@ class _Run:
     error: str | None
 
 
-def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
-    # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones)
-    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
+def _attempt(spec: AssignorSpec, instance: Instance, params: Params, expected: type, what: str,
+             scorer: Callable[[Instance, Any], dict[str, Any]]) -> _Run:
+    """Run ``spec`` and score its output; an exception (or an output not of type ``expected``) is the run's error."""
     try:
         result = spec.run(instance, params)
-        if not isinstance(result.assignment, Assignment):
-            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not a consumer Assignment")
-        metrics = score(instance, result.assignment)
+        if not isinstance(result.assignment, expected):
+            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not {what}")
+        metrics = scorer(instance, result.assignment)
     except Exception as e:  # one failing assignor must not sink the scenario: the row records it
         last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
         where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
         return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
     return _Run(instance, result, metrics, None)
+
+
+def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
+    # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones)
+    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
+    return _attempt(spec, instance, params, Assignment, "a consumer Assignment", score)
+
+
+def _step_columns(step: int, event: Event | StreamsEvent | None, assignor: str) -> dict[str, Any]:
+    """The columns that say which step and assignor a row is about (``initial`` at step 0)."""
+    return {"step": step, "event": "initial" if event is None else event.kind,
+            "event_detail": "initial assignment" if event is None else event.detail, "assignor": assignor}
 
 
 def _finite(x: Any) -> float | None:
@@ -393,10 +405,7 @@ def evaluate_scenario(
             gap_error = gaps.pop("error", None)
             row: dict[str, Any] = {
                 **base,
-                "step": step,
-                "event": "initial" if event is None else event.kind,
-                "event_detail": "initial assignment" if event is None else event.detail,
-                "assignor": n,
+                **_step_columns(step, event, n),
                 "members": len(inst.members),
                 "topics": len(inst.topics),
                 "partitions": inst.total_partitions,
@@ -418,16 +427,7 @@ def evaluate_scenario(
 
 def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
     params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0)
-    try:
-        result = spec.run(instance, params)
-        if not isinstance(result.assignment, StreamsAssignment):
-            raise TypeError(f"{spec.name} returned {type(result.assignment).__name__}, not a StreamsAssignment")
-        metrics = score_streams(instance, result.assignment)
-    except Exception as e:  # recorded in the row, like a failing consumer assignor
-        last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
-        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
-        return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
-    return _Run(instance, result, metrics, None)
+    return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
 def _clean(x: float) -> float:
@@ -526,10 +526,7 @@ def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[s
             res = run.result
             row: dict[str, Any] = {
                 **base,
-                "step": step,
-                "event": "initial" if event is None else event.kind,
-                "event_detail": "initial assignment" if event is None else event.detail,
-                "assignor": n,
+                **_step_columns(step, event, n),
                 "members": len(spec.clients),
                 "topics": len(spec.subtopologies or ()),
                 "partitions": len(spec.tasks),

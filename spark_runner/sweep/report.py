@@ -24,7 +24,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,22 @@ def _counts(name: str, g: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _by_assignor(df: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """``(assignor, its rows)`` in table order (heuristics by name, then the optimum)."""
+    for name in _order(df["assignor"].unique()):
+        yield name, df[df["assignor"] == name]
+
+
+def _gap_stats(g: pd.DataFrame, gaps: Sequence[str]) -> dict[str, float]:
+    """``{gap}_{stat}`` of each gap column, for every statistic of :data:`STATS`."""
+    return {f"{gap}_{how}": _stat(g[gap], how) for gap in gaps for how in STATS}
+
+
+def _gap_stat_table(summary: pd.DataFrame, gap: str) -> pd.DataFrame:
+    """One gap's statistics from a summary table: ``assignor`` and the :data:`STATS` columns."""
+    return summary[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
+
+
 def _positive(col: pd.Series) -> int:
     """Steps where a nullable count is above 0."""
     return int(pd.to_numeric(col).fillna(0).gt(0).sum())
@@ -168,15 +184,12 @@ def _positive(col: pd.Series) -> int:
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per assignor: steps, errors, validity, gap statistics, balance-optimal share, moves, rounds, time."""
     out = []
-    for name in _order(df["assignor"].unique()):
-        g = df[df["assignor"] == name]
+    for name, g in _by_assignor(df):
         row: dict[str, Any] = {
             **_counts(name, g),
             "copartition_violations": _positive(g["copartition_violations"]),
+            **_gap_stats(g, GAPS),
         }
-        for gap in GAPS:
-            for how in STATS:
-                row[f"{gap}_{how}"] = _stat(g[gap], how)
         row["balance_optimal_share"] = _share(g["balance_optimal"])
         row["moved_mean"] = _stat(g["moved"], "mean")
         row["moved_total"] = float(pd.to_numeric(g["moved"]).sum())
@@ -192,11 +205,9 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFrame:
     """Event kind x assignor table of ``column`` (``mean``, or ``share`` of true values)."""
-    names = _order(df["assignor"].unique())
     events = sorted(df["event"].unique(), key=lambda e: (e != "initial", e))
     data = {}
-    for name in names:
-        g = df[df["assignor"] == name]
+    for name, g in _by_assignor(df):
         col = {}
         for ev in events:
             s = g.loc[g["event"] == ev, column]
@@ -581,7 +592,7 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
                                        "above the fewest of any valid assignment at least as balanced (max load "
                                        "and sum of squares no higher). 0 = no move was wasted; the optimum's own "
                                        "value is 0 by definition (docs/format.md).")):
-        t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
+        t = _gap_stat_table(s, gap)
         sections.append((_title(gap), what, t, ()))
     t = s[["assignor", "moved_mean", "moved_total", "moved_cost_mean", "rounds_mean", "rounds_max", "seconds_mean",
            "seconds_p95", "seconds_max"]]
@@ -665,16 +676,13 @@ th small{color:#666}.answer{background:#eef6ee;padding:.6em 1em;border-left:4px 
 def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """Streams rows, one row per assignor: validity, Streams gap statistics, moves, warm-ups, probing, time."""
     out = []
-    for name in _order(df["assignor"].unique()):
-        g = df[df["assignor"] == name]
+    for name, g in _by_assignor(df):
         row: dict[str, Any] = {
             **_counts(name, g),
             "not_caught_up": _positive(g["not_caught_up_actives"]),
             "balance_optimal_share": _share(g["balance_optimal"]),
+            **_gap_stats(g, STREAMS_GAPS),
         }
-        for gap in STREAMS_GAPS:
-            for how in STATS:
-                row[f"{gap}_{how}"] = _stat(g[gap], how)
         row["moved_actives_mean"] = _stat(g["moved_actives"], "mean")
         row["moved_actives_total"] = float(pd.to_numeric(g["moved_actives"]).sum())
         row["restoration_cost_mean"] = _stat(g["restoration_cost"], "mean")
@@ -703,7 +711,7 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
                                             "optimum's"),
                       ("restoration_gap", "state to restore (offsets) minus the optimum's; negative when the "
                                           "assignment restores less at the price of balance")):
-        t = s[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
+        t = _gap_stat_table(s, gap)
         sections.append((f"Streams: {_title(gap)}", what + " (invalid steps left out).", t, ()))
     share = event_table(df, "balance_optimal", "share")
     sections.append(("Streams: as balanced as the optimum, by event (balance_optimal, % of steps)",

@@ -13,24 +13,13 @@ import pytest
 
 from solver.registry import get
 from solver.result import Params
-from tests.conftest import kafka_records
+from tests.conftest import kafka_mismatches, kafka_records
 
 
 @pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
 @pytest.mark.parametrize("filename", ["small.jsonl.gz", "medium.jsonl.gz"])
 def test_sticky_assignors_match_kafka(filename: str, assignor: str, registry_loaded: None) -> None:
-    spec = get(assignor)
-    total = 0
-    failures = []
-    for rec in kafka_records(filename):
-        if rec.raw["assignor"] != assignor:
-            continue
-        total += 1
-        got = spec.run(rec.instance, Params()).assignment.canonical(rec.instance.member_ids)
-        if got != rec.raw["expected"]:
-            diff = [m for m in rec.raw["expected"] if rec.raw["expected"][m] != got.get(m)]
-            failures.append(f"{rec.id} ({rec.raw['tags']}): members differing {diff[:3]}")
-    print(f"\n{filename} {assignor}: matched {total - len(failures)}/{total}")
+    total, failures = kafka_mismatches(filename, assignor)
     assert total > 0
     assert not failures, "\n".join(failures[:20])
 

@@ -30,16 +30,6 @@ STREAMS_COLUMNS = ("status", "valid", "unassigned_tasks", "standby_shortfall", "
                    "active_balance_gap", "total_balance_gap", "restoration_gap", "rounds", "seconds")
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
-
-
 def _one_instance(path: Path) -> Any:
     from spark_runner.cli.common import UsageError, _records
 
@@ -127,7 +117,8 @@ def register(app: typer.Typer) -> None:
         columns = STREAMS_COLUMNS if inst.protocol == "streams" else COLUMNS
         rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
         cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
-        emit(render(rows, cols, out_fmt, width=terminal_width(), cell=lambda _k, v: _fmt(v),
+        # cells are scalars: the default cell text (tables.plain)
+        emit(render(rows, cols, out_fmt, width=terminal_width(),
                     title=f"{inst.name or file.name}: assignors vs the optimum "
                           f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})"))
 

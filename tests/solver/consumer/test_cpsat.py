@@ -2,46 +2,26 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
-from solver.consumer.flow_nx import nx_items
 from solver.consumer.optimal import solve
 from solver.io import parse_instance
 from solver.model.scoring import score
 from solver.result import Params, Status
+from tests.solver.consumer.brute_force import all_assignments, lexmin, small
 from tests.solver.consumer.optimal_strategies import instances
 
 
 def _brute(inst):
     """Lexicographic (max load, sum of squares, moves) over every assignment."""
-    items = nx_items(inst)
-    caps = np.array([m.capacity for m in inst.members])
-
-    def w(it):
-        return sum(float(inst.topics[t].weights[p]) if inst.topics[t].weights is not None else 1.0
-                   for t, p in it.tps)
-
-    ws = [w(it) for it in items]
-    best = None
-    for combo in itertools.product(*[range(len(it.eligible)) for it in items]):
-        loads = np.zeros(len(inst.members))
-        moves = 0
-        for it, wt, j in zip(items, ws, combo, strict=True):
-            loads[it.eligible[j]] += wt
-            moves += it.move[j]
-        nl = loads / caps
-        key = (round(nl.max(), 9), round(float((nl**2).sum()), 9), moves)
-        if best is None or key < best:
-            best = key
-    return best
+    return lexmin(all_assignments(inst), ("max_load", "sum_sq", "moves"))
 
 
 def _small(inst) -> bool:
-    return math.prod(len(it.eligible) for it in nx_items(inst)) <= 4000
+    return small(inst, 4000)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

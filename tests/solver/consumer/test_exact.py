@@ -14,47 +14,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.consumer.exact.scaling import as_rational, capacity_ratios, integer_scale
-from solver.consumer.flow_nx import nx_items
 from solver.consumer.optimal import WEIGHTED_ORDER, ObjectiveError, solve
 from solver.io import parse_instance
 from solver.model.scoring import score
 from solver.result import Params, Status
 from tests.conftest import shared_path
+from tests.solver.consumer.brute_force import all_assignments, lexmin, small
 from tests.solver.consumer.optimal_strategies import instances
 
 ORDERS = [("max_load", "moves", "sum_sq"), ("max_load", "sum_sq", "moves"), ("moves", "max_load", "sum_sq"),
           ("sum_sq", "moves"), ("moves", "sum_sq", "max_load")]
 
 
-def _all_assignments(inst):
-    """(max_load, sum_sq, moves) of every assignment of a tiny instance (loads per capacity, move costs)."""
-    items = nx_items(inst)
-    caps = np.array([m.capacity for m in inst.members])
-
-    def w(it):
-        return sum(float(inst.topics[t].weights[p]) if inst.topics[t].weights is not None else 1.0
-                   for t, p in it.tps)
-
-    ws = [w(it) for it in items]
-    out = []
-    for combo in itertools.product(*[range(len(it.eligible)) for it in items]):
-        loads = np.zeros(len(inst.members))
-        moves = 0.0
-        for it, wt, j in zip(items, ws, combo, strict=True):
-            loads[it.eligible[j]] += wt
-            moves += it.move[j]
-        nl = loads / caps
-        out.append({"max_load": round(float(nl.max()), 9), "sum_sq": round(float((nl**2).sum()), 9),
-                    "moves": round(moves, 9)})
-    return out
-
-
 def _small(inst) -> bool:
-    return math.prod(len(it.eligible) for it in nx_items(inst)) <= 3000
-
-
-def _lexmin(rows, order):
-    return min(tuple(r[s] for s in order) for r in rows)
+    return small(inst, 3000)
 
 
 def _obj(res):
@@ -73,7 +46,7 @@ def test_weighted_optimum_equals_brute_force_for_every_order(inst, order):
     assert res.bound == res.objective
     assert score(inst, res.assignment)["valid"]
     got = tuple(round(_obj(res)[s], 9) for s in order)
-    want = _lexmin(_all_assignments(inst), order)
+    want = lexmin(all_assignments(inst), order)
     assert np.allclose(got, want, atol=1e-6), (order, got, want)
 
 
@@ -84,11 +57,11 @@ def test_weighted_optimum_equals_brute_force_for_every_order(inst, order):
 def test_tolerance_gives_fewest_moves_within_the_load_cap(inst, eps):
     if not _small(inst):
         return
-    rows = _all_assignments(inst)
+    rows = all_assignments(inst)
     best = min(r["max_load"] for r in rows)
     cap = best * (1 + eps) + 1e-9
     within = [r for r in rows if r["max_load"] <= cap]
-    want = _lexmin(within, ("moves", "sum_sq"))
+    want = lexmin(within, ("moves", "sum_sq"))
     res = solve(inst, Params(time_limit=20, balance_tolerance=eps))
     obj = _obj(res)
     assert res.extra["stages"][:2] == ["max_load", "moves"]

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.spark_runner.cli.test_cli import kassign
 
 DOC = {"format": "kassign/v1", "name": "cmp", "topics": {"T": 6, "U": 3},
        "members": [{"id": "a", "topics": ["T", "U"], "owned": {"T": [0, 1, 2, 3, 4, 5], "U": [0]}, "generation": 1},
                    {"id": "b", "topics": ["T", "U"], "owned": {"U": [1, 2]}, "generation": 1},
                    {"id": "c", "topics": ["T"]}]}
-
-
-def _kassign(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("kassign")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "spark_runner", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
 
 
 @pytest.fixture()
@@ -33,7 +24,7 @@ def instance_file(tmp_path: Path) -> Path:
 
 
 def test_compare_json_has_optimum_and_every_heuristic(instance_file: Path) -> None:
-    r = _kassign("compare", str(instance_file), "--json")
+    r = kassign("compare", str(instance_file), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     rows = {row["assignor"]: row for row in doc["rows"]}
@@ -50,21 +41,21 @@ def test_compare_json_has_optimum_and_every_heuristic(instance_file: Path) -> No
 
 
 def test_compare_table_and_selection(instance_file: Path) -> None:
-    r = _kassign("compare", str(instance_file), "--assignors", "range")
+    r = kassign("compare", str(instance_file), "--assignors", "range")
     assert r.returncode == 0, r.stderr
     assert "optimal" in r.stdout and "range" in r.stdout and "roundrobin" not in r.stdout
     assert "excess_moves" in r.stdout
 
 
 def test_compare_unknown_assignor_is_a_usage_error(instance_file: Path) -> None:
-    r = _kassign("compare", str(instance_file), "--assignors", "nope")
+    r = kassign("compare", str(instance_file), "--assignors", "nope")
     assert r.returncode == 2 and "nope" in r.stderr
 
 
 def test_frontier_json_and_plot(instance_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.json"
     png = tmp_path / "f.png"
-    r = _kassign("frontier", str(instance_file), "-o", str(out), "--plot", str(png))
+    r = kassign("frontier", str(instance_file), "-o", str(out), "--plot", str(png))
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     pts = doc["points"]
@@ -84,23 +75,23 @@ def test_infeasible_copartition_exits_3(tmp_path: Path) -> None:
     p = tmp_path / "bad.json"
     p.write_text(json.dumps({"format": "kassign/v1", "topics": {"a": 2, "b": 2}, "copartition": [["a", "b"]],
                              "members": [{"id": "x", "topics": ["a"]}, {"id": "y", "topics": ["b"]}]}))
-    r = _kassign("assign", str(p), "--assignor", "optimal")
+    r = kassign("assign", str(p), "--assignor", "optimal")
     assert r.returncode == 3 and "no member subscribes to all" in r.stderr
 
 
 def test_assign_optimal_stats_and_objective_options(instance_file: Path) -> None:
-    r = _kassign("assign", str(instance_file), "--assignor", "optimal")
+    r = kassign("assign", str(instance_file), "--assignor", "optimal")
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)["stats"]
     assert {"status", "objective", "bound", "gap", "seconds", "engine"} <= set(stats)
     assert stats["status"] == "optimal" and stats["objective"] == stats["bound"] and stats["gap"] == 0
-    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "moves,balance")
+    r = kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "moves,balance")
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)["stats"]
     assert stats["stages"] == ["moves", "max_load", "sum_sq"] and stats["objective"][0] == 0
-    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "weighted:balance=1,moves=0.5")
+    r = kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "weighted:balance=1,moves=0.5")
     assert r.returncode == 0 and json.loads(r.stdout)["stats"]["stages"] == ["weighted"]
-    r = _kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "speed")
+    r = kassign("assign", str(instance_file), "--assignor", "optimal", "--objective", "speed")
     assert r.returncode == 2 and "bad objective" in r.stderr
 
 
@@ -108,20 +99,20 @@ def test_assign_optimal_stats_and_objective_options(instance_file: Path) -> None
 
 
 def test_compare_settles_cooperative_assignors_and_shows_rounds() -> None:
-    r = _kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky")
+    r = kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky")
     assert r.returncode == 0, r.stderr
     coop = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}["cooperative-sticky"]
     assert (coop["valid"], coop["unassigned"], coop["rounds"]) == (True, 0, 2)
-    r = _kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky",
+    r = kassign("compare", "examples/orders-group.json", "--json", "--assignors", "cooperative-sticky",
                  "--no-settle")
     first = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}["cooperative-sticky"]
     assert (first["valid"], first["unassigned"], first["rounds"]) == (False, 6, 1)
-    table = _kassign("compare", "examples/orders-group.json", "--assignors", "cooperative-sticky").stdout
+    table = kassign("compare", "examples/orders-group.json", "--assignors", "cooperative-sticky").stdout
     assert "rounds" in table
 
 
 def test_compare_streams_instance_against_optimal_streams() -> None:
-    r = _kassign("compare", "examples/streams-app.json", "--json")
+    r = kassign("compare", "examples/streams-app.json", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["protocol"] == "streams" and doc["optimal"]["status"] == "optimal"
@@ -130,15 +121,15 @@ def test_compare_streams_instance_against_optimal_streams() -> None:
         names)
     for row in doc["rows"]:
         assert {"max_active_load", "restoration_cost", "active_balance_gap", "restoration_gap", "rounds"} <= set(row)
-    table = _kassign("compare", "examples/streams-app.json", "--assignors", "high-availability")
+    table = kassign("compare", "examples/streams-app.json", "--assignors", "high-availability")
     assert table.returncode == 0 and "high-avail" in table.stdout and "optimal-st" in table.stdout
-    wrong = _kassign("compare", "examples/streams-app.json", "--assignors", "range")
+    wrong = kassign("compare", "examples/streams-app.json", "--assignors", "range")
     assert wrong.returncode == 2 and "range" in wrong.stderr
 
 
 def test_frontier_streams_instance(tmp_path: Path) -> None:
     png = tmp_path / "s.png"
-    r = _kassign("frontier", "examples/streams-app.json", "--plot", str(png))
+    r = kassign("frontier", "examples/streams-app.json", "--plot", str(png))
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["protocol"] == "streams" and doc["points"][-1]["budget"] == doc["optimum_moves"]
@@ -150,7 +141,7 @@ def test_frontier_streams_instance(tmp_path: Path) -> None:
 
 
 def test_frontier_places_cooperative_sticky_where_it_settles() -> None:
-    r = _kassign("frontier", "examples/orders-group.json", "--assignors", "cooperative-sticky,sticky")
+    r = kassign("frontier", "examples/orders-group.json", "--assignors", "cooperative-sticky,sticky")
     assert r.returncode == 0, r.stderr
     placed = {h["assignor"]: h for h in json.loads(r.stdout)["heuristics"]}
     coop, eager = placed["cooperative-sticky"], placed["sticky"]

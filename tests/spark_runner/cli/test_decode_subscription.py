@@ -69,18 +69,6 @@ def test_cli_prints_the_fields_of_every_record(tmp_path: Path) -> None:
         assert [list(json.loads(x)) for x in lines] == [list(r["decoded"]) for r in mine]
 
 
-def _run(main: Callable[[], None], argv: list[str]) -> int:
-    old = sys.argv
-    sys.argv = ["kassign", *argv]
-    try:
-        main()
-    except SystemExit as e:
-        return int(e.code or 0)
-    finally:
-        sys.argv = old
-    return 0
-
-
 def test_cli_never_exits_1_on_mutated_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from spark_runner.cli.app import main
 

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _kassign(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("kassign")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "spark_runner", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
-
+from tests.spark_runner.cli.test_cli import kassign
 
 # heavy partition 0 stays on a; the tolerance lets the light ones stay too
 SMALL = {"format": "kassign/v1", "name": "w",
@@ -35,20 +25,20 @@ def small(tmp_path: Path) -> Path:
 
 
 def test_assign_with_balance_tolerance(small: Path) -> None:
-    r = _kassign("assign", str(small), "-a", "optimal")
+    r = kassign("assign", str(small), "-a", "optimal")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)["stats"]
     obj = dict(zip(st["stages"], st["objective"], strict=True))
     assert st["stages"] == ["max_load", "moves", "sum_sq", "racks"]
     assert (obj["max_load"], obj["moves"]) == (4.0, 3.0)  # b gets partitions 1, 2, 3 (cost 3; partition 0 costs 5)
-    r = _kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "0.5")
+    r = kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "0.5")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)["stats"]
     obj = dict(zip(st["stages"], st["objective"], strict=True))
     # max load may be 6 = 1.5 x 4: moving partition 3 alone (cost 1) is enough
     assert st["status"] == "optimal" and obj["max_load"] == 6.0 and obj["moves"] == 1.0
     assert st["balance_tolerance"]["optimal_max_load"] == 4.0
-    r = _kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "-1")
+    r = kassign("assign", str(small), "-a", "optimal", "--balance-tolerance", "-1")
     assert r.returncode == 2
 
 
@@ -60,19 +50,19 @@ def test_unproven_result_prints_one_line_of_gaps(tmp_path: Path) -> None:
                        for i in range(4)]}
     p = tmp_path / "hard.json"
     p.write_text(json.dumps(doc))
-    r = _kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
+    r = kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)["stats"]
     assert st["status"] == "feasible"
     lines = [ln for ln in r.stderr.splitlines() if "not proven optimal" in ln]
     assert len(lines) == 1 and "gap" in lines[0] and "max_load" in lines[0]
     # a given seed: deterministic mode, the same assignment although the limit ends the search
-    again = _kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
+    again = kassign("assign", str(p), "-a", "optimal", "--time-limit", "0.5", "--seed", "1")
     assert json.loads(again.stdout)["assignment"] == json.loads(r.stdout)["assignment"]
 
 
 def test_compare_tolerance_row(small: Path) -> None:
-    r = _kassign("compare", str(small), "--json", "--assignors", "range", "--balance-tolerance", "0.5")
+    r = kassign("compare", str(small), "--json", "--assignors", "range", "--balance-tolerance", "0.5")
     assert r.returncode == 0, r.stderr
     rows = {row["assignor"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["optimal"]["moved_cost"] == 3.0 and rows["optimal~0.5"]["moved_cost"] == 1.0
@@ -81,7 +71,7 @@ def test_compare_tolerance_row(small: Path) -> None:
 
 def test_frontier_on_weighted_instance(small: Path, tmp_path: Path) -> None:
     out = tmp_path / "f.json"
-    r = _kassign("frontier", str(small), "-o", str(out))
+    r = kassign("frontier", str(small), "-o", str(out))
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["engine"] == "exact" and doc["x_axis"] == "moved_cost" and doc["optimum_moves"] == 3.0

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from spark_runner.live.broker import (
 )
 from spark_runner.live.capture import Observed, consumer_instance, streams_instance
 from spark_runner.live.wire import KassignUserData, encode_assignment, encode_subscription, encode_user_data
-from tests.conftest import shared_path
+from tests.spark_runner.live.conftest import subscription_bytes
 
 
 def _member(mid: str, topics: list[str], owned: dict[str, list[int]], **kw: object) -> GroupMember:
@@ -111,18 +108,8 @@ def test_rate_weights_say_their_unit() -> None:
     assert "weights are bytes/s over a 2.00 s sample" in doc["notes"]
 
 
-def _streams_bytes(record_id: str) -> bytes:
-    path = shared_path("scenarios", "kafka", "subscription-info.jsonl.gz")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            r = json.loads(line)
-            if r["id"] == record_id:
-                return base64.b64decode(r["bytes_b64"])
-    raise KeyError(record_id)
-
-
 def test_streams_instance_from_kafkas_subscription_info_bytes() -> None:
-    t79, t83 = _streams_bytes("sub207-streams-v7-9"), _streams_bytes("sub207-streams-v8-3")
+    t79, t83 = subscription_bytes("sub207-streams-v7-9"), subscription_bytes("sub207-streams-v8-3")
     members = (_member("th-1", ["in"], {}, user_data=t79, version=0),
                _member("th-2", ["in"], {}, user_data=t79, version=0),
                _member("th-3", ["in"], {}, user_data=t83, version=0))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import socket
 import threading
@@ -16,8 +14,8 @@ import pytest
 
 from spark_runner.live.broker import BrokerUnavailable, CaptureTimeout, GroupNotFound
 from spark_runner.live.capture import capture
-from tests.conftest import shared_path
 from tests.spark_runner.cli.test_cli import kassign
+from tests.spark_runner.live.conftest import subscription_bytes
 from tests.spark_runner.live.kafka_harness import HOST, Broker, Member, free_port, wait_until
 
 pytestmark = pytest.mark.kafka
@@ -195,15 +193,6 @@ def test_rate_weights_measure_growth_during_the_sample(kafka_broker: Broker, uni
         assert w[1] > 100  # more than one 100-byte record per second
 
 
-def _streams_bytes(record_id: str) -> bytes:
-    with gzip.open(shared_path("scenarios", "kafka", "subscription-info.jsonl.gz"), "rt", encoding="utf-8") as fh:
-        for line in fh:
-            r = json.loads(line)
-            if r["id"] == record_id:
-                return base64.b64decode(r["bytes_b64"])
-    raise KeyError(record_id)
-
-
 def test_a_streams_application_is_captured_as_streams_clients(kafka_broker: Broker, unique: str,
                                                              stop_all: list[Member]) -> None:
     from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
@@ -230,7 +219,7 @@ def test_a_streams_application_is_captured_as_streams_clients(kafka_broker: Brok
     src, s0, s2 = f"{app_id}-input", f"{app_id}-s0-changelog", f"{app_id}-s2-changelog"
     _create(kafka_broker, {src: 2, s0: 108, s2: 144})
     _produce(kafka_broker, {(s0, 3): 7, (s2, 6): 5})
-    t79, t83 = _streams_bytes("sub207-streams-v7-9"), _streams_bytes("sub207-streams-v8-3")
+    t79, t83 = subscription_bytes("sub207-streams-v7-9"), subscription_bytes("sub207-streams-v8-3")
     for name, data in (("th1", t79), ("th2", t79), ("th3", t83)):
         stop_all.append(Member(kafka_broker.bootstrap, app_id, [src], name=name, strategy=[StreamsLike(data)]))
     for m in stop_all:

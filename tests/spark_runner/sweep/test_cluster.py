@@ -21,13 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
-from spark_runner.sweep.evaluate import OPTIMAL, evaluate_scenario, load_registry
 from spark_runner.sweep.report import load_rows
-from spark_runner.sweep.run import parse_grid
+from tests.spark_runner.sweep.conftest import expected_rows, need_registered
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -142,21 +140,6 @@ GRID = {
 }
 
 
-def _expected(doc: dict) -> pd.DataFrame:
-    g = parse_grid(doc, "g.yaml")
-    rows = []
-    for _sid, seed, p in g.scenarios():
-        rows += evaluate_scenario(p, seed, list(g.assignors), g.solver_time_limit)
-    return pd.DataFrame(rows)
-
-
-def _need(*names: str) -> None:
-    known = {s.name for s in load_registry()}
-    missing = [n for n in (*names, OPTIMAL) if n not in known]
-    if missing:
-        pytest.skip(f"not registered: {', '.join(missing)}")
-
-
 def _sweep_cmd(grid: Path, out: Path, url: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "spark_runner", "sweep", str(grid), "--out", str(out), "--master", url,
             "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2", *extra]
@@ -164,7 +147,7 @@ def _sweep_cmd(grid: Path, out: Path, url: str, *extra: str) -> list[str]:
 
 def _check_rows(out: Path, doc: dict) -> None:
     df = load_rows(out)
-    want = _expected(doc)
+    want = expected_rows(doc)
     assert len(df) == len(want)
     assert not df.duplicated(["scenario_id", "step", "assignor"]).any()
     got = df.set_index(["scenario_id", "step", "assignor"]).sort_index()
@@ -175,7 +158,7 @@ def _check_rows(out: Path, doc: dict) -> None:
 
 
 def test_sweep_on_a_standalone_cluster(cluster: Cluster, tmp_path: Path) -> None:
-    _need("range", "roundrobin")
+    need_registered("range", "roundrobin")
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump(GRID))
     out = tmp_path / "out"
@@ -201,7 +184,7 @@ def _executors(worker: subprocess.Popen) -> list[int]:
 
 
 def test_killing_an_executor_mid_sweep_loses_and_duplicates_no_rows(cluster: Cluster, tmp_path: Path) -> None:
-    _need("range", "roundrobin")
+    need_registered("range", "roundrobin")
     doc = dict(GRID, seeds=8, name="cluster-kill")
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump(doc))

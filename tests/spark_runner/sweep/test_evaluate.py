@@ -12,7 +12,8 @@ from solver.model import Assignment, Instance
 from solver.registry import AssignorSpec
 from solver.result import Params, Result, Status
 from spark_runner.scenarios.consumer import ScenarioParams, generate
-from spark_runner.sweep.evaluate import COLUMNS, OPTIMAL, ROW_SCHEMA, evaluate_scenario, load_registry
+from spark_runner.sweep.evaluate import OPTIMAL, evaluate_scenario, load_registry
+from tests.spark_runner.sweep.conftest import assert_row_types
 
 # --------------------------------------------------------------------------- test-only assignors
 
@@ -97,12 +98,7 @@ def test_rows_are_exact_for_a_tiny_scenario() -> None:
 
 def test_every_row_has_every_column_with_its_type() -> None:
     rows = evaluate_scenario(TINY, 3, ["first"], None, lookup=_lookup())
-    py = {"string": str, "long": int, "int": int, "double": float, "boolean": bool}
-    for r in rows:
-        assert tuple(r) == COLUMNS
-        for name, typ in ROW_SCHEMA:
-            v = r[name]
-            assert v is None or isinstance(v, py[typ]), (name, v)
+    assert_row_types(rows)
 
 
 def test_the_same_inputs_give_the_same_rows() -> None:

@@ -12,16 +12,14 @@ from solver.registry import AssignorSpec
 from solver.result import Params, Result
 from solver.streams.model import StreamsAssignment
 from spark_runner.scenarios.streams import StreamsScenarioParams, generate_streams
-from spark_runner.sweep.evaluate import COLUMNS, ROW_SCHEMA, STREAMS_OPTIMAL, evaluate_scenario, load_registry
+from spark_runner.sweep.evaluate import STREAMS_OPTIMAL, evaluate_scenario
+from tests.spark_runner.sweep.conftest import assert_row_types, need_registered
 
 STREAMS = ("high-availability", "sticky-task", "state-store-weighted")
 
 
 def _need() -> None:
-    known = {s.name for s in load_registry()}
-    missing = [n for n in (*STREAMS, STREAMS_OPTIMAL) if n not in known]
-    if missing:
-        pytest.skip(f"not registered: {', '.join(missing)}")
+    need_registered(*STREAMS, optimum=STREAMS_OPTIMAL)
 
 
 def _first(instance: Instance, params: Params) -> Result:
@@ -99,12 +97,7 @@ def test_every_row_has_every_column_with_its_type() -> None:
     _need()
     p = StreamsScenarioParams(clients=3, steps=4, initial="mixed")
     rows = evaluate_scenario(p, 3, list(STREAMS), 5.0)
-    py = {"string": str, "long": int, "int": int, "double": float, "boolean": bool}
-    for r in rows:
-        assert tuple(r) == COLUMNS
-        for name, typ in ROW_SCHEMA:
-            v = r[name]
-            assert v is None or isinstance(v, py[typ]), (name, v)
+    assert_row_types(rows)
 
 
 def test_the_same_inputs_give_the_same_rows() -> None:

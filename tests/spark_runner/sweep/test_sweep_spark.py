@@ -12,18 +12,12 @@ import pytest
 import yaml
 
 from solver.errors import InstanceError
-from spark_runner.sweep.evaluate import OPTIMAL, evaluate_scenario, load_registry
+from spark_runner.sweep.evaluate import OPTIMAL, load_registry
 from spark_runner.sweep.report import build_report, load_rows
 from spark_runner.sweep.run import _deal, finished, parse_grid, plan, read_grid, run_sweep
+from tests.spark_runner.sweep.conftest import KEY, comparable, expected_rows, grid_problems, need_registered
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _need(*names: str) -> None:
-    known = {s.name for s in load_registry()}
-    missing = [n for n in (*names, OPTIMAL) if n not in known]
-    if missing:
-        pytest.skip(f"not registered: {', '.join(missing)}")
 
 
 def _grid(**over: object) -> dict:
@@ -42,14 +36,8 @@ def _grid(**over: object) -> dict:
 # --------------------------------------------------------------------------- grid validation (no Spark)
 
 
-def _problems(doc: object) -> list[str]:
-    with pytest.raises(InstanceError) as e:
-        parse_grid(doc, "g.yaml")
-    return [str(p) for p in e.value.problems]
-
-
 def test_grid_expands_to_params_x_seeds() -> None:
-    _need("range")
+    need_registered("range")
     g = parse_grid(_grid(), "g.yaml")
     assert len(g.points) == 2 and g.seeds == (0, 1)
     assert len(g.scenarios()) == 4
@@ -63,21 +51,21 @@ def test_grid_expands_to_params_x_seeds() -> None:
 
 
 def test_grid_errors_name_their_yaml_path() -> None:
-    _need("range")
-    assert _problems(_grid(nope=1)) == ["nope: unknown key"]
-    assert _problems(_grid(params={"members": [3, 0], "subscription": "all"})) == [
+    need_registered("range")
+    assert grid_problems(_grid(nope=1)) == ["nope: unknown key"]
+    assert grid_problems(_grid(params={"members": [3, 0], "subscription": "all"})) == [
         "params.members[1]: must be >= 1, got 0",
         "params.subscription: must be one of identical, random, two-groups, skewed; got 'all'",
     ]
-    assert _problems(_grid(params=[{"members": 2}, {"consumers": 3}]))[0].startswith(
+    assert grid_problems(_grid(params=[{"members": 2}, {"consumers": 3}]))[0].startswith(
         "params[1].consumers: unknown parameter")
-    assert _problems(_grid(assignors=["range", "nonesuch"]))[0].startswith(
+    assert grid_problems(_grid(assignors=["range", "nonesuch"]))[0].startswith(
         "assignors[1]: unknown assignor 'nonesuch'")
-    combo = _problems(_grid(params={"partitions_min": [2, 8], "partitions_max": 5}))
+    combo = grid_problems(_grid(params={"partitions_min": [2, 8], "partitions_max": 5}))
     assert combo == ["params.partitions_max: must be >= partitions_min (8) (combination partitions_min=8)"]
-    assert any(p.startswith("seeds") for p in _problems(_grid(seeds=0)))
-    assert any(p.startswith("solver_time_limit") for p in _problems(_grid(solver_time_limit=-1)))
-    assert _problems(["not", "a", "grid"]) == ["expected a mapping (the sweep grid)"]
+    assert any(p.startswith("seeds") for p in grid_problems(_grid(seeds=0)))
+    assert any(p.startswith("solver_time_limit") for p in grid_problems(_grid(solver_time_limit=-1)))
+    assert grid_problems(["not", "a", "grid"]) == ["expected a mapping (the sweep grid)"]
 
 
 def test_streams_assignors_are_refused() -> None:
@@ -85,7 +73,7 @@ def test_streams_assignors_are_refused() -> None:
     streams = [n for n, p in known.items() if p == "streams"]
     if not streams:
         pytest.skip("no streams assignor registered")
-    assert _problems(_grid(assignors=[streams[0]]))[0].startswith("assignors[0]:")
+    assert grid_problems(_grid(assignors=[streams[0]]))[0].startswith("assignors[0]:")
 
 
 def test_bad_grid_exits_65_before_spark_starts(tmp_path: Path) -> None:
@@ -114,31 +102,14 @@ def test_example_grids_are_valid() -> None:
 # --------------------------------------------------------------------------- Spark
 
 
-def _expected(grid_doc: dict) -> pd.DataFrame:
-    g = parse_grid(grid_doc, "g.yaml")
-    rows = []
-    for _sid, seed, p in g.scenarios():
-        rows += evaluate_scenario(p, seed, list(g.assignors), g.solver_time_limit)
-    return pd.DataFrame(rows)
-
-
-KEY = ["scenario_id", "step", "assignor"]
-
-
-def _comparable(df: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in df.columns if c not in ("seconds",)]
-    out = df[cols].sort_values(KEY).reset_index(drop=True)
-    return out.astype(object).where(out.notna(), None)
-
-
 @pytest.mark.spark
 def test_sweep_rows_resume_and_report(spark: object, tmp_path: Path) -> None:
-    _need("range", "roundrobin")
+    need_registered("range", "roundrobin")
     doc = _grid()
     out = tmp_path / "sweep"
     s1 = run_sweep(parse_grid(doc, "g.yaml"), out, spark=spark, log=lambda _: None)
     df = load_rows(out)
-    want = _expected(doc)
+    want = expected_rows(doc)
     assert s1.evaluated == 4 and s1.rows_total == len(want) == len(df)
     assert not df.duplicated(KEY).any()
     manifest = json.loads((out / "manifest.json").read_text())
@@ -147,7 +118,7 @@ def test_sweep_rows_resume_and_report(spark: object, tmp_path: Path) -> None:
     for col in ("assignor", "moved", "max_load", "max_load_gap", "sum_sq_gap", "excess_moves", "rounds", "seconds",
                 "members", "partitions"):
         assert col in df.columns
-    pd.testing.assert_frame_equal(_comparable(df[want.columns]), _comparable(want), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(df[want.columns]), comparable(want), check_dtype=False)
 
     # re-run: everything is done, nothing is evaluated or written again
     s2 = run_sweep(parse_grid(doc, "g.yaml"), out, spark=spark, log=lambda _: None)
@@ -181,7 +152,7 @@ def test_sweep_rows_resume_and_report(spark: object, tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_a_failed_task_attempt_loses_and_duplicates_no_rows(spark: object, tmp_path: Path) -> None:
-    _need("range")
+    need_registered("range")
     doc = _grid(seeds=3)
     g = parse_grid(doc, "g.yaml")
     # one task holds every scenario; the failing one is evaluated last, after the task already yielded rows
@@ -191,7 +162,7 @@ def test_a_failed_task_attempt_loses_and_duplicates_no_rows(spark: object, tmp_p
     summary = run_sweep(g, out, spark=spark, partitions=1, fail_once=f"{victim}@{marker}", log=lambda _: None)
     assert marker.exists(), "the injected failure did not happen"
     df = load_rows(out)
-    want = _expected(doc)
+    want = expected_rows(doc)
     assert summary.rows_total == len(df) == len(want)
     assert not df.duplicated(KEY).any()
     assert set(df["scenario_id"]) == {sid for sid, _, _ in g.scenarios()}
@@ -204,7 +175,7 @@ def test_report_refuses_an_empty_directory(tmp_path: Path) -> None:
 
 
 def test_dry_run_lists_pending_work(tmp_path: Path) -> None:
-    _need("range")
+    need_registered("range")
     grid = tmp_path / "g.yaml"
     grid.write_text(yaml.safe_dump(_grid()))
     proc = subprocess.run([sys.executable, "-m", "spark_runner", "sweep", str(grid), "--out", str(tmp_path / "o"),

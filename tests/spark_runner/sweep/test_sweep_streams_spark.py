@@ -8,21 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from solver.errors import InstanceError
 from spark_runner.scenarios.streams import StreamsScenarioParams, protocol_of
-from spark_runner.sweep.evaluate import OPTIMAL, STREAMS_OPTIMAL, evaluate_scenario, load_registry
+from spark_runner.sweep.evaluate import OPTIMAL, STREAMS_OPTIMAL, evaluate_scenario
 from spark_runner.sweep.report import build_report, load_rows
 from spark_runner.sweep.run import parse_grid, plan, read_grid, run_sweep
+from tests.spark_runner.sweep.conftest import comparable, grid_problems, need_registered
 
 REPO = Path(__file__).resolve().parents[3]
 STREAMS = ("high-availability", "sticky-task", "state-store-weighted")
-
-
-def _need(*names: str) -> None:
-    known = {s.name for s in load_registry()}
-    missing = [n for n in (*names, STREAMS_OPTIMAL) if n not in known]
-    if missing:
-        pytest.skip(f"not registered: {', '.join(missing)}")
 
 
 def _grid(**over: object) -> dict:
@@ -39,17 +32,11 @@ def _grid(**over: object) -> dict:
     return doc
 
 
-def _problems(doc: object) -> list[str]:
-    with pytest.raises(InstanceError) as e:
-        parse_grid(doc, "g.yaml")
-    return [str(p) for p in e.value.problems]
-
-
 # --------------------------------------------------------------------------- grid validation (no Spark)
 
 
 def test_streams_grid_expands_with_its_own_optimum() -> None:
-    _need(*STREAMS)
+    need_registered(*STREAMS, optimum=STREAMS_OPTIMAL)
     g = parse_grid(_grid(), "g.yaml")
     assert len(g.points) == 2 and all(isinstance(p, StreamsScenarioParams) for p in g.points)
     assert g.points[0].events == ("join", "leave", "crash", "lag-drift")
@@ -60,7 +47,7 @@ def test_streams_grid_expands_with_its_own_optimum() -> None:
 
 
 def test_mixed_grid_evaluates_each_protocol_with_its_assignors() -> None:
-    _need(*STREAMS, "range")
+    need_registered(*STREAMS, "range", optimum=STREAMS_OPTIMAL)
     doc = _grid(assignors=["range", "sticky-task"],
                 params=[{"members": 3, "steps": 2}, _grid()["params"]])
     g = parse_grid(doc, "g.yaml")
@@ -76,32 +63,32 @@ def test_mixed_grid_evaluates_each_protocol_with_its_assignors() -> None:
 
 
 def test_streams_grid_errors_name_their_yaml_path() -> None:
-    _need(*STREAMS, "range")
+    need_registered(*STREAMS, "range", optimum=STREAMS_OPTIMAL)
     p = _grid()["params"]
-    assert _problems(_grid(params={**p, "clients": [2, 0], "initial": "warm"})) == [
+    assert grid_problems(_grid(params={**p, "clients": [2, 0], "initial": "warm"})) == [
         "params.clients[1]: must be >= 1, got 0",
         "params.initial: must be one of fresh, caught-up, near, far, mixed; got 'warm'",
     ]
-    assert _problems(_grid(params=[{"members": 2}, {**p, "members": 3}]))[0].startswith(
+    assert grid_problems(_grid(params=[{"members": 2}, {**p, "members": 3}]))[0].startswith(
         "params[1].members: unknown Streams parameter")
-    assert _problems(_grid(params={**p, "events": ["join", "topic-added"]}))[0].startswith(
+    assert grid_problems(_grid(params={**p, "events": ["join", "topic-added"]}))[0].startswith(
         "params.events: unknown Streams event kind(s) 'topic-added'")
-    assert _problems(_grid(params={**p, "protocol": ["consumer", "streams"]})) == [
+    assert grid_problems(_grid(params={**p, "protocol": ["consumer", "streams"]})) == [
         "params.protocol: one protocol per params mapping (a list of mappings mixes protocols)"]
-    assert _problems(_grid(params={**p, "threads_min": [1, 3], "threads_max": 2})) == [
+    assert grid_problems(_grid(params={**p, "threads_min": [1, 3], "threads_max": 2})) == [
         "params.threads_max: must be >= threads_min (3) (combination clients=2, threads_min=3)",
         "params.threads_max: must be >= threads_min (3) (combination clients=3, threads_min=3)"]
     # assignors of a protocol without scenarios, and scenarios without assignors of their protocol
-    assert _problems(_grid(assignors=["range", "high-availability"])) == [
+    assert grid_problems(_grid(assignors=["range", "high-availability"])) == [
         "assignors[0]: 'range' is a consumer assignor but no params mapping generates consumer scenarios"]
-    assert _problems(_grid(assignors=["high-availability"], params={"members": 3})) == [
+    assert grid_problems(_grid(assignors=["high-availability"], params={"members": 3})) == [
         "assignors[0]: 'high-availability' is a streams assignor but no params mapping generates streams "
         "scenarios (add protocol: streams)",
         "assignors: no consumer assignor listed for the consumer scenarios"]
 
 
 def test_example_streams_grid_is_valid() -> None:
-    _need(*STREAMS)
+    need_registered(*STREAMS, optimum=STREAMS_OPTIMAL)
     g = read_grid(REPO / "examples" / "sweep-streams-small.yaml")
     assert len(g.scenarios()) == 12
     assert g.evaluated == (*STREAMS, STREAMS_OPTIMAL)
@@ -110,18 +97,9 @@ def test_example_streams_grid_is_valid() -> None:
 # --------------------------------------------------------------------------- Spark
 
 
-KEY = ["scenario_id", "step", "assignor"]
-
-
-def _comparable(df: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in df.columns if c != "seconds"]
-    out = df[cols].sort_values(KEY).reset_index(drop=True)
-    return out.astype(object).where(out.notna(), None)
-
-
 @pytest.mark.spark
 def test_streams_sweep_rows_and_report(spark: object, tmp_path: Path) -> None:
-    _need("high-availability", "range")
+    need_registered("high-availability", "range", optimum=STREAMS_OPTIMAL)
     # one Streams block and one consumer block: both protocols in one Parquet dataset
     doc = _grid(seeds=1, assignors=["high-availability", "range"],
                 params=[_grid()["params"], {"members": 3, "topics": 1, "partitions_min": 2, "partitions_max": 3,
@@ -135,7 +113,7 @@ def test_streams_sweep_rows_and_report(spark: object, tmp_path: Path) -> None:
     assert s1.evaluated == 3 and s1.rows_total == len(want) == len(df)
     assert sorted(p.name for p in (out / "rows").iterdir() if p.is_dir()) == [
         "assignor=high-availability", f"assignor={OPTIMAL}", f"assignor={STREAMS_OPTIMAL}", "assignor=range"]
-    pd.testing.assert_frame_equal(_comparable(df[want.columns]), _comparable(want), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(df[want.columns]), comparable(want), check_dtype=False)
     streams = df[df["protocol"] == "streams"]
     assert set(streams["assignor"]) == {"high-availability", STREAMS_OPTIMAL}
     assert streams["active_balance_gap"].notna().all() and streams["max_load"].isna().all()
