@@ -1,4 +1,4 @@
-"""The local search behind restricted weighted models: valid starts, honest results, the bound reached."""
+"""The local search of the exact engine: valid starts, levelling within caps, honest results, the bound reached."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from solver.consumer.items import build_classes
 from solver.consumer.optimal import solve
 from solver.model.scoring import score
 from solver.result import Params
+from tests.solver.consumer.brute_force import all_assignments, small
 from tests.solver.consumer.optimal_strategies import instances
-from tests.solver.consumer.test_exact import _all_assignments, _obj, _small
 
 ORDER = ("max_load", "moves", "sum_sq")
 
@@ -50,12 +50,12 @@ def test_every_item_placed_once_on_an_eligible_member(inst):
                       move_costs=True))
 def test_restricted_model_claims_only_what_brute_force_confirms(inst):
     """Forced onto the restricted path (local search start): bounds hold, proven stages are the optimum."""
-    if not _small(inst):
+    if not small(inst, 3000):
         return
     res = solve(inst, Params(time_limit=10, objective=ORDER, options={"max_vars": 0, "deterministic": True}))
     assert res.extra["restricted"]
     assert score(inst, res.assignment)["valid"]
-    rows = _all_assignments(inst)
+    rows = all_assignments(inst)
     obj = _obj(res)
     bound = dict(zip(res.extra["stages"], res.bound, strict=True))
     proven = dict(zip(res.extra["stages"], res.extra["stage_proven"], strict=True))
@@ -84,6 +84,10 @@ def test_ten_percent_leave_reaches_the_max_load_bound():
     # the moved cost is far below moving everything the members that left did not own
     moved = obj["moves"]
     assert 0 < moved < 0.05 * sum(float(np.sum(t.move_costs)) for t in inst.topics.values() if t.move_costs is not None)
+
+
+def _obj(res):
+    return dict(zip(res.extra["stages"], res.objective, strict=True))
 
 
 def _member_loads(inst, res):
