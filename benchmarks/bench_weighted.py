@@ -9,7 +9,8 @@ Cases (``--cases``):
 - ``large``: 10,000 partitions (two topics) with lognormal loads and state
   sizes, 210 members with a balanced previous assignment of which 10 leave
   (200 remain): max-load gap and moved-cost gap against their bounds after
-  ``--time-limit`` seconds.
+  ``--time-limit`` seconds, and Kafka's assignors (:data:`PEERS`) on the same
+  group beside it.
 - ``backends``: the probe stage (least moved cost at the max-load bound) of the
   realistic records with CP-SAT, HiGHS and SCIP: the measurement behind the
   default backend.
@@ -36,6 +37,8 @@ import numpy as np
 from solver.model import Instance
 
 CASES = ("realistic", "large", "backends")
+#: Kafka assignors run beside the optimum on the large case.
+PEERS = ("cooperative-sticky", "uniform", "range")
 
 
 def _shared() -> Path:
@@ -135,6 +138,24 @@ def run_large(time_limit: float, deterministic: bool) -> None:
         print(f"| {s} | {v:.10g} | {b:.10g} | {gap:.3%} |")
     print(f"\nrestricted model: {res.extra.get('restricted')}, classes {res.extra.get('classes')}, "
           f"stage seconds {res.extra.get('stage_seconds')}\n")
+    # peers in the same run: Kafka's assignors on the same group (they balance partition counts, not loads)
+    from solver.model.scoring import score
+    from solver.registry import get
+    from spark_runner.assignors import load_all
+
+    load_all()
+    own = score(inst, res.assignment)
+    print("| assignor | max load | vs optimum | moved cost | seconds |")
+    print("|---|---|---|---|---|")
+    print(f"| optimal | {own['max_load']:.10g} | 1.000 | {own['moved_cost']:.10g} | {dt:.2f} |")
+    for name in PEERS:
+        t0 = time.perf_counter()
+        out = get(name).run(inst, Params())
+        sec = time.perf_counter() - t0
+        sc = score(inst, out.assignment)
+        print(f"| {name} | {sc['max_load']:.10g} | {sc['max_load'] / own['max_load']:.3f} | "
+              f"{sc['moved_cost']:.10g} | {sec:.2f} |")
+    print()
 
 
 def run_backends(time_limit: float) -> None:
