@@ -185,6 +185,10 @@ def consumer_need(instance: Any, kind: str, what: str) -> Need:
         Who needs it (``"assignor 'range'"``), for the message.
     """
     per_part, per_pair = CONSUMER_COSTS[kind]
+    if kind == "solver" and not instance.has_weights and len({m.capacity for m in instance.members}) <= 1:
+        # equal items go to the min-cost flow, whose arcs follow item classes, not partition-member pairs
+        # (1,000,000 partitions x 2,000 members: about 300 MB peak, docs/benchmarks.md)
+        per_pair = 0
     subscribers: dict[str, int] = {}
     for m in instance.members:
         for t in m.topics:

@@ -259,8 +259,8 @@ def solve_exact(
             start = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
         else:
             start = improve(data, lb_z, deadline=t_start + LOCAL_SHARE * (deadline - t_start))
-        w_arr = np.asarray(W, dtype=np.int64)[:, None]
-        if ((start * w_arr).sum(axis=0) * ratio).max(initial=0) <= ((hint * w_arr).sum(axis=0) * ratio).max(initial=0):
+        w_arr = np.asarray(W, dtype=np.int64)  # loads as w @ counts: no classes x members temporary
+        if ((w_arr @ start) * ratio).max(initial=0) <= ((w_arr @ hint) * ratio).max(initial=0):
             hint = start
     rng = np.random.default_rng(seed)
     cand: list[list[int]] = []
