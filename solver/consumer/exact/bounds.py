@@ -40,7 +40,8 @@ def max_load_bound(ic: ItemClasses, wint: list[int], ratio: list[int], *, use_lp
             room = sum(Fraction(1, ratio[m]) for m in members)
             if room > 0:
                 best = max(best, math.ceil(Fraction(load) / room))
-    if use_lp and nc:
+    # with one eligible set the LP optimum is that set's spread load, already counted above
+    if use_lp and nc and len({int(e) for e in ic.cls_elig.tolist()}) > 1:
         best = max(best, _lp_bound(ic, wint, ratio))
     return best
 

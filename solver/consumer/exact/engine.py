@@ -394,6 +394,8 @@ def solve_exact(
             if coarse == 1 and 0 <= k1 - k0 <= ORDER_ENCODING_MAX:
                 # NL = step (k0 + sum_k b_k); (step k)^2 - (step (k - 1))^2 = step^2 (2k - 1)
                 bs = [model.new_bool_var(f"b{m}_{k}") for k in range(k0 + 1, k1 + 1)]
+                for k, b in enumerate(bs, start=k0 + 1):
+                    aux_hints.append((b.index, lambda v, m=m, k=k, step=step: int(v[m] >= step * k)))
                 for a, b in itertools.pairwise(bs):
                     model.add_implication(b, a)
                 model.add(nl[m] == step * (k0 + sum(bs)))
@@ -405,22 +407,25 @@ def solve_exact(
             if coarse > 1:
                 # y = floor(NL / coarse): the square of a coarser load (inexact, never claimed proven)
                 y = model.new_int_var(0, hi // coarse, f"y{m}")
+                aux_hints.append((y.index, lambda v, m=m: v[m] // coarse))
                 model.add(coarse * y <= nl[m])
                 model.add(nl[m] <= coarse * y + coarse - 1)
                 src, top = y, hi // coarse
             sq = model.new_int_var(0, top * top, f"sq{m}")
+            aux_hints.append((sq.index, lambda v, m=m: (v[m] // coarse) ** 2))
             model.add_multiplication_equality(sq, [src, src])
             for pt in _tangent_points(top, 48):
                 model.add(sq >= 2 * pt * src - pt * pt)
             terms.append(sq)
         v = model.new_int_var(0, sum(min(nl_hi[m], zhi) ** 2 // (coarse * coarse) for m in range(n)) or 0, "sumsq")
+        aux_hints.append((v.index, lambda nlv: sum((x // coarse) ** 2 for x in nlv)))
         model.add(v == base + (sum(terms) if terms else 0))
         dom["sum_sq"] = model.proto.variables[v.index].domain
         to_orig["sum_sq"] = sc.load_unit * sc.load_unit * coarse * coarse
         return v
 
     # ---- hint and solution bookkeeping
-    def counts_of(sol: dict[tuple[int, int], int]) -> dict[str, int]:
+    def counts_of(sol: dict[tuple[int, int], int]) -> dict[str, Any]:
         load = [0] * n
         mv = rk = 0
         for (c, m), k in sol.items():
@@ -428,7 +433,8 @@ def solve_exact(
             mv += k * (sc.owned[c] - sc.own[c].get(m, 0))
             rk += k * ic.rack_cost(c, racks[m])
         norm = [load[m] * ratio[m] for m in range(n)]
-        return {"max_load": max(norm, default=0), "sum_sq": sum(v * v for v in norm), "moves": mv, "racks": rk}
+        return {"max_load": max(norm, default=0), "sum_sq": sum(v * v for v in norm), "moves": mv, "racks": rk,
+                "nl": norm}
 
     current: dict[tuple[int, int], int] | None = {
         (c, m): int(hint[c, m]) for c in range(nc) for m in cand[c] if hint[c, m]}
@@ -437,6 +443,7 @@ def solve_exact(
         current = None
 
     hint_vars = [v.index for row in xs for _, v in row]
+    aux_hints: list[tuple[int, Any]] = []  # (variable index, its value from the members' NL)
     hint_keys = [(c, m) for c, row in enumerate(xs) for m, _ in row]
 
     def set_hint(sol: dict[tuple[int, int], int] | None) -> None:
@@ -447,6 +454,36 @@ def solve_exact(
         h = model.proto.solution_hint
         h.vars.extend(hint_vars)
         h.values.extend([sol.get(key, 0) for key in hint_keys])
+        # the derived variables too (loads, max, stage objectives, the sum_sq encoding): a complete hint is
+        # taken as a solution at once instead of being repaired by a search
+        got = counts_of(sol)
+        nlv: list[int] = got["nl"]
+        extra: dict[int, int] = {v.index: nlv[m] for m, v in enumerate(nl)}
+        extra[z.index] = got["max_load"]
+        for name in ("moves", "racks"):
+            extra[objs[name].index] = got[name]
+        for idx, fn in aux_hints:
+            extra[idx] = fn(nlv)
+        h.vars.extend(list(extra))
+        h.values.extend(list(extra.values()))
+
+    def certified(name: str, zcap: int) -> int | None:
+        """The current solution's value of stage ``name`` when it equals a lower bound valid for every
+        assignment with all loads within ``zcap`` (so it is optimal without a search), else ``None``."""
+        if current is None or name not in ("moves", "racks", "sum_sq"):
+            return None
+        got = counts_of(current)
+        if got["max_load"] > zcap or any(got[k] > int(dom[k][1]) for k in ("moves", "racks") if k in dom):
+            return None
+        if name == "sum_sq":
+            if "sum_sq" in stages[: stages.index("sum_sq")] or (int(z_dom[1]) > MAX_SQUARED):
+                return None
+            bound = sum_sq_bound(sum(W[c] * int(ic.count[c]) for c in range(nc)), ratio)
+        elif name == "moves":
+            bound = moves_bound(ic, W, ratio, sc.owned, sc.own, zcap)
+        else:
+            bound = 0
+        return int(got[name]) if got[name] <= bound else None
 
     reports: list[StageReport] = []
     done_at: list[float] = []  # perf_counter() when each stage was settled
@@ -574,7 +611,11 @@ def solve_exact(
                 z_dom[1] = lo
                 obj = objs[nxt] if nxt is not None else None
                 t_b = budget(0.5 if nxt is not None else 0.9)
-                if nxt is not None:
+                cert = certified(nxt, lo) if nxt is not None else None
+                if cert is not None:  # the start reaches both bounds: proven without a search
+                    done: tuple[str, int | None, int | None, float] = ("optimal", cert, cert, 0.0)
+                    st, val, bnd, dt = done
+                elif nxt is not None:
                     st, val, bnd, dt = solve_linear(nxt, t_b, lo)
                 else:
                     st, val, bnd, dt = run(obj, t_b)
@@ -627,6 +668,13 @@ def solve_exact(
             continue
         if name == "sum_sq" and "sum_sq" not in objs:
             objs["sum_sq"] = sum_sq_obj()
+        if name in ("moves", "racks", "sum_sq"):
+            cert = certified(name, int(z_dom[1]))
+            if cert is not None:  # the current solution meets a bound valid for every assignment
+                fix(name, cert, True)
+                report(name, cert, cert, True, 0.0)
+                i += 1
+                continue
         obj = objs[name]
         t_b = budget(weight)
         if name == "sum_sq" and current is not None and set(stages[:i]) <= {"max_load", "moves"}:
