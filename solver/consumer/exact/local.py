@@ -14,7 +14,9 @@ capacity ratios, move costs per class and member):
    its items with a lighter one there; among the moves and swaps that bring it
    within the target, the one that adds the least moved cost wins.  Moves and
    swaps may first add at most 0, then 1, 2, 4, ... moved cost each (cheap
-   items do the fine balancing); what excess is left is then spread: the
+   items do the fine balancing); members holding few items also try one or
+   two items against none, one or two (where single steps rarely fit the room
+   exactly); what excess is left is then spread: the
    most loaded member gives to whichever member keeps the larger of the two
    loads least, even above the target, until no step lowers the max;
 3. *return*: at the max load reached, an item away from its owner goes back
@@ -57,6 +59,8 @@ MAX_ITEMS = 300_000
 CANDIDATES = 16
 #: Items of a window examined per (item, member) pair.
 WINDOW = 8
+#: Members holding at most this many items also try moves and swaps of item pairs.
+PAIR_ITEMS = 24
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,15 @@ def level(data: Data, counts: np.ndarray, cap: int, moves_cap: int, *, deadline:
     s.place_counts(counts)
     s.level(cap, moves_cap)
     return s.counts()
+
+
+def _groups(items: np.ndarray, *, with_empty: bool) -> np.ndarray:
+    """Rows of one or two items (``-1`` pads), optionally with an empty row first: shape ``(g, 2)``."""
+    k = items.size
+    rows = [[-1, -1]] if with_empty else []
+    rows += [[int(items[x]), -1] for x in range(k)]
+    rows += [[int(items[x]), int(items[y])] for x in range(k) for y in range(x + 1, k)]
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
 
 
 class _Search:
@@ -258,7 +271,7 @@ class _Search:
                 if not over:
                     break
                 a = max(over, key=lambda m: (self.nl(m), -m))
-                if self._fix(a, target, limit) is None:
+                if self._fix(a, target, limit) is None and self._fix_pairs(a, target, limit) is None:
                     stuck.add(a)
             if not any(self.nl(m) > target for m in range(self.n)) or self.late():
                 return
@@ -347,6 +360,67 @@ class _Search:
             self._take(j)
             self._put(j, a)
         self._put(i, b)
+
+    def _fix_pairs(self, a: int, target: int, limit: int) -> int | None:
+        """Like :meth:`_fix` with one or two items leaving ``a`` and none, one or two coming back.
+
+        For members holding few items (at most :data:`PAIR_ITEMS`), where single moves and swaps
+        rarely fit the room exactly.
+        """
+        ia = self._items(a)
+        if ia.size == 0 or ia.size > PAIR_ITEMS:
+            return None
+        need = -(-(self.nl(a) - target) // self.r[a])
+        rooms = sorted(((self.room(b, target), b) for b in range(self.n) if b != a), key=lambda t: (-t[0], t[1]))
+        cands = [b for rm, b in rooms[:CANDIDATES] if rm > 0 and self._items(b).size <= PAIR_ITEMS]
+        if not cands:
+            return None
+        ga = _groups(ia, with_empty=False)
+        best: tuple[tuple[int, int, int], tuple[list[int], list[int], int]] | None = None
+        for b in cands:
+            ib = self._items(b)
+            gb = _groups(ib, with_empty=True)
+            wa = self.wa[ga].sum(axis=1, where=ga >= 0)
+            wb = self.wa[np.maximum(gb, 0)].sum(axis=1, where=gb >= 0)
+            D = wa[:, None] - wb[None, :]
+            rb = self.room(b, target)
+            ok = (D >= 1) & (rb >= D)
+            if not self.all_eligible:
+                ok &= np.array([[all(b in self.elig[self.cls[int(i)]] for i in g if i >= 0) for _ in gb]
+                                for g in ga]) & np.array([[all(a in self.elig[self.cls[int(j)]] for j in h if j >= 0)
+                                                           for h in gb] for _ in ga])
+            if not ok.any():
+                continue
+            ca = (np.where(ga >= 0, self._cost_at(np.maximum(ga, 0), b) - self._cost_at(np.maximum(ga, 0), a), 0)
+                  .sum(axis=1))
+            cb = (np.where(gb >= 0, self._cost_at(np.maximum(gb, 0), a) - self._cost_at(np.maximum(gb, 0), b), 0)
+                  .sum(axis=1))
+            dc = ca[:, None] + cb[None, :]
+            ok &= dc <= limit
+            if not ok.any():
+                continue
+            full = ok & (need <= D)
+            if full.any():
+                flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
+            else:
+                big = int(np.abs(dc).max()) + 1
+                flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
+            r, col = divmod(flat, D.shape[1])
+            key = (0 if D[r, col] >= need else 1, int(dc[r, col]) if D[r, col] >= need else -int(D[r, col]),
+                   int(dc[r, col]))
+            if best is None or key < best[0]:
+                best = (key, ([int(i) for i in ga[r] if i >= 0], [int(j) for j in gb[col] if j >= 0], b))
+        if best is None:
+            return None
+        out, back, b = best[1]
+        for i in out:
+            self._take(i)
+        for j in back:
+            self._take(j)
+            self._put(j, a)
+        for i in out:
+            self._put(i, b)
+        return best[0][2]
 
     def _items(self, m: int) -> np.ndarray:
         """The items on ``m`` (cached until ``m`` changes)."""

@@ -132,3 +132,13 @@ def test_levelling_lowers_the_squares_within_both_caps(inst):
     assert int(after.max()) <= cap
     assert _moved(d, out) <= budget
     assert sum(int(x) ** 2 for x in after) <= sum(int(x) ** 2 for x in before)
+
+
+def test_a_pair_swap_when_no_single_step_fits():
+    """Member 0 owns 12, 3, 5, 3, 1 (24), member 1 owns 5, 5 (10): 17/17 needs two items to cross at once."""
+    w = [5, 5, 12, 3, 5, 3, 1]
+    d = Data(weights=w, counts=[1] * 7, eligible=[[0, 1]] * 7,
+             cost=[{1: 0}, {1: 0}, {0: 0}, {0: 0}, {0: 0}, {0: 0}, {0: 0}], ratio=[1, 1],
+             default_cost=[5, 2, 1, 5, 1, 1, 1])
+    counts = improve(d, 17)
+    assert _loads(d, counts).tolist() == [17, 17]  # single moves and swaps alone stop at 18
