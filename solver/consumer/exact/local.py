@@ -14,11 +14,12 @@ capacity ratios, move costs per class and member):
    its items with a lighter one there; among the moves and swaps that bring it
    within the target, the one that adds the least moved cost wins.  Moves and
    swaps may first add at most 0, then 1, 2, 4, ... moved cost each (cheap
-   items do the fine balancing); members holding few items also try one or
-   two items against none, one or two (where single steps rarely fit the room
-   exactly); what excess is left is then spread: the
+   items do the fine balancing); what excess is left is then spread: the
    most loaded member gives to whichever member keeps the larger of the two
-   loads least, even above the target, until no step lowers the max;
+   loads least, even above the target, until no step lowers the max.  If
+   that ends above the target, the same again with pair steps too (members
+   holding few items try one or two items against none, one or two, where
+   single steps rarely fit the room exactly), kept only if its max is lower;
 3. *return*: at the max load reached, an item away from its owner goes back
    (alone, or swapped with a lighter item of the owner) whenever that lowers
    the moved cost and keeps both loads within the max.
@@ -116,6 +117,14 @@ def improve(data: Data, target: int, *, deadline: float | None = None,
     s = _Search(data, deadline, max_steps)
     s.place_start(target)
     s.balance(target)
+    if s.max_nl() > target and not s.late():
+        # stuck above the bound: again from the start with pair steps too, kept only if it gets lower
+        # (a pair-balanced start that is not better only changes where CP-SAT starts from)
+        p = _Search(data, deadline, s.steps_left)
+        p.place_start(target)
+        p.balance(target, pairs=True)
+        if p.max_nl() < s.max_nl():
+            s = p
     s.give_back(max(target, s.max_nl()))
     return s.counts()
 
@@ -259,7 +268,7 @@ class _Search:
         """Load ``m`` can still take without ``NL_m`` exceeding ``cap``."""
         return (cap - self.nl(m)) // self.r[m]
 
-    def balance(self, target: int) -> None:
+    def balance(self, target: int, *, pairs: bool = False) -> None:
         # cheap moves first: a move or swap may add at most ``limit`` moved cost, raised when stuck
         top = max((max([self.dflt[i], *self.cd[i].values()]) for i in range(len(self.cls))), default=0)
         limits = sorted({0, 1, 2, 4, 8, 16, 32, 64, 128, 256} | {2 * top + 1})
@@ -271,7 +280,7 @@ class _Search:
                 if not over:
                     break
                 a = max(over, key=lambda m: (self.nl(m), -m))
-                if self._fix(a, target, limit) is None and self._fix_pairs(a, target, limit) is None:
+                if self._fix(a, target, limit) is None and (not pairs or self._fix_pairs(a, target, limit) is None):
                     stuck.add(a)
             if not any(self.nl(m) > target for m in range(self.n)) or self.late():
                 return
