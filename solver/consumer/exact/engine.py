@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
-from solver.consumer.exact.bounds import load_windows, max_load_bound, moves_bound
+from solver.consumer.exact.bounds import max_load_bound, moves_bound
 from solver.consumer.exact.local import MAX_ITEMS, Data, improve, level
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
@@ -84,8 +84,6 @@ LOCAL_SHARE = 0.4
 LOCAL_STEPS_PER_SECOND = 20_000
 #: Share of the sum_sq stage's budget its levelling local search may take.
 LEVEL_SHARE = 0.2
-#: Largest model whose members' load ranges are narrowed by LP before the sum_sq stage.
-WINDOW_MAX_VARS = 20_000
 
 
 @dataclass
@@ -373,24 +371,12 @@ def solve_exact(
             sq_exact[0] = False
         terms: list[Any] = []
         base = 0
-        windows = None
-        wide = {m for m in range(n) if min(nl_hi[m], zhi) // ratio[m] > ORDER_ENCODING_MAX}
-        if coarse == 1 and wide and n_vars <= WINDOW_MAX_VARS and not restricted:
-            # the levels each load can still take under the earlier stages (LP ranges), so that the
-            # order encoding -- whose LP relaxation is the convex-flow one -- fits most members
-            windows = load_windows(n, [(c, m, W[c], sc.owned[c] - sc.own[c].get(m, 0), ic.rack_cost(c, racks[m]))
-                                       for c in range(nc) for m in cand[c]],
-                                   [int(k) for k in ic.count.tolist()], ratio, zhi, int(dom["moves"][1]),
-                                   int(dom["racks"][1]), wide)
         for m in range(n):
             hi = min(nl_hi[m], zhi)
             if hi <= 0:
                 continue
             step = ratio[m]
             k0, k1 = 0, hi // step
-            if windows is not None:
-                k0 = max(0, math.ceil(windows[m][0] / step))
-                k1 = min(k1, math.floor(windows[m][1] / step))
             if coarse == 1 and 0 <= k1 - k0 <= ORDER_ENCODING_MAX:
                 # NL = step (k0 + sum_k b_k); (step k)^2 - (step (k - 1))^2 = step^2 (2k - 1)
                 bs = [model.new_bool_var(f"b{m}_{k}") for k in range(k0 + 1, k1 + 1)]
