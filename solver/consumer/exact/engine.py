@@ -249,10 +249,7 @@ def solve_exact(
     if ic.total_items <= MAX_ITEMS:
         # start from a solution near the max-load bound that moves little: CP-SAT's probe often only has to
         # confirm it, and a restricted model (neighbourhoods only) keeps most of what its start decides
-        data = Data(weights=W, counts=[int(k) for k in ic.count.tolist()],
-                    eligible=[ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()],
-                    cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(nc)],
-                    ratio=ratio, default_cost=sc.owned)
+        data = _local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
         if deterministic:  # a step budget instead of the clock: the same start on every run
             start = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
         else:
@@ -462,7 +459,7 @@ def solve_exact(
         if got["max_load"] > zcap or any(got[k] > int(dom[k][1]) for k in ("moves", "racks") if k in dom):
             return None
         if name == "sum_sq":
-            if "sum_sq" in stages[: stages.index("sum_sq")] or (int(z_dom[1]) > MAX_SQUARED):
+            if int(z_dom[1]) > MAX_SQUARED:  # squares on a coarser scale: not comparable with the bound
                 return None
             bound = sum_sq_bound(sum(W[c] * int(ic.count[c]) for c in range(nc)), ratio)
         elif name == "moves":
@@ -666,7 +663,7 @@ def solve_exact(
         if name == "sum_sq" and current is not None and set(stages[:i]) <= {"max_load", "moves"}:
             # a levelled hint within the earlier stages' caps: CP-SAT then mostly has to close the bound
             t_l = time.perf_counter()
-            current = _levelled(current, cand, ic, W, ratio, sc, int(z_dom[1]), int(dom["moves"][1]),
+            current = _levelled(current, cand, ic, sc, int(z_dom[1]), int(dom["moves"][1]),
                                 None if deterministic else t_l + LEVEL_SHARE * t_b,
                                 int(LEVEL_SHARE * t_b * LOCAL_STEPS_PER_SECOND) if deterministic else None)
             if not deterministic:
@@ -708,9 +705,15 @@ def solve_exact(
                         seconds=time.perf_counter() - t_start, info=info)
 
 
-def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemClasses, W: list[int],
-              ratio: list[int], sc: Scaled, zcap: int, moves_cap: int, deadline: float | None,
-              max_steps: int | None) -> dict[tuple[int, int], int]:
+def _local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]]) -> Data:
+    """The engine's integer model for :mod:`.local`: scaled loads, capacity ratios, move costs per member."""
+    return Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()], eligible=eligible,
+                cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
+                ratio=sc.ratio, default_cost=sc.owned)
+
+
+def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemClasses, sc: Scaled, zcap: int,
+              moves_cap: int, deadline: float | None, max_steps: int | None) -> dict[tuple[int, int], int]:
     """``sol`` with a lower sum of squares (:func:`.local.level`), items kept inside their candidate members."""
     nc = ic.n_classes
     if ic.total_items > MAX_ITEMS:
@@ -718,10 +721,7 @@ def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemCl
     counts = np.zeros((nc, ic.n_members), dtype=np.int64)
     for (c, m), k in sol.items():
         counts[c, m] = k
-    data = Data(weights=W, counts=[int(k) for k in ic.count.tolist()], eligible=cand,
-                cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(nc)],
-                ratio=ratio, default_cost=sc.owned)
-    out = level(data, counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
+    out = level(_local_data(ic, sc, cand), counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
     return {(int(c), int(m)): int(out[c, m]) for c, m in zip(*np.nonzero(out), strict=True)}
 
 

@@ -152,6 +152,19 @@ def level(data: Data, counts: np.ndarray, cap: int, moves_cap: int, *, deadline:
     return s.counts()
 
 
+def _pick(D: np.ndarray, dc: np.ndarray, ok: np.ndarray, need: int) -> tuple[int, int]:
+    """Row and column of the step to take among ``ok`` ones (at least one): the cheapest that shifts at
+    least ``need``, else the one that shifts most (then the cheapest)."""
+    full = ok & (need <= D)
+    if full.any():
+        flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
+    else:
+        big = int(np.abs(dc).max()) + 1
+        flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
+    r, col = divmod(flat, D.shape[1])
+    return r, col
+
+
 def _groups(items: np.ndarray, *, with_empty: bool) -> np.ndarray:
     """Rows of one or two items (``-1`` pads), optionally with an empty row first: shape ``(g, 2)``."""
     k = items.size
@@ -316,15 +329,7 @@ class _Search:
         if got is None:
             return None
         ia, J, B, D, dc, ok = got
-        if not ok.any():
-            return None
-        full = ok & (need <= D)
-        if full.any():
-            flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
-        else:
-            big = int(np.abs(dc).max()) + 1
-            flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
-        r, col = divmod(flat, D.shape[1])
+        r, col = _pick(D, dc, ok, need)
         i, j, b = int(ia[r]), int(J[col]), int(B[col])
         self._apply(a, i, j, b)
         return int(dc[r, col])
@@ -408,13 +413,7 @@ class _Search:
             ok &= dc <= limit
             if not ok.any():
                 continue
-            full = ok & (need <= D)
-            if full.any():
-                flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
-            else:
-                big = int(np.abs(dc).max()) + 1
-                flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
-            r, col = divmod(flat, D.shape[1])
+            r, col = _pick(D, dc, ok, need)
             key = (0 if D[r, col] >= need else 1, int(dc[r, col]) if D[r, col] >= need else -int(D[r, col]),
                    int(dc[r, col]))
             if best is None or key < best[0]:

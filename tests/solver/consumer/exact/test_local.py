@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.bench_weighted import large_instance
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.engine import scale
+from solver.consumer.exact.engine import _local_data, scale
 from solver.consumer.exact.local import Data, improve, level
 from solver.consumer.items import build_classes
 from solver.consumer.optimal import solve
@@ -24,11 +24,7 @@ ORDER = ("max_load", "moves", "sum_sq")
 def _data(inst):
     ic = build_classes(inst)
     sc = scale(ic, [m.capacity for m in inst.members])
-    d = Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()],
-             eligible=[ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()],
-             cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
-             ratio=sc.ratio, default_cost=sc.owned)
-    return ic, sc, d
+    return ic, sc, _local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
