@@ -221,3 +221,18 @@ def test_cooperative_rounds_are_counted_and_moves_span_the_rounds() -> None:
             assert r["moved"] >= 1
         assert r["valid"] is True  # settled: nothing left withheld
     assert all(r["rounds"] == 1 for r in rows if r["assignor"] != "cooperative-sticky")
+
+
+def test_rows_that_split_join_units_have_no_gaps_and_are_not_balance_optimal() -> None:
+    """A split step's balance gaps are often below 0 (it ignores a constraint the optimum keeps): its row
+    says ``outcome = split``, has no gaps, and does not count as balanced as the optimum."""
+    p = ScenarioParams(members=6, topics=2, partitions_min=4, partitions_max=8, copartition=1, steps=3,
+                       events=("leave", "crash", "scale-in"))
+    rows = evaluate_scenario(p, 0, ["uniform", "range"], 10.0)
+    split = [r for r in rows if r["copartition_violations"]]
+    assert split and all(r["assignor"] == "uniform" for r in split)
+    for r in split:
+        assert r["outcome"] == "split" and r["valid"] is True
+        assert (r["max_load_gap"], r["sum_sq_gap"], r["excess_moves"], r["balance_optimal"]) == (
+            None, None, None, False)
+    assert {r["outcome"] for r in rows if r["assignor"] != "uniform"} == {"valid"}
