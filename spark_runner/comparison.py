@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from solver.model import Instance
@@ -219,7 +220,7 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
             rows.append({"assignor": name, "error": res})
             continue
         s = score(instance, res.assignment)
-        rows.append({**_run_row(name, res), **s, **defined_gaps(s, lambda s=s, res=res: gaps(res, s))})
+        rows.append({**_run_row(name, res), **s, **defined_gaps(s, partial(gaps, res, s))})
     return rows
 
 
