@@ -276,3 +276,30 @@ def test_a_streams_sweep_gets_a_verdict(tmp_path: Path) -> None:
     assert "### Kafka Streams applications: 2 steps in 1 scenario" in head
     assert "**Run `high-availability`.** Set `task.assignor.class=(unset)` (Kafka 2.6.0 or later" in head
     assert "| state-store-weighted | KIP-262 (rejected) | 100.0% | +0.0 points |" in head
+
+
+@pytest.mark.slow
+def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units() -> None:
+    """The demo grid's join point (examples/sweep-small.yaml), evaluated without Spark: the join verdict
+    names an assignor that ships with Kafka and kept every unit together in every step."""
+    import pandas as pd
+    import yaml
+
+    from spark_runner.sweep.evaluate import evaluate_scenario
+    from spark_runner.sweep.report import _normalize
+    from spark_runner.sweep.run import read_grid
+    from spark_runner.sweep.verdict import verdicts
+
+    repo = Path(__file__).resolve().parents[3]
+    grid = read_grid(repo / "examples" / "sweep-small.yaml")
+    doc = yaml.safe_load((repo / "examples" / "sweep-small.yaml").read_text())
+    rows = []
+    for _sid, seed, params in grid.scenarios():
+        if params.copartition:
+            rows += evaluate_scenario(params, seed, list(grid.evaluated), doc["solver_time_limit"])
+    df = _normalize(pd.DataFrame(rows))
+    (joins,) = [v for v in verdicts(df) if v.key == "joins"]
+    split = df[df["outcome"] == "split"].groupby("assignor").size()
+    assert len(split) >= 3  # the sticky family and uniform split units on this grid
+    assert joins.winner is not None and joins.winner not in split.index
+    assert {n for n, _ in joins.excluded} == {n for n in split.index if n not in ("fair",)}
