@@ -22,13 +22,6 @@ from rich.console import Console
 
 from spark_runner.cli.tables import FORMAT_HELP
 
-COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
-           "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "rounds", "seconds")
-#: The table's columns for a Streams instance (``--json`` has every metric).
-STREAMS_COLUMNS = ("status", "valid", "unassigned_tasks", "standby_shortfall", "not_caught_up_actives",
-                   "max_active_load", "max_total_load", "restoration_cost", "moved_actives", "standbys", "warmups",
-                   "active_balance_gap", "total_balance_gap", "restoration_gap", "rounds", "seconds")
-
 
 def _one_instance(path: Path) -> Any:
     from spark_runner.cli.common import UsageError, _records
@@ -99,7 +92,7 @@ def register(app: typer.Typer) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
         from spark_runner.cli.common import UsageError
-        from spark_runner.cli.tables import Column, choose_format, emit, render, terminal_width
+        from spark_runner.cli.tables import choose_format, emit, render, terminal_width
 
         try:
             out_fmt = choose_format(fmt, as_json)
@@ -114,13 +107,22 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(dumps(doc) + "\n")
             return
         opt = doc["optimal"]
-        columns = STREAMS_COLUMNS if inst.protocol == "streams" else COLUMNS
-        rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
-        cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
-        # cells are scalars: the default cell text (tables.plain)
-        emit(render(rows, cols, out_fmt, width=terminal_width(),
-                    title=f"{inst.name or file.name}: assignors vs the optimum "
-                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})"))
+        from spark_runner.cli.compare_table import columns, notes, table_rows, verdict_line
+
+        rows = table_rows(inst, doc)
+        cols, cell = columns(inst, rows)
+        width = terminal_width()
+        gap = opt.get("gap")
+        proof = "proven optimal" if opt["status"] == "optimal" else (
+            f"{opt['status']}, not proven{'' if gap is None else f': gap {100 * float(gap):.2g}%'}")
+        text = render(rows, cols, out_fmt, width=width, cell=cell,
+                      title=f"{inst.name or file.name}: every assignor against the optimum ({proof})")
+        if out_fmt == "table":
+            import textwrap
+
+            for line in [*notes(rows), verdict_line(inst, rows, str(file))]:
+                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False) if width else [line]) + "\n"
+        emit(text)
 
     @app.command()
     def frontier(
