@@ -32,6 +32,7 @@ from spark_runner.cli.common import (
     EXIT_INTERNAL,
     EXIT_NOINPUT,
     EXIT_USAGE,
+    TIME_LIMIT_HELP,
     UsageError,
     _describe,
     _fmt,
@@ -83,7 +84,7 @@ def _root(
 # --------------------------------------------------------------------------- validate
 
 
-@app.command()
+@app.command(short_help="Check instances; every problem with its JSON path.")
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Instance files (.json, .yaml, .jsonl, .jsonl.gz).")],
 ) -> None:
@@ -114,12 +115,12 @@ def validate(
 # --------------------------------------------------------------------------- assign
 
 
-@app.command()
+@app.command(short_help="Assign with one assignor or the optimum.")
 def assign(
     file: Annotated[Path, typer.Argument(help="One instance (.json/.yaml) or many (.jsonl, .jsonl.gz).")],
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds a solver may use.")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
     seed: Annotated[
         int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
     ] = None,
@@ -173,7 +174,7 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     return lines
 
 
-@app.command()
+@app.command(short_help="Every metric of an assignment, and its gaps.")
 def score(
     instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml).")],
     assignment: Annotated[Path, typer.Argument(help="An assignment document (output of `kassign assign`).")],
@@ -182,7 +183,7 @@ def score(
     gaps: Annotated[bool, typer.Option("--gaps/--no-gaps", help="Solve the optimum and add the gap metrics "
                                        "(max_load_gap, sum_sq_gap, excess_moves; Streams: the three balance and "
                                        "restoration gaps). --no-gaps skips the solve.")] = True,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use (gaps).")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
 ) -> None:
     """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
     from solver.api import score as score_fn
@@ -255,7 +256,7 @@ def _format(fmt: str | None, as_json: bool) -> str:
 # --------------------------------------------------------------------------- list
 
 
-@app.command("list")
+@app.command("list", short_help="Assignors and solvers available.")
 def list_assignors(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,

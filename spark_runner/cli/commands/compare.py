@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from spark_runner.cli.common import TIME_LIMIT_HELP
 from spark_runner.cli.tables import FORMAT_HELP
 
 
@@ -68,7 +69,7 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 def register(app: typer.Typer) -> None:
     """Add ``compare`` and ``frontier`` to the ``kassign`` app."""
 
-    @app.command()
+    @app.command(short_help="Every assignor beside the optimum; what to run.")
     def compare(
         file: Annotated[
             Path, typer.Argument(help="One instance, either protocol (.json/.yaml, or a one-line .jsonl).")
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Comma-separated assignors (default: every registered heuristic).")
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-        time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
+        time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
         seed: Annotated[
             int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
         ] = None,
@@ -124,7 +125,7 @@ def register(app: typer.Typer) -> None:
                 text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False) if width else [line]) + "\n"
         emit(text)
 
-    @app.command()
+    @app.command(short_help="Balance-movement trade-off, assignors on it.")
     def frontier(
         file: Annotated[Path, typer.Argument(help="One instance, either protocol.")],
         out: Annotated[
@@ -135,7 +136,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Heuristics to place on the frontier (default: all).")
         ] = None,
         points: Annotated[int, typer.Option(help="At most this many budgets (evenly spaced, ends kept).")] = 60,
-        time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point.")] = None,
+        time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point (default: 10).")] = None,
         seed: Annotated[
             int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
         ] = None,

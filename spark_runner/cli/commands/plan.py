@@ -182,7 +182,7 @@ def _pct(v: float | None) -> float:
 def register(app: typer.Typer) -> None:
     """Add ``kassign plan`` to ``app``."""
 
-    @app.command("plan")
+    @app.command("plan", short_help="How many instances, what scaling moves.")
     def plan_cmd(
         instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml), consumer or streams protocol.")],
         capacity: Annotated[float, typer.Option(help="Load one instance holds (unit of the weights, per second "

@@ -270,3 +270,28 @@ def test_assign_output_ends_with_one_newline(name: str, assignor: str, tmp_path:
     text = out.read_text()
     assert text.endswith("}\n") and not text.endswith("\n\n")
     assert json.loads(text)["assignment"] == json.loads(r.stdout)["assignment"]
+
+
+def test_help_summaries_are_whole_on_80_columns() -> None:
+    """``kassign --help`` lists every command with its whole summary (Click cuts a long one with '...')."""
+    env = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run([str(Path(sys.executable).parent / "kassign"), "--help"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    commands = r.stdout.split("Commands:")[1].strip().splitlines()
+    assert len(commands) >= 10
+    assert not [c for c in commands if c.rstrip().endswith("...")], commands
+
+
+def test_time_limit_shows_its_default_and_the_docs_agree() -> None:
+    from solver.consumer.optimal import DEFAULT_TIME_LIMIT
+    from solver.streams.optimal import DEFAULT_TIME_LIMIT as STREAMS_LIMIT
+    from spark_runner.cli.common import OPTIMAL_SECONDS
+
+    assert OPTIMAL_SECONDS == {"optimal": DEFAULT_TIME_LIMIT, "optimal-streams": STREAMS_LIMIT}
+    for cmd in ("assign", "compare", "score"):
+        text = " ".join(kassign(cmd, "--help").stdout.split())
+        assert f"default: {DEFAULT_TIME_LIMIT:g} for the consumer optimum, {STREAMS_LIMIT:g} for optimal-streams" \
+            in text, cmd
+    row = next(line for line in (REPO / "docs" / "cli.md").read_text().splitlines()
+               if line.startswith("| `--time-limit S` |"))
+    assert f"| {DEFAULT_TIME_LIMIT:g} (`optimal`), {STREAMS_LIMIT:g} (`optimal-streams`) |" in row
