@@ -93,7 +93,8 @@ def instance_units(instance: Any) -> dict[str, str]:
     """``{"weights": ..., "move_costs": ...}`` from an instance's ``units`` (defaults: ``weight``, ``move cost``)."""
     meta: Mapping[str, Any] = getattr(instance, "meta", {}) or {}
     units = meta.get("units") or {}
-    return {"weights": str(units.get("weights") or "weight"), "move_costs": str(units.get("move_costs") or "")}
+    return {"weights": str(units.get("weights") or "weight"),
+            "move_costs": str(units.get("move_costs") or "move_costs")}
 
 
 def ms(seconds: Any) -> str:

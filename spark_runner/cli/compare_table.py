@@ -160,4 +160,48 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     return (f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+): {cost}; {run}")
 
 
-__all__ = ["columns", "notes", "table_rows", "verdict_line"]
+#: The unit of a consumer metric: ``"load"`` (the instance's load unit), ``"load2"`` (squared), ``"cost"``
+#: (moved state), or the words to print.
+_METRIC_UNITS = {
+    "max_load": "topic-partitions per capacity", "min_load": "topic-partitions per capacity",
+    "spread": "topic-partitions per capacity", "sum_sq_load": "(topic-partitions per capacity)²",
+    "weighted_max_load": "load", "max_load_gap": "load", "sum_sq_gap": "load2", "moved": "topic-partitions",
+    "moved_cost": "cost", "excess_moves": "cost", "unassigned": "topic-partitions",
+    "not_joinable": "topic-partitions", "copartition_violations": "units", "cross_rack": "topic-partitions",
+    "restoration_cost": "offsets", "restoration_gap": "offsets", "max_active_load": "active tasks per thread",
+    "active_balance_gap": "active tasks per thread", "max_total_load": "replicas per thread",
+    "total_balance_gap": "replicas per thread", "moved_actives": "tasks",
+}
+
+
+def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``kassign score``'s table: one row per metric, the value for a person and its unit.
+
+    Weighted loads in the instance's unit (MB/s for bytes/s), counts with thousands separators, lists
+    one item a line; never ``None`` or an exponent.
+    """
+    units = instance_units(instance)
+    weighted = instance.protocol != "streams" and instance.has_weights
+    has_costs = instance.protocol != "streams" and any(t.move_costs is not None for t in instance.topics.values())
+    load_unit = units["weights"] if weighted else "topic-partitions per capacity"
+    load = Scale.for_values([metrics.get("weighted_max_load"), metrics.get("max_load_gap")], load_unit)
+    cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves")],
+                            units["move_costs"] if has_costs else "topic-partitions")
+    rows = []
+    for k, v in metrics.items():
+        kind = _METRIC_UNITS.get(k, "")
+        if isinstance(v, list):
+            text, unit = "\n".join(map(str, v)) if v else "-", ""
+        elif kind == "load":
+            text, unit = load.show(v), load.unit
+        elif kind == "cost":
+            text, unit = cost.show(v), cost.unit
+        elif kind == "load2":
+            text, unit = number(v), f"({load_unit})²" if weighted else "(topic-partitions per capacity)²"
+        else:
+            text, unit = number(v), kind
+        rows.append({"metric": k, "value": text, "unit": unit if text != "-" else ""})
+    return rows
+
+
+__all__ = ["columns", "metric_rows", "notes", "table_rows", "verdict_line"]
