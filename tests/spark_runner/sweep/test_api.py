@@ -43,7 +43,8 @@ def test_progress_before_spark_starts_a_stage_says_starting_not_0_of_0() -> None
     from spark_runner.sweep.run import Progress
 
     class Tracker:
-        stages: dict[int, object] = {}
+        def __init__(self) -> None:
+            self.stages: dict[int, object] = {}
 
         def getActiveStageIds(self) -> list[int]:
             return list(self.stages)

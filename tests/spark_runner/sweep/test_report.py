@@ -203,7 +203,8 @@ def _join_sweep(tmp_path: Path, uniform_good: bool = True) -> Path:
     joins = {**PARAMS, "copartition": 1}
     for sid, params, co in (("a1", plain, 0), ("a2", plain, 0), ("j1", joins, 1), ("j2", joins, 1)):
         for step in range(4):
-            def row(name: str, **over: Any) -> dict[str, Any]:
+            def row(name: str, sid: str = sid, step: int = step, params: dict[str, Any] = params, co: int = co,
+                    **over: Any) -> dict[str, Any]:
                 return _row(sid, 0, step, name, params_json=json.dumps(params), param_copartition=co, **over)
 
             rows.append(row(OPTIMAL))
