@@ -216,9 +216,20 @@ def _attempt(spec: AssignorSpec, instance: Instance, params: Params, expected: t
     return _Run(instance, result, metrics, None)
 
 
+#: Options of every solver run in a sweep: a sweep is seeded, so its solvers count their limits in
+#: deterministic work (CP-SAT deterministic time, MIP node limits), not wall-clock seconds, and a busy
+#: machine gives the same rows as an idle one.
+SOLVER_OPTIONS: Mapping[str, Any] = MappingProxyType({"deterministic": True})
+
+
+def solver_params(time_limit: float | None) -> Params:
+    """The parameters every optimum of a sweep runs with (seed 0, :data:`SOLVER_OPTIONS`)."""
+    return Params(time_limit=time_limit, seed=0, options=dict(SOLVER_OPTIONS))
+
+
 def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
     # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones)
-    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
+    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
     return _attempt(spec, instance, params, Assignment, "a consumer Assignment", score)
 
 
@@ -255,7 +266,7 @@ def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
     try:
         try:
             g = gap_metrics(run.instance, run.result.assignment, opt.result, scores=scores,
-                            time_limit=time_limit if time_limit is not None else 10.0)
+                            time_limit=time_limit if time_limit is not None else 10.0, deterministic=True)
         except InfeasibleError:
             g = gap_metrics(run.instance, run.result.assignment, opt.result,
                             scores={**scores, "valid": False})  # balance gaps only
@@ -446,7 +457,7 @@ def evaluate_scenario(
 
 
 def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
-    params = Params(time_limit=time_limit, seed=0) if spec.kind == "solver" else Params(seed=0)
+    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0)
     return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
