@@ -19,15 +19,11 @@ KAFKA_BASELINE = {"consumer": "cooperative-sticky", "streams": "high-availabilit
 
 
 def _fmt(v: Any, pct: bool = False) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if pct and isinstance(v, int | float):
+    from spark_runner.units import number
+
+    if pct and isinstance(v, int | float) and not isinstance(v, bool):
         return f"{100 * v:.1f}%"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return number(v)
 
 
 def _kafka_spec(protocol: str, err: Console) -> Any:
@@ -50,18 +46,20 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     """
     from spark_runner.cli.tables import Column
     from spark_runner.cli.tables import render as table
+    from spark_runner.units import Scale
 
-    unit = doc["load_unit"]
     streams = doc.get("protocol") == "streams"
+    load = Scale.for_values([doc["capacity"], doc["total_load"]], doc["load_unit"])
     per = doc.get("capacity_per", "instance")
-    cap = f"capacity {doc['capacity']:.6g} {unit} per {per}"
+    cap = f"capacity {load.with_unit(doc['capacity'])} per {per}"
     today = doc.get("instance_capacity")
     if per != "instance" and today:
         lo, hi = today
-        held = f"{lo:.6g}" if lo == hi else f"{lo:.6g}-{hi:.6g}"
-        cap += f" (today's instances hold {held}; an added one {doc.get('new_instance_capacity', doc['capacity']):.6g})"
-    lines = [f"{doc['name'] or 'instance'}: {doc['items']} items ({doc['partitions']} "
-             f"{'tasks' if streams else 'partitions'}), total load {doc['total_load']:.6g} {unit}, {cap}, "
+        held = load.with_unit(lo) if lo == hi else f"{load.show(lo)}-{load.with_unit(hi)}"
+        cap += (f" (today's instances hold {held}; an added one "
+                f"{load.with_unit(doc.get('new_instance_capacity', doc['capacity']))})")
+    lines = [f"{doc['name'] or 'instance'}: {doc['items']:,} items ({doc['partitions']:,} "
+             f"{'tasks' if streams else 'partitions'}), total load {load.with_unit(doc['total_load'])}, {cap}, "
              f"today {doc['current_instances']} instances"]
     if doc["proof_kind"] == "gap":
         lines.append(f"minimum instances: between {doc['lower_bound']} and {doc['upper_bound']} (not proven)")
