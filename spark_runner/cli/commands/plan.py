@@ -70,13 +70,18 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     k = doc["resilience"]
     kafka = doc.get("kafka_assignor") or "kafka"
     moved = "moved replicas" if streams else "moved parts"
+    rs = doc["rows"]
+    state = Scale.for_values([r.get(c) for r in rs for c in ("moved_state", "kafka_moved_state",
+                                                               "resilience_moved_state")],
+                             doc.get("state_unit") or "move_costs")
+    su = f" ({state.unit})" if state.unit and state.unit != "move_costs" else ""
     cols = [Column("n"), Column("fits", align="left"), Column("max util"), Column("headroom"), Column(moved),
-            Column("moved state"), Column("kafka moved"), Column("kafka state"), Column("kafka util"),
+            Column("moved state" + su), Column("kafka moved"), Column("kafka state" + su), Column("kafka util"),
             Column("kafka fits", align="left")]
     split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
         cols.append(Column("kafka split units"))
-    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state"),
+    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
              Column("worst loss", align="left", wrap=True)]
     rows = []
     for r in doc["rows"]:
@@ -84,16 +89,17 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
         kfits = _fmt(r["kafka_fits"])
         if r.get("kafka_unplaced"):
             kfits += f" ({r['kafka_unplaced']} {'replicas' if streams else 'partitions'} unassigned)"
-        kcols = ([_fmt(r["kafka_moved_partitions"]), _fmt(r["kafka_moved_state"]),
+        kcols = ([_fmt(r["kafka_moved_partitions"]), state.show(r["kafka_moved_state"]),
                   _fmt(r["kafka_max_utilisation"], pct=True), kfits] if kstat == "ok" else [kstat, "-", "-", "-"])
         if split:
             kcols.append(_fmt(r["kafka_copartition_violations"]))
-        res_state = _fmt(r["resilience_moved_state"])
+        res_state = state.show(r["resilience_moved_state"])
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
-            res_state = ">= " + _fmt(r["resilience_forced_moved_state"])
+            res_state = ">= " + state.show(r["resilience_forced_moved_state"])
         vals = [str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
-                _fmt(r["moved_partitions"]), _fmt(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]), res_state,
+                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]),
+                res_state,
                 ", ".join(r["resilience_worst_lost"]) or "-"]
         rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
     per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
