@@ -162,8 +162,8 @@ def row_order(lo: int, hi: int, minimum: int | None, today: int, k: int) -> list
     >>> row_order(15, 20, 16, 20, 2)
     [16, 17, 18, 20, 15, 19]
     """
-    first = [n for n in ([minimum] if minimum else []) + [minimum + j for j in range(1, k + 1)] * bool(minimum)
-             + [today] if lo <= n <= hi]
+    wanted = [minimum, *(minimum + j for j in range(1, k + 1))] if minimum else []
+    first = [n for n in [*wanted, today] if lo <= n <= hi]
     ordered = list(dict.fromkeys(first))
     return ordered + [n for n in range(lo, hi + 1) if n not in ordered]
 
