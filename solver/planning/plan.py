@@ -180,7 +180,7 @@ def weights_unit(instance: Instance) -> str:
     'bytes/s'
     """
     if instance.protocol == "streams":
-        return "tasks"
+        return "weight"  # --active-load / --standby-load per replica
     units = (instance.meta or {}).get("units") or {}
     return str(units.get("weights") or "weight")
 

@@ -72,7 +72,8 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Colu
         if has_costs:
             c = scale("moved_cost", cost_unit)
             scales["excess_moves"] = c
-            cols.append(Column("moved_cost", f"moved {c.unit}".strip() if c.unit else "moved state"))
+            cols.append(Column("moved_cost", f"moved {c.unit}" if c.unit not in ("", "move_costs")
+                               else "moved state"))
         cols.append(Column("excess_moves", "wasted"))
         if not instance.has_weights:
             cols.append(Column("sum_sq_gap", "sum_sq +opt"))
