@@ -60,8 +60,12 @@ class Shipped:
 
     @property
     def setting(self) -> str:
-        """``key=value``, as it goes into the client's properties."""
-        return f"{self.key}={self.value}"
+        """``key=value``, as it goes into the client's properties (``key unset`` for a default).
+
+        >>> shipped("high-availability").setting
+        'task.assignor.class unset'
+        """
+        return f"{self.key} unset" if self.value == UNSET else f"{self.key}={self.value}"
 
     def how(self) -> str:
         """One line: the setting, the release and what else it needs.
@@ -72,6 +76,8 @@ class Shipped:
         return f"{self.setting} (Kafka {self.since} or later{', ' + self.needs if self.needs else ''})"
 
 
+#: The value of a setting that selects the default by leaving the key out.
+UNSET = "(unset)"
 _CLIENT = "org.apache.kafka.clients.consumer."
 _KIP848 = "with group.protocol=consumer (KIP-848) on brokers 4.0 or later"
 
@@ -84,8 +90,8 @@ SHIPPED: tuple[Shipped, ...] = (
             _CLIENT + "CooperativeStickyAssignor"),
     Shipped("uniform", "consumer", "4.0.0", "group.remote.assignor", "uniform", _KIP848),
     Shipped("server-range", "consumer", "4.0.0", "group.remote.assignor", "range", _KIP848),
-    Shipped("high-availability", "streams", "2.6.0", "task.assignor.class", "(unset)",
-            "the default: leave it unset"),
+    Shipped("high-availability", "streams", "2.6.0", "task.assignor.class", UNSET,
+            "Kafka Streams' default"),
     Shipped("sticky-task", "streams", "0.11.0", "internal.task.assignor.class",
             "org.apache.kafka.streams.processor.internals.assignment.LegacyStickyTaskAssignor",
             "an internal setting; StickyTaskAssignor before 3.8"),
@@ -111,4 +117,4 @@ def shipped(name: str) -> Shipped | None:
     return _BY_NAME.get(name)
 
 
-__all__ = ["PROPOSALS", "SHIPPED", "Shipped", "shipped"]
+__all__ = ["PROPOSALS", "SHIPPED", "UNSET", "Shipped", "shipped"]

@@ -543,8 +543,9 @@ def _ranked_table(v: Verdict) -> pd.DataFrame:
 def _proposal_table(v: Verdict, best_share: float) -> pd.DataFrame:
     t = v.proposals
     gain = [f"{100 * (float(x) - best_share):+.1f} points" for x in t["good_share"]]
-    return pd.DataFrame({"proposal": t["assignor"], "what": t["assignor"].map(lambda n: PROPOSALS.get(n, "")),
-                         "good_share": t["good_share"], "gain": gain, "split_steps": t["split_steps"]})
+    out = pd.DataFrame({"proposal": t["assignor"], "what": t["assignor"].map(lambda n: PROPOSALS.get(n, "")),
+                        "good_share": t["good_share"], "gain": gain, "split_steps": t["split_steps"]})
+    return out if out["split_steps"].any() else out.drop(columns="split_steps")
 
 
 def answer_blocks(df: pd.DataFrame, out: Path, folder: Path, meta: dict[str, Any]) -> list[Block]:
@@ -559,7 +560,8 @@ def answer_blocks(df: pd.DataFrame, out: Path, folder: Path, meta: dict[str, Any
             s = shipped(v.winner)
             r = v.ranked.iloc[0]
             assert s is not None  # verdicts() names shipped assignors only
-            blocks.append(("p", f"**Run `{v.winner}`.** Set `{s.setting}` (Kafka {s.since} or later"
+            verb = "Leave" if s.setting.endswith(" unset") else "Set"
+            blocks.append(("p", f"**Run `{v.winner}`.** {verb} `{s.setting}` (Kafka {s.since} or later"
                                 f"{', ' + s.needs if s.needs else ''}). It is as good as the optimum "
                                 f"({_GOOD_WORDS[v.protocol]}) in {_share_fmt(r['good_share'])} of its "
                                 f"{_plural(int(r['steps']), 'step')}, the figure the ranking below uses; as "

@@ -275,7 +275,7 @@ def test_a_streams_sweep_gets_a_verdict(tmp_path: Path) -> None:
     build_report(out)
     head = (out / "report" / "summary.md").read_text().split("## Streams summary")[0]
     assert "### Kafka Streams applications: 2 steps in 1 scenario" in head
-    assert "**Run `high-availability`.** Set `task.assignor.class=(unset)` (Kafka 2.6.0 or later" in head
+    assert "**Run `high-availability`.** Leave `task.assignor.class unset` (Kafka 2.6.0 or later" in head
     assert "| state-store-weighted | KIP-262 (rejected) | 100.0% | +0.0 points |" in head
 
 
