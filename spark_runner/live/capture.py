@@ -278,11 +278,13 @@ def _count(spec: Any) -> int:
 
 
 def _lag(obs: Observed, t: str, p: int, uncommitted: list[str]) -> int:
-    end = obs.end.get((t, p), 0)
-    if (t, p) in obs.committed:
-        return max(end - obs.committed[(t, p)], 0)
-    uncommitted.append(f"{t}-{p}")
-    return max(end - obs.start.get((t, p), 0), 0)
+    """The lag rule of the lag-based assignor (``auto.offset.reset=earliest`` for a partition without a commit)."""
+    from heuristics.lag_based import partition_lag
+
+    committed = obs.committed.get((t, p))
+    if committed is None:
+        uncommitted.append(f"{t}-{p}")
+    return partition_lag(committed, obs.start.get((t, p), 0), obs.end.get((t, p), 0))
 
 
 def streams_instance(obs: Observed, *, changelogs: Mapping[str, Sequence[str]] | None = None,
