@@ -264,3 +264,20 @@ def wait_until(cond: Callable[[], bool], seconds: float, what: str, step: float 
             return
         time.sleep(step)
     raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+class GroupWatch:
+    """DescribeGroups through kassign's own read-only client (kafka-python's admin cannot read Tansu's answer)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from spark_runner.live.broker import Broker as Admin
+
+        self.admin = Admin(bootstrap, timeout=10)
+
+    def state(self, group: str) -> tuple[str, int]:
+        """The group's state and member count."""
+        d = self.admin.describe_group(group)
+        return d.state, len(d.members)
+
+    def close(self) -> None:
+        self.admin.close()
