@@ -72,9 +72,23 @@ class Recorder:
         with self.lock:
             return next((r for r in self.rounds if r.time > since and set(r.members) == names), None)
 
-    def last_leader(self) -> str:
+    def last_leader(self, among: set[str]) -> str:
+        """The member (of ``among``) that decided the latest round."""
         with self.lock:
-            return self.rounds[-1].leader
+            return next(r.leader for r in reversed(self.rounds) if r.leader in among)
+
+    def decided(self, state: dict[str, set[TP]]) -> bool:
+        """``state`` is what the latest round handed out, to exactly its members.
+
+        Tansu can leave a formed group Stable with members still holding their previous assignment after
+        the leader's SyncGroup (the leader's new assignment not passed on): a group is settled only once
+        its members hold what the leader last decided.
+        """
+        with self.lock:
+            if not self.rounds:
+                return False
+            last = self.rounds[-1]
+        return set(last.assignment) == set(state) and all(last.assignment[n] == state[n] for n in state)
 
     def assert_rounds_never_give_a_held_partition(self) -> None:
         """In every round the leader saw, no partition went to a member while another member held it."""
@@ -165,7 +179,7 @@ def members() -> Iterator[dict[str, Any]]:
 
 
 def _settled(broker: Broker, group: str, members: dict[str, Any], all_tps: set[TP],
-             seconds: float = 120) -> dict[str, set[TP]]:
+             seconds: float = 120, recorder: Recorder | None = None) -> dict[str, set[TP]]:
     """Wait until the group is Stable and every partition is held exactly once; return who holds what."""
     watch = GroupWatch(broker.bootstrap)
     state: dict[str, set[TP]] = {}
@@ -177,7 +191,8 @@ def _settled(broker: Broker, group: str, members: dict[str, Any], all_tps: set[T
             return False
         state = {n: m.assigned() for n, m in members.items()}  # read, not call: a joining member blocks in poll
         flat = [tp for s in state.values() for tp in s]
-        return len(flat) == len(set(flat)) and set(flat) == all_tps
+        return (len(flat) == len(set(flat)) and set(flat) == all_tps
+                and (recorder is None or recorder.decided(state)))
 
     last: dict[str, set[TP]] = {}
 
@@ -225,7 +240,8 @@ def _check_step(told: Round, after: dict[str, set[TP]], subs: dict[str, list[str
 
 
 class BrokerStall(Exception):
-    """The group did not settle in time: noida-db held a JoinGroup until the rebalance timed out (see below)."""
+    """The group did not settle in time: noida-db held a JoinGroup until the rebalance timed out, or Tansu did not
+    pass the leader's SyncGroup assignment on (see docs/capture.md)."""
 
 
 # (client, rebalance): kafka-python runs both protocols; aiokafka rebalances eagerly only (the assignor plans
@@ -270,7 +286,7 @@ def _scenario(broker: Broker, unique: str, members: dict[str, Any], client: str,
 
     def settle() -> dict[str, set[TP]]:
         try:
-            return _settled(broker, group, members, all_tps, seconds=settle_s)
+            return _settled(broker, group, members, all_tps, seconds=settle_s, recorder=recorder)
         except AssertionError as e:
             with recorder.lock:
                 rounds = [f"{r.leader}: " + ", ".join(f"{n}<-{len(a)}" for n, a in sorted(r.assignment.items()))
@@ -291,7 +307,7 @@ def _scenario(broker: Broker, unique: str, members: dict[str, Any], client: str,
         elif what == "leave":
             leave("m0")
         else:
-            name = recorder.last_leader()
+            name = recorder.last_leader(set(members))
             leave(name)
             join(name, subs[name])
         state = settle()

@@ -62,12 +62,15 @@ def _produce(broker: Broker, counts: dict[tuple[str, int], int], size: int = 10)
 
 
 def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int, seconds: float = 90) -> None:
+    """Stable with every member; on noida-db also every partition held (Tansu may leave a formed group Stable
+    with members on an older assignment, which a capture there never reads)."""
     watch = GroupWatch(broker.bootstrap)
 
     def ready() -> bool:
         g_state, n = watch.state(group)
         held = [m.assigned() for m in members]  # read, not call: a member stuck in a join blocks in poll
-        return g_state == "Stable" and n == len(members) and sum(map(len, held)) == n_partitions
+        return (g_state == "Stable" and n == len(members)
+                and (broker.name == "tansu" or sum(map(len, held)) == n_partitions))
 
     try:
         wait_until(ready, seconds, f"group {group} stable with {n_partitions} partitions assigned")
@@ -130,6 +133,9 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
             stop_all.clear()
     else:
         pytest.fail(f"{live_broker.name} stalled the group in three attempts")
+    if live_broker.name == "tansu":
+        _tansu_documents_its_faults(live_broker, group, produced, sizes)
+        return
     held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition) for tp in c.assignment()})
             for m in stop_all}
     # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).
@@ -141,9 +147,6 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
         m.call(lambda cons, mine=mine: cons.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
                                                     for (t, p), o in mine.items()}))
 
-    if live_broker.name == "tansu":
-        _tansu_documents_its_faults(live_broker, group, produced, committed, sizes)
-        return
     doc = capture(kafka_broker.bootstrap, group, weights="lag", timeout=20)
 
     ids = {cl["client_id"]: mid for mid, cl in doc["source"]["clients"].items()}
@@ -184,18 +187,29 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
 
 
 def _tansu_documents_its_faults(broker: Broker, group: str, produced: dict[tuple[str, int], int],
-                                committed: dict[tuple[str, int], int], sizes: dict[str, int]) -> None:
+                                sizes: dict[str, int]) -> None:
     """Tansu 0.6: no member metadata in DescribeGroups, and wrong ListOffsets "latest".
 
     Capture stops at the first (exit 69, the message says what still works).  The second is shown with
     kassign's own requests: the end offsets it reports are below what was produced, and below the group's
     committed offsets, which a capture's lag notes name as wrong end offsets.
     """
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+
     _assert_no_member_metadata(broker, group, 4, "--weights", "lag")
+    # the offsets part on a group of its own with no members (a commit there needs no rebalance): partition p
+    # committed at offset p + 1, every record of each partition produced before
+    offsets_group = f"{group}-offsets"
+    committed = {k: k[1] + 1 for k in produced}
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=offsets_group, enable_auto_commit=False)
+    try:
+        consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in committed.items()})
+    finally:
+        consumer.close()
     with Admin(broker.bootstrap, timeout=20) as admin:
         end = admin.offsets(list(produced), latest=True)
         start = admin.offsets(list(produced), latest=False)
-        got_committed = admin.committed(group)
+        got_committed = admin.committed(offsets_group)
         desc = admin.describe_group(group)
     assert got_committed == committed  # OffsetCommit / OffsetFetch work
     assert start == dict.fromkeys(produced, 0)
