@@ -139,8 +139,9 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     optimum = "optimal-streams" if streams else "optimal"
     run = f"run the optimum: kassign assign {source} --assignor {optimum} -o assignment.json"
     tol = next((r for r in rows if str(r.get("assignor", "")).startswith(f"{optimum}~")), None)
-    if tol is not None and "error" not in tol:
-        # weighted groups: what to deploy is the fewest moves within the tolerance of the best balance
+    if tol is not None and "error" not in tol and float(tol.get("moved_cost") or 0) < float(ref.get("moved_cost") or 0):
+        # weighted groups: what to deploy is the fewest moves within the tolerance of the best balance, when
+        # that moves less than the strict optimum
         eps = str(tol["assignor"]).split("~", 1)[1]
         run = (f"deploy the optimum within {float(eps):.0%} of the best balance (moves "
                f"{number(tol.get('moved'))} partitions, the strict optimum {number(ref.get('moved'))}): "
