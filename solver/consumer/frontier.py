@@ -141,8 +141,8 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     # a heuristic is off the frontier when a point is no worse on the frontier's criteria and better on one
     dominance = ["moved", "max_load"] if stages == ("max_load", "moves") and not use_flow else [
         "moved", "max_load", "sum_sq"]
-    doc = {"instance": instance.name, "engine": "flow" if use_flow else "exact", "optimum_moves": top,
-           "x_axis": "moved_cost", "dominance": dominance, "points": points}
+    doc: dict[str, Any] = {"instance": instance.name, "engine": "flow" if use_flow else "exact",
+                           "optimum_moves": top, "x_axis": "moved_cost", "dominance": dominance, "points": points}
     if unsolved:
         doc["unsolved_budgets"] = unsolved
     return doc
