@@ -190,7 +190,7 @@ class _CpsatStages:
         if start is None and ic.total_items <= MAX_ITEMS:
             # start near the max-load bound, moving little: the probe often only has to confirm it, and a
             # restricted model (neighbourhoods only) keeps most of what its start decides
-            data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+            data = local_data(ic, sc)
             if deterministic:  # a step budget instead of the clock: the same start on every run
                 local = improve(data, self.lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
             else:

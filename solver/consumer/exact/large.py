@@ -74,7 +74,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     CpsatOutcome
     """
     t0 = time.perf_counter()
-    data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+    data = local_data(ic, sc)
     W = sc.wint
     ratio = sc.ratio
     reports: list[StageReport] = []
@@ -99,7 +99,9 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         if "sum_sq" in stages:
             out["sum_sq"] = int(sum(int(v) * int(v) for v in nl.tolist()))
         if "racks" in stages:
-            out["racks"] = sum(int(k) * ic.rack_cost(int(c), racks[int(m)]) for c, m, k in _flows(y))
+            cs, ms = np.nonzero(y)
+            out["racks"] = sum(int(y[c, m]) * ic.rack_cost(c, racks[m]) for c, m in zip(cs.tolist(), ms.tolist(),
+                                                                                       strict=True))
         if "topic_balance" in stages:
             out["topic_balance"] = topic_balance(_flows(y)) if topic_balance is not None else 0
         return out

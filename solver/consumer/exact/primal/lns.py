@@ -33,6 +33,8 @@ from solver.consumer.exact.primal.local import Data
 WINDOW = 10
 #: Smallest and largest window.
 WINDOW_RANGE = (4, 24)
+#: Largest focused model (class-member variables); a larger one is left to the windows.
+FOCUS_MAX_VARS = 40_000
 #: CP-SAT seconds (deterministic time with ``deterministic``) per window.
 WINDOW_SECONDS = 0.25
 
@@ -236,6 +238,10 @@ def focused(d: Data, cap: int, budget: Budget, hint: np.ndarray | None = None, *
     fixed = np.flatnonzero(~free)
     start[fixed, mod.home[fixed]] = np.asarray(d.counts, dtype=np.int64)[fixed]
     win = [m for m in range(mod.n) if mod.room[m] - base[m] > 0]
+    winset = set(win)
+    size = sum(len(mod.elig[c] & winset) for c in np.flatnonzero(free).tolist())
+    if size > FOCUS_MAX_VARS:  # too large to build and solve within a share of the budget: windows instead
+        return None
     # the free items, on any member with room (the hint where it stays inside that space, else spread)
     loose = np.zeros_like(start)
     free_cls = np.flatnonzero(free)

@@ -63,15 +63,29 @@ def nl_max(d: Data, x: np.ndarray) -> int:
     return int(((np.asarray(d.weights, dtype=np.int64) @ x) * np.asarray(d.ratio, dtype=np.int64)).max(initial=0))
 
 
+#: The last few models' cost tables (a model is kept alive beside its table, so its id stays its own).
+_COSTS: dict[int, tuple[Data, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+
+def _cost_table(d: Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Default cost per class, and the (class, member, saving) entries where a member costs less."""
+    hit = _COSTS.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    dflt = np.asarray(d.default_cost if d.default_cost is not None else [0] * len(d.counts), dtype=np.int64)
+    entries = [(c, m, int(dflt[c]) - k) for c, costs in enumerate(d.cost) for m, k in costs.items()]
+    table = (dflt, np.asarray([e[0] for e in entries], dtype=np.int64),
+             np.asarray([e[1] for e in entries], dtype=np.int64), np.asarray([e[2] for e in entries], dtype=np.int64))
+    if len(_COSTS) >= 4:
+        _COSTS.clear()
+    _COSTS[id(d)] = (d, table)
+    return table
+
+
 def moved_cost(d: Data, x: np.ndarray) -> int:
     """Moved cost of ``x``."""
-    dflt = np.asarray(d.default_cost if d.default_cost is not None else [0] * len(d.counts), dtype=np.int64)
-    total = int((x.sum(axis=1) * dflt).sum())
-    for c, costs in enumerate(d.cost):
-        for m, k in costs.items():
-            if x[c, m]:
-                total -= int(x[c, m]) * (int(dflt[c]) - k)
-    return total
+    dflt, cc, mm, saving = _cost_table(d)
+    return int((x.sum(axis=1) * dflt).sum()) - int((x[cc, mm] * saving).sum())
 
 
 def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
