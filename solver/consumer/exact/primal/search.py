@@ -121,11 +121,12 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
 
 
 def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], *, seed: int = 0,
-                   floor: int = 0) -> np.ndarray | None:
+                   floor: int = 0, patience: int | None = None) -> np.ndarray | None:
     """A solution with every ``NL_m <= cap`` and little moved cost (see the module docstring).
 
     ``starts``: solutions already known (those within the cap are candidates);
-    ``floor``: a lower bound on the moved cost (the search stops when it is reached).
+    ``floor``: a lower bound on the moved cost (the search stops when it is reached); ``patience``:
+    windows without a gain after which the window search stops.
     Returns ``None`` only when no start fits the cap and none is found.
     """
     t0 = time.perf_counter()
@@ -153,6 +154,6 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
         used = 0.0 if work.deterministic else time.perf_counter() - t0
         left = Work(max(0.0, work.seconds - used) if not work.deterministic else work.seconds * 0.6,
                     work.deterministic, work.workers)
-        offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed))
+        offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed, patience=patience))
         offer(give_back(d, best, cap, deadline=left.part(0.1).deadline(), max_steps=left.part(0.1).steps()))
     return best
