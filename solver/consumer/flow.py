@@ -142,6 +142,273 @@ def _weighted_scales(weights: Mapping[str, float], unit: Mapping[str, float]) ->
     return {c: round(float(v) * sc) for c, v in zip(CRITERIA, coef, strict=True)}
 
 
+@dataclass
+class _Network:
+    """The window-independent part of the network: arcs out of classes and hubs, cost scales, the gate."""
+
+    ic: ItemClasses
+    racks: list[str | None]
+    use_bal: bool
+    use_rk: bool
+    upper: np.ndarray  # most items per member
+    mscale: int
+    owned_int: np.ndarray
+    cls_hub: np.ndarray
+    nh: int
+    st_c: np.ndarray  # stay arcs: class -> previous owner
+    st_m: np.ndarray
+    st_cost: np.ndarray
+    hm_h: np.ndarray  # hub -> member arcs
+    hm_m: np.ndarray
+    hm_rk: np.ndarray
+    ranges: dict[str, int]
+    scales: dict[str, int]
+    s_b: int
+    s_m: int
+    gate_cap: int  # -1: no move budget
+
+    @property
+    def sink(self) -> int:
+        return self.ic.n_classes + self.nh + self.ic.n_members
+
+
+def _network(ic: ItemClasses, member_racks: Sequence[str | None], order: Sequence[str],
+             weights: Mapping[str, float] | None, load_unit: float, caps: np.ndarray | None,
+             move_budget: int | None) -> _Network:
+    """Step 1: stay arcs, one hub per (eligible set, rack signature), hub -> member arcs, stage scales."""
+    nc = ic.n_classes
+    use_bal = ("balance" in order) if weights is None else weights.get("balance", 0) > 0
+    use_mv = ("moves" in order) if weights is None else weights.get("moves", 0) > 0
+    use_rk = ("racks" in order) if weights is None else weights.get("racks", 0) > 0
+    use_rk = use_rk and any(r is not None for r in member_racks) and any(
+        s is not None for sig in ic.racksigs for s in sig
+    )
+    elig_sets = [set(e.tolist()) for e in ic.eligsets]
+    elig_n = ic.eligible_count()
+    upper = elig_n.copy() if caps is None else np.minimum(elig_n, caps)
+    racks_of = list(member_racks)
+
+    # integral move costs
+    all_costs = np.array([c for own in ic.owners for _, c in own] + ic.owned_cost.tolist(), dtype=np.float64)
+    mscale = decimal_scale(all_costs)
+    owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
+
+    # hubs: one per (eligible set, rack signature) -- racks only when they matter
+    hub_key = (np.stack([ic.cls_elig, ic.racksig], axis=1) if use_rk
+               else np.stack([ic.cls_elig, np.zeros(nc, dtype=np.int64)], axis=1))
+    hubs, cls_hub = np.unique(hub_key, axis=0, return_inverse=True) if nc else (np.zeros((0, 2), np.int64),
+                                                                                np.zeros(0, np.int64))
+    cls_hub = cls_hub.reshape(-1)
+    nh = hubs.shape[0]
+
+    def rk(c: int, m: int) -> int:
+        return ic.rack_cost(c, racks_of[m]) if use_rk else 0
+
+    # stay arcs
+    st_c: list[int] = []
+    st_m: list[int] = []
+    st_mv: list[int] = []
+    st_rk: list[int] = []
+    for c in range(nc):
+        es = elig_sets[int(ic.cls_elig[c])]
+        for o, oc in ic.owners[c]:
+            if o in es:
+                st_c.append(c)
+                st_m.append(o)
+                st_mv.append(int(owned_int[c]) - round(oc * mscale))
+                st_rk.append(rk(c, o))
+    # hub -> member arcs
+    hm_h: list[np.ndarray] = []
+    hm_m: list[np.ndarray] = []
+    hm_rk: list[np.ndarray] = []
+    rep_cls = np.zeros(nh, dtype=np.int64)
+    rep_cls[cls_hub] = np.arange(nc)
+    for h in range(nh):
+        members = ic.eligsets[int(hubs[h, 0])]
+        hm_h.append(np.full(members.size, h, dtype=np.int64))
+        hm_m.append(members)
+        if use_rk:
+            c = int(rep_cls[h])
+            hm_rk.append(np.array([rk(c, int(m)) for m in members.tolist()], dtype=np.int64))
+        else:
+            hm_rk.append(np.zeros(members.size, dtype=np.int64))
+
+    # criterion ranges over all feasible flows (for the lexicographic scales)
+    max_rk_cls = np.zeros(nc, dtype=np.int64)
+    if use_rk:
+        for c in range(nc):
+            max_rk_cls[c] = max(ic.rack_cost(c, r) for r in set(racks_of))
+    total = ic.total_items
+    ranges = {
+        "moves": int((ic.count * owned_int).sum()) if use_mv else 0,
+        "racks": int((ic.count * max_rk_cls).sum()) if use_rk else 0,
+        "balance": int(min(int((upper.astype(object) ** 2).sum()), total * total)) if use_bal else 0,
+    }
+    if weights is None:
+        active = [c for c in order if {"balance": use_bal, "moves": use_mv, "racks": use_rk}[c]]
+        scales = _scales(active, ranges)
+    else:
+        unit = {"balance": load_unit**2, "moves": 1.0 / mscale, "racks": 1.0}
+        scales = _weighted_scales(weights, unit)
+    s_b = scales.get("balance", 0) if use_bal else 0
+    s_m = scales.get("moves", 0) if use_mv else 0
+    s_r = scales.get("racks", 0) if use_rk else 0
+
+    gate_cap = -1
+    if move_budget is not None:
+        costs_owned = set(owned_int[owned_int > 0].tolist())
+        if nh > 1 or len(costs_owned) > 1:
+            raise ValueError("move budget needs one hub and equal move costs")
+        gate_cap = move_budget // costs_owned.pop() if costs_owned else 0
+
+    def arr(v: Sequence[int]) -> np.ndarray:
+        return np.array(v, dtype=np.int64)
+
+    hm_rk_a = np.concatenate(hm_rk) if hm_rk else np.zeros(0, np.int64)
+    return _Network(ic, racks_of, use_bal, use_rk, upper, mscale, owned_int, cls_hub, nh, arr(st_c), arr(st_m),
+                    s_m * arr(st_mv) + s_r * arr(st_rk),
+                    np.concatenate(hm_h) if hm_h else np.zeros(0, np.int64),
+                    np.concatenate(hm_m) if hm_m else np.zeros(0, np.int64), s_r * hm_rk_a,
+                    ranges, scales, s_b, s_m, gate_cap)
+
+
+def _solve_windowed(net: _Network, max_solves: int) -> tuple[np.ndarray, int, int]:
+    """Step 2: solve with a window of balance levels per member, widening it until the answer is certified.
+
+    Returns ``(arc flows, solves, arcs)``; the flows start with the stay, move and hub arcs of ``net``.
+    """
+    ic = net.ic
+    n, nc, nh = ic.n_members, ic.n_classes, net.nh
+    total = ic.total_items
+    upper, s_b, sink = net.upper, net.s_b, net.sink
+    est = water_fill(ic) if net.use_bal else np.zeros(n)
+    margin = np.full(n, 2, dtype=np.int64)
+    lo = np.maximum(0, np.floor(est).astype(np.int64) - margin)
+    hi = np.minimum(upper, np.ceil(est).astype(np.int64) + margin)
+    lo = np.minimum(lo, hi)
+    if not net.use_bal:
+        lo[:] = 0
+        hi = upper.copy()
+    supplies = np.zeros(sink + 1, dtype=np.int64)
+    supplies[:nc] = ic.count
+    supplies[sink] = -total
+    n_st = net.st_c.size
+    solves = 0
+    while True:
+        solves += 1
+        # member -> sink arcs: bulk (chord below lo) + one arc per level lo+1..hi
+        bulk_m = np.nonzero(lo > 0)[0]
+        width = hi - lo
+        lvl_m = np.repeat(np.arange(n), width)
+        starts = np.repeat(np.cumsum(width) - width, width)
+        lvl_k = np.repeat(lo, width) + (np.arange(lvl_m.size) - starts) + 1
+        base = 0
+        if net.use_bal:
+            # every flow sends all items into the sink, so one constant off every member->sink arc
+            # changes all costs equally; it keeps the numbers small (level costs near the window)
+            cand = np.concatenate([2 * lo[bulk_m] - 1, 2 * lvl_k - 1])
+            base = int(cand.min()) if cand.size else 0
+            bulk_cost = s_b * (2 * lo[bulk_m] - 1 - base)
+            lvl_cost = s_b * (2 * lvl_k - 1 - base)
+            lvl_cap = np.ones(lvl_m.size, dtype=np.int64)
+        else:
+            # no balance criterion: one arc per member with its cap
+            bulk_m = np.zeros(0, dtype=np.int64)
+            bulk_cost = np.zeros(0, dtype=np.int64)
+            lvl_m = np.arange(n)
+            lvl_cost = np.zeros(n, dtype=np.int64)
+            lvl_cap = upper.astype(np.int64)
+        gate = sink + 1
+        move_heads = nc + net.cls_hub
+        if net.gate_cap >= 0:
+            move_heads = np.where(net.owned_int > 0, gate, move_heads)
+        tails = np.concatenate([net.st_c, np.arange(nc, dtype=np.int64), nc + net.hm_h, nc + nh + bulk_m,
+                                nc + nh + lvl_m])
+        heads = np.concatenate([nc + nh + net.st_m, move_heads, nc + nh + net.hm_m,
+                                np.full(bulk_m.size, sink, dtype=np.int64), np.full(lvl_m.size, sink, dtype=np.int64)])
+        caps_a = np.concatenate([ic.count[net.st_c], ic.count, np.full(net.hm_h.size, total, dtype=np.int64),
+                                 lo[bulk_m], lvl_cap])
+        costs = np.concatenate([net.st_cost, net.s_m * net.owned_int, net.hm_rk, bulk_cost, lvl_cost]).astype(np.int64)
+        if net.gate_cap >= 0:
+            tails = np.append(tails, gate)
+            heads = np.append(heads, nc)  # the single hub
+            caps_a = np.append(caps_a, net.gate_cap)
+            costs = np.append(costs, 0).astype(np.int64)
+        max_cost = int(np.abs(costs).max()) if costs.size else 0
+        # total cost bound: later stages' ranges plus the balance cost the windowed network can reach
+        lo_o = lo.astype(object)
+        hi_o = hi.astype(object)
+        win_f = int((lo_o * (2 * lo_o - 1) + hi_o**2 - lo_o**2 - base * hi_o).sum()) if net.use_bal else 0
+        total_bound = s_b * win_f + sum(net.scales[c] * net.ranges[c] for c in net.scales if c != "balance")
+        if max_cost * (sink + 2) >= COST_LIMIT or total_bound >= COST_LIMIT:
+            raise InfeasibleError(
+                "unsupported: the exact lexicographic cost scaling of this instance exceeds 64-bit "
+                "integers; use fewer stages or a weighted objective"
+            )
+        mcf = min_cost_flow.SimpleMinCostFlow()
+        mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps_a, costs)
+        if net.gate_cap >= 0:
+            mcf.set_nodes_supplies(np.arange(sink + 2), np.append(supplies, 0))
+        else:
+            mcf.set_nodes_supplies(np.arange(sink + 1), supplies)
+        status = mcf.solve()
+        if status != mcf.OPTIMAL:
+            if status == mcf.INFEASIBLE and bool(np.any(hi < upper)):
+                margin *= 4
+                hi = upper.copy() if margin.max() > total else np.minimum(upper, hi + margin)
+                continue
+            if status == mcf.INFEASIBLE:
+                raise InfeasibleError("no assignment satisfies the member capacities")
+            raise InfeasibleError(f"min-cost flow failed with status {status}")
+        flow = mcf.flows(np.arange(tails.size))
+        off_bulk = n_st + nc + net.hm_h.size
+        y = np.zeros(n, dtype=np.int64)
+        np.add.at(y, bulk_m, flow[off_bulk:off_bulk + bulk_m.size])
+        np.add.at(y, lvl_m, flow[off_bulk + bulk_m.size:off_bulk + bulk_m.size + lvl_m.size])
+        if not net.use_bal:
+            return flow, solves, int(tails.size)
+        # certified when every load is within the under-estimator's exact range and below every artificial cap
+        low_fail = (lo > 0) & (y < lo - 1)
+        high_fail = (hi < upper) & (y >= hi)
+        if not (low_fail.any() or high_fail.any()):
+            return flow, solves, int(tails.size)
+        if solves >= max_solves:
+            raise InfeasibleError("flow window did not converge (internal limit)")
+        margin = np.where(low_fail | high_fail, margin * 4, margin)
+        lo = np.where(low_fail, np.maximum(0, y - margin), lo)
+        hi = np.where(high_fail, np.minimum(upper, y + margin), hi)
+        lo = np.minimum(lo, hi)
+
+
+def _disaggregate(net: _Network, flow: np.ndarray) -> list[tuple[int, int, int]]:
+    """Step 3: ``(class, member, count)`` triples -- stays, then hub flows paired in class / member order."""
+    nc = net.ic.n_classes
+    n_st = net.st_c.size
+    triples: list[tuple[int, int, int]] = []
+    for c, m, f in zip(net.st_c.tolist(), net.st_m.tolist(), flow[:n_st].tolist(), strict=True):
+        if f:
+            triples.append((c, m, int(f)))
+    fin = flow[n_st:n_st + nc]
+    fout = flow[n_st + nc:n_st + nc + net.hm_h.size]
+    for h in range(net.nh):
+        cls = np.nonzero((net.cls_hub == h) & (fin > 0))[0]
+        if cls.size == 0:
+            continue
+        sel = np.nonzero((net.hm_h == h) & (fout > 0))[0]
+        cin = fin[cls]
+        mout = fout[sel]
+        mem = net.hm_m[sel]
+        bounds = np.union1d(np.cumsum(cin), np.cumsum(mout))
+        seg_start = np.concatenate(([0], bounds[:-1]))
+        seg_len = bounds - seg_start
+        ci = np.searchsorted(np.cumsum(cin), seg_start, side="right")
+        mi = np.searchsorted(np.cumsum(mout), seg_start, side="right")
+        for a, b, k in zip(cls[ci].tolist(), mem[mi].tolist(), seg_len.tolist(), strict=True):
+            if k:
+                triples.append((a, b, k))
+    return triples
+
+
 def solve_flow(
     ic: ItemClasses,
     member_racks: Sequence[str | None],
@@ -154,6 +421,10 @@ def solve_flow(
     max_solves: int = 64,
 ) -> FlowOutcome:
     """Solve the aggregated assignment problem exactly by min-cost flow.
+
+    Three steps: the network (:func:`_network`), the windowed solve certified
+    against the full network (:func:`_solve_windowed`), and the flows back as
+    class counts per member (:func:`_disaggregate`).
 
     Parameters
     ----------
@@ -191,262 +462,27 @@ def solve_flow(
         would overflow 64-bit integers.
     """
     t0 = time.perf_counter()
-    n = ic.n_members
-    nc = ic.n_classes
-    total = ic.total_items
-    use_bal = ("balance" in order) if weights is None else weights.get("balance", 0) > 0
-    use_mv = ("moves" in order) if weights is None else weights.get("moves", 0) > 0
-    use_rk = ("racks" in order) if weights is None else weights.get("racks", 0) > 0
-    use_rk = use_rk and any(r is not None for r in member_racks) and any(
-        s is not None for sig in ic.racksigs for s in sig
-    )
-    elig_sets = [set(e.tolist()) for e in ic.eligsets]
-    elig_n = ic.eligible_count()
-    upper = elig_n.copy() if caps is None else np.minimum(elig_n, caps)
-
-    # integral move costs
-    all_costs = np.array([c for own in ic.owners for _, c in own] + ic.owned_cost.tolist(), dtype=np.float64)
-    mscale = decimal_scale(all_costs)
-    owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
-
-    # hubs: one per (eligible set, rack signature) -- racks only when they matter
-    hub_key = (np.stack([ic.cls_elig, ic.racksig], axis=1) if use_rk
-               else np.stack([ic.cls_elig, np.zeros(nc, dtype=np.int64)], axis=1))
-    hubs, cls_hub = np.unique(hub_key, axis=0, return_inverse=True) if nc else (np.zeros((0, 2), np.int64),
-                                                                                np.zeros(0, np.int64))
-    cls_hub = cls_hub.reshape(-1)
-    nh = hubs.shape[0]
-    racks_of = list(member_racks)
-
-    def rk(c: int, m: int) -> int:
-        return ic.rack_cost(c, racks_of[m]) if use_rk else 0
-
-    # stay arcs
-    st_c: list[int] = []
-    st_m: list[int] = []
-    st_mv: list[int] = []
-    st_rk: list[int] = []
-    for c in range(nc):
-        es = elig_sets[int(ic.cls_elig[c])]
-        for o, oc in ic.owners[c]:
-            if o in es:
-                st_c.append(c)
-                st_m.append(o)
-                st_mv.append(int(owned_int[c]) - round(oc * mscale))
-                st_rk.append(rk(c, o))
-    # hub -> member arcs
-    hm_h: list[np.ndarray] = []
-    hm_m: list[np.ndarray] = []
-    hm_rk: list[np.ndarray] = []
-    rep_cls = np.zeros(nh, dtype=np.int64)
-    rep_cls[cls_hub] = np.arange(nc)
-    for h in range(nh):
-        members = ic.eligsets[int(hubs[h, 0])]
-        hm_h.append(np.full(members.size, h, dtype=np.int64))
-        hm_m.append(members)
-        if use_rk:
-            c = int(rep_cls[h])
-            hm_rk.append(np.array([rk(c, int(m)) for m in members.tolist()], dtype=np.int64))
-        else:
-            hm_rk.append(np.zeros(members.size, dtype=np.int64))
-    hm_h_a = np.concatenate(hm_h) if hm_h else np.zeros(0, np.int64)
-    hm_m_a = np.concatenate(hm_m) if hm_m else np.zeros(0, np.int64)
-    hm_rk_a = np.concatenate(hm_rk) if hm_rk else np.zeros(0, np.int64)
-
-    # criterion ranges over all feasible flows (for the lexicographic scales)
-    max_rk_cls = np.zeros(nc, dtype=np.int64)
-    if use_rk:
-        for c in range(nc):
-            max_rk_cls[c] = max(ic.rack_cost(c, r) for r in set(racks_of))
-    ranges = {
-        "moves": int((ic.count * owned_int).sum()) if use_mv else 0,
-        "racks": int((ic.count * max_rk_cls).sum()) if use_rk else 0,
-        "balance": int(min(int((upper.astype(object) ** 2).sum()), total * total)) if use_bal else 0,
-    }
-    if weights is None:
-        active = [c for c in order if {"balance": use_bal, "moves": use_mv, "racks": use_rk}[c]]
-        scales = _scales(active, ranges)
-    else:
-        unit = {"balance": load_unit**2, "moves": 1.0 / mscale, "racks": 1.0}
-        scales = _weighted_scales(weights, unit)
-    s_b = scales.get("balance", 0) if use_bal else 0
-    s_m = scales.get("moves", 0) if use_mv else 0
-    s_r = scales.get("racks", 0) if use_rk else 0
-
-    # window of balance levels
-    est = water_fill(ic) if use_bal else np.zeros(n)
-    margin = np.full(n, 2, dtype=np.int64)
-    lo = np.maximum(0, np.floor(est).astype(np.int64) - margin)
-    hi = np.minimum(upper, np.ceil(est).astype(np.int64) + margin)
-    lo = np.minimum(lo, hi)
-    if not use_bal:
-        lo[:] = 0
-        hi = upper.copy()
-
-    # node ids (the optional budget gate is the node after the sink)
-    sink = nc + nh + n
-    gate_cap = -1
-    if move_budget is not None:
-        owned_cls = owned_int > 0
-        costs_owned = set(owned_int[owned_cls].tolist())
-        if nh > 1 or len(costs_owned) > 1:
-            raise ValueError("move budget needs one hub and equal move costs")
-        gate_cap = move_budget // costs_owned.pop() if costs_owned else 0
-    supplies = np.zeros(sink + 1, dtype=np.int64)
-    supplies[:nc] = ic.count
-    supplies[sink] = -total
-
-    solves = 0
-    while True:
-        solves += 1
-        # member -> sink arcs: bulk (chord below lo) + one arc per level lo+1..hi
-        has_bulk = lo > 0
-        bulk_m = np.nonzero(has_bulk)[0]
-        width = hi - lo
-        lvl_m = np.repeat(np.arange(n), width)
-        starts = np.repeat(np.cumsum(width) - width, width)
-        lvl_k = np.repeat(lo, width) + (np.arange(lvl_m.size) - starts) + 1
-        base = 0
-        if use_bal:
-            # every flow sends all items into the sink, so one constant off every member->sink arc
-            # changes all costs equally; it keeps the numbers small (level costs near the window)
-            cand = np.concatenate([2 * lo[bulk_m] - 1, 2 * lvl_k - 1])
-            base = int(cand.min()) if cand.size else 0
-            bulk_cost = s_b * (2 * lo[bulk_m] - 1 - base)
-            lvl_cost = s_b * (2 * lvl_k - 1 - base)
-            lvl_cap = np.ones(lvl_m.size, dtype=np.int64)
-        else:
-            # no balance criterion: one arc per member with its cap
-            bulk_m = np.zeros(0, dtype=np.int64)
-            bulk_cost = np.zeros(0, dtype=np.int64)
-            lvl_m = np.arange(n)
-            lvl_cost = np.zeros(n, dtype=np.int64)
-            lvl_cap = upper.astype(np.int64)
-        gate = sink + 1
-        move_heads = nc + cls_hub
-        if gate_cap >= 0:
-            move_heads = np.where(owned_int > 0, gate, move_heads)
-        tails = np.concatenate([
-            np.array(st_c, dtype=np.int64),
-            np.arange(nc, dtype=np.int64),
-            nc + hm_h_a,
-            nc + nh + bulk_m,
-            nc + nh + lvl_m,
-        ])
-        heads = np.concatenate([
-            nc + nh + np.array(st_m, dtype=np.int64),
-            move_heads,
-            nc + nh + hm_m_a,
-            np.full(bulk_m.size, sink, dtype=np.int64),
-            np.full(lvl_m.size, sink, dtype=np.int64),
-        ])
-        caps_a = np.concatenate([
-            ic.count[np.array(st_c, dtype=np.int64)],
-            ic.count,
-            np.full(hm_h_a.size, total, dtype=np.int64),
-            lo[bulk_m],
-            lvl_cap,
-        ])
-        costs = np.concatenate([
-            s_m * np.array(st_mv, dtype=np.int64) + s_r * np.array(st_rk, dtype=np.int64),
-            s_m * owned_int,
-            s_r * hm_rk_a,
-            bulk_cost,
-            lvl_cost,
-        ]).astype(np.int64)
-        if gate_cap >= 0:
-            tails = np.append(tails, gate)
-            heads = np.append(heads, nc)  # the single hub
-            caps_a = np.append(caps_a, gate_cap)
-            costs = np.append(costs, 0).astype(np.int64)
-        max_cost = int(np.abs(costs).max()) if costs.size else 0
-        # total cost bound: later stages' ranges plus the balance cost the windowed network can reach
-        lo_o = lo.astype(object)
-        hi_o = hi.astype(object)
-        win_f = int((lo_o * (2 * lo_o - 1) + hi_o**2 - lo_o**2 - base * hi_o).sum()) if use_bal else 0
-        total_bound = s_b * win_f + sum(scales[c] * ranges[c] for c in scales if c != "balance")
-        if max_cost * (sink + 2) >= COST_LIMIT or total_bound >= COST_LIMIT:
-            raise InfeasibleError(
-                "unsupported: the exact lexicographic cost scaling of this instance exceeds 64-bit "
-                "integers; use fewer stages or a weighted objective"
-            )
-        mcf = min_cost_flow.SimpleMinCostFlow()
-        mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps_a, costs)
-        if gate_cap >= 0:
-            mcf.set_nodes_supplies(np.arange(sink + 2), np.append(supplies, 0))
-        else:
-            mcf.set_nodes_supplies(np.arange(sink + 1), supplies)
-        status = mcf.solve()
-        n_st = len(st_c)
-        if status != mcf.OPTIMAL:
-            if status == mcf.INFEASIBLE and bool(np.any(hi < upper)):
-                margin *= 4
-                hi = upper.copy() if margin.max() > total else np.minimum(upper, hi + margin)
-                continue
-            if status == mcf.INFEASIBLE:
-                raise InfeasibleError("no assignment satisfies the member capacities")
-            raise InfeasibleError(f"min-cost flow failed with status {status}")
-        flow = mcf.flows(np.arange(tails.size))
-        off_bulk = n_st + nc + hm_h_a.size
-        y = np.zeros(n, dtype=np.int64)
-        np.add.at(y, bulk_m, flow[off_bulk:off_bulk + bulk_m.size])
-        np.add.at(y, lvl_m, flow[off_bulk + bulk_m.size:off_bulk + bulk_m.size + lvl_m.size])
-        if not use_bal:
-            break
-        low_fail = (lo > 0) & (y < lo - 1)
-        high_fail = (hi < upper) & (y >= hi)
-        if not (low_fail.any() or high_fail.any()) or solves >= max_solves:
-            if low_fail.any() or high_fail.any():
-                raise InfeasibleError("flow window did not converge (internal limit)")
-            break
-        margin = np.where(low_fail | high_fail, margin * 4, margin)
-        lo = np.where(low_fail, np.maximum(0, y - margin), lo)
-        hi = np.where(high_fail, np.minimum(upper, y + margin), hi)
-        lo = np.minimum(lo, hi)
-
-    # ---- disaggregate: stays, then hub flows paired in class / member order
-    triples: list[tuple[int, int, int]] = []
-    fst = flow[:n_st]
-    for c, m, f in zip(st_c, st_m, fst.tolist(), strict=True):
-        if f:
-            triples.append((c, m, int(f)))
-    fin = flow[n_st:n_st + nc]
-    fout = flow[n_st + nc:n_st + nc + hm_h_a.size]
-    for h in range(nh):
-        cls = np.nonzero((cls_hub == h) & (fin > 0))[0]
-        if cls.size == 0:
-            continue
-        sel = np.nonzero((hm_h_a == h) & (fout > 0))[0]
-        cin = fin[cls]
-        mout = fout[sel]
-        mem = hm_m_a[sel]
-        bounds = np.union1d(np.cumsum(cin), np.cumsum(mout))
-        seg_start = np.concatenate(([0], bounds[:-1]))
-        seg_len = bounds - seg_start
-        ci = np.searchsorted(np.cumsum(cin), seg_start, side="right")
-        mi = np.searchsorted(np.cumsum(mout), seg_start, side="right")
-        for a, b, k in zip(cls[ci].tolist(), mem[mi].tolist(), seg_len.tolist(), strict=True):
-            if k:
-                triples.append((a, b, k))
-
-    counts = np.zeros(n, dtype=np.int64)
+    net = _network(ic, member_racks, order, weights, load_unit, caps, move_budget)
+    flow, solves, n_arcs = _solve_windowed(net, max_solves)
+    triples = _disaggregate(net, flow)
+    counts = np.zeros(ic.n_members, dtype=np.int64)
     moved = 0
     cross = 0
     owner_cost = [dict(o) for o in ic.owners]
     for c, m, k in triples:
         counts[m] += k
-        moved += k * (int(owned_int[c]) - round(owner_cost[c].get(m, 0.0) * mscale))
-        cross += k * ic.rack_cost(c, racks_of[m])
+        moved += k * (int(net.owned_int[c]) - round(owner_cost[c].get(m, 0.0) * net.mscale))
+        cross += k * ic.rack_cost(c, net.racks[m])
     return FlowOutcome(
         flows=triples,
         counts=counts,
         sum_sq_items=int((counts.astype(object) ** 2).sum()),
         moved_cost_int=moved,
-        move_scale=mscale,
+        move_scale=net.mscale,
         cross_rack=cross,
         solves=solves,
-        n_nodes=sink + 1,
-        n_arcs=int(tails.size),
+        n_nodes=net.sink + 1,
+        n_arcs=n_arcs,
         seconds=time.perf_counter() - t0,
-        info={"scales": {k: v for k, v in scales.items()}, "hubs": nh, "classes": nc},
+        info={"scales": dict(net.scales), "hubs": net.nh, "classes": ic.n_classes},
     )
