@@ -50,12 +50,9 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
 
 from solver.consumer.items import ItemClasses, decimal_scale
 from solver.errors import InfeasibleError
@@ -143,6 +140,205 @@ def greedy(ic: ItemClasses, caps: np.ndarray, *, sticky: bool = True) -> np.ndar
     return counts
 
 
+@dataclass
+class _Scaling:
+    """Integer loads, capacities and move costs of the older engine (decimal scaling, squares within 64 bits)."""
+
+    wint: np.ndarray
+    ratio_i: np.ndarray
+    big_l: int
+    cint: np.ndarray
+    unit: float  # original load per capacity = NL * unit
+    mscale: float
+    owned_int: np.ndarray
+    own_int: list[dict[int, int]]
+    ws_f: float
+    exact: bool
+
+
+def _scaling(ic: ItemClasses, caps: np.ndarray) -> _Scaling:
+    """Step 1: weights times the smallest power of ten that makes them integral, lowered until the scaled total
+    load (times the largest ``L / C_m``) stays below :data:`MAX_SCALED_TOTAL`; capacities by their lcm; move
+    costs like the weights.  Flooring keeps bounds valid lower bounds; ``exact`` says whether anything was
+    rounded."""
+    n, nc = ic.n_members, ic.n_classes
+    total_w = float((ic.weight * ic.count).sum())
+    ws = decimal_scale(ic.weight) if nc else 1
+    cs = decimal_scale(caps, 3) if n else 1
+    cint = np.maximum(1, np.round(caps * cs).astype(np.int64))
+    big_l = _lcm(sorted(set(cint.tolist()))) if n else 1
+    exact_caps = bool(np.allclose(cint / cs, caps)) and big_l <= 10**6
+    if big_l > 10**6:
+        cint = np.maximum(1, np.round(caps / caps.min() * 100).astype(np.int64))
+        big_l = _lcm(sorted(set(cint.tolist())))
+        if big_l > 10**6:
+            big_l = int(cint.max())
+            exact_caps = False
+    ratio = np.array([big_l // c if big_l % c == 0 else big_l / c for c in cint.tolist()])
+    if not np.all(np.equal(np.mod(ratio, 1), 0)):
+        exact_caps = False
+    ratio_i = np.ceil(ratio).astype(np.int64)
+    max_ratio = int(ratio_i.max()) if n else 1
+    while ws > 1 and total_w * ws * max_ratio > MAX_SCALED_TOTAL:
+        ws //= 10
+    if total_w * ws * max_ratio > MAX_SCALED_TOTAL:
+        # weights too large even unscaled: divide (scaling them first would overflow int64)
+        div = math.ceil(total_w * max_ratio / MAX_SCALED_TOTAL)
+        wint = np.floor(ic.weight / div).astype(np.int64)
+        ws_f = 1.0 / div
+        exact_w = False
+    else:
+        wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
+        exact_w = bool(np.allclose(wint, ic.weight * ws))
+        ws_f = float(ws)
+    mscale: float = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
+    # move costs scaled to integers like the weights: the scaled total stays far inside int64 (huge or
+    # many-decimal costs are rounded, and the optimum is then not claimed as proven)
+    total_m = float(ic.owned_cost.sum()) if ic.owned_cost.size else 0.0
+    while mscale > 1 and total_m * mscale > MAX_SCALED_MOVES:
+        mscale //= 10
+    if total_m * mscale > MAX_SCALED_MOVES:
+        mscale = MAX_SCALED_MOVES / total_m
+    owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
+    exact_m = bool(np.allclose(owned_int, ic.owned_cost * mscale, rtol=0, atol=1e-6))
+    own_int = [{o: round(oc * mscale) for o, oc in ic.owners[c]} for c in range(nc)]
+    return _Scaling(wint, ratio_i, big_l, cint, cs / (ws_f * big_l), mscale, owned_int, own_int, ws_f,
+                    exact_w and exact_caps and exact_m)
+
+
+def _candidates(ic: ItemClasses, hint: np.ndarray, max_vars: int, seed: int) -> tuple[list[np.ndarray], bool]:
+    """Step 2: per class, the members the model offers it -- all eligible ones, or above ``max_vars``
+    variables a neighbourhood (where the hint puts it, its owners, random others)."""
+    nc = ic.n_classes
+    n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
+    restricted = n_vars_full > max_vars
+    rng = np.random.default_rng(seed)
+    cand: list[np.ndarray] = []
+    per_class = max(4, max_vars // max(1, nc)) if restricted else 0
+    for c in range(nc):
+        members = ic.eligsets[int(ic.cls_elig[c])]
+        if not restricted or members.size <= per_class:
+            cand.append(members)
+            continue
+        keep = set(np.nonzero(hint[c])[0].tolist()) | {o for o, _ in ic.owners[c] if o in set(members.tolist())}
+        rest = np.setdiff1d(members, np.fromiter(keep, dtype=np.int64, count=len(keep)))
+        extra = rng.choice(rest, size=min(rest.size, max(0, per_class - len(keep))), replace=False)
+        cand.append(np.sort(np.concatenate([np.fromiter(keep, dtype=np.int64, count=len(keep)), extra])))
+    return cand, restricted
+
+
+class _Model:
+    """Step 3: the CP-SAT model -- counts, loads, stage expressions, the sum of squares on demand."""
+
+    def __init__(self, ic: ItemClasses, sc: _Scaling, cand: list[np.ndarray], racks: list[str | None],
+                 tangents: int) -> None:
+        from ortools.sat.python import cp_model  # imported here: it pulls in pandas, which the flow never needs
+
+        n, nc = ic.n_members, ic.n_classes
+        self.ic, self.sc, self.racks, self.tangents = ic, sc, racks, tangents
+        self.model = model = cp_model.CpModel()
+        self.xs: list[list[tuple[int, Any]]] = []
+        load_terms: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
+        load_cls: list[list[int]] = [[] for _ in range(n)]
+        mv_terms: list[tuple[int, Any]] = []
+        rk_terms: list[tuple[int, Any]] = []
+        for c in range(nc):
+            row = []
+            cnt = int(ic.count[c])
+            for m in cand[c].tolist():
+                v = model.new_int_var(0, cnt, f"x{c}_{m}") if cnt > 1 else model.new_bool_var(f"x{c}_{m}")
+                row.append((m, v))
+                load_terms[m].append((int(sc.wint[c]), v))
+                load_cls[m].append(c)
+                mvc = int(sc.owned_int[c]) - sc.own_int[c].get(m, 0)
+                if mvc:
+                    mv_terms.append((mvc, v))
+                rkc = ic.rack_cost(c, racks[m])
+                if rkc:
+                    rk_terms.append((rkc, v))
+            model.add(sum(v for _, v in row) == cnt)
+            self.xs.append(row)
+        ratio_i = sc.ratio_i
+        max_ratio = int(ratio_i.max()) if n else 1
+        self.max_nl = max_nl = int(sum(int(sc.wint[c]) * int(ic.count[c]) for c in range(nc))) * max_ratio
+        self.nl = []
+        for m in range(n):
+            v = model.new_int_var(0, max_nl, f"nl{m}")
+            model.add(v == sum(w * x for w, x in load_terms[m]) * int(ratio_i[m]))
+            self.nl.append(v)
+        # obvious bounds on the max
+        lb_avg = math.ceil(int((sc.wint * ic.count).sum()) * sc.big_l / int(sc.cint.sum())) if n else 0
+        lb_item = 0
+        for c in range(nc):
+            if ic.count[c] > 0:
+                lb_item = max(lb_item, int(sc.wint[c]) * int(min(ratio_i[cand[c]])))
+        self.lb = max(lb_avg, lb_item) if nc else 0
+        self.z = model.new_int_var(self.lb, max_nl, "z")
+        for v in self.nl:
+            model.add(self.z >= v)
+        # per-member largest possible normalised load
+        self.nl_hi = [min(max_nl, sum(w * int(ic.count[c]) for c, (w, _) in zip(load_cls[m], load_terms[m],
+                                                                                 strict=True)) * int(ratio_i[m]))
+                      for m in range(n)]
+        self.z_ub = max_nl
+        self.mv_terms = mv_terms
+        self.exprs: dict[str, Any] = {
+            "max_load": self.z,
+            "moves": sum(k * v for k, v in mv_terms) if mv_terms else 0,
+            "racks": sum(k * v for k, v in rk_terms) if rk_terms else 0,
+        }
+        self.to_orig = {"max_load": sc.unit, "sum_sq": sc.unit * sc.unit, "moves": 1.0 / sc.mscale, "racks": 1.0}
+
+    def sum_sq_expr(self) -> Any:
+        """Sum of squared normalised loads, built once the max-load bound is known.
+
+        Small ranges use the order encoding ``NL = sum_k b_k``, ``sum_k (2k - 1) b_k``
+        (linear, with the flow's integral LP relaxation); large ranges an exact
+        product plus tangent cuts ``sq >= 2 a NL - a**2``.
+        """
+        model, nl = self.model, self.nl
+        terms = []
+        for m in range(self.ic.n_members):
+            hi = min(self.nl_hi[m], self.z_ub)
+            if hi <= 0:
+                continue
+            step = int(self.sc.ratio_i[m])
+            levels = hi // step
+            if levels <= ORDER_ENCODING_MAX:
+                bs = [model.new_bool_var(f"b{m}_{k}") for k in range(1, levels + 1)]
+                for a, b in itertools.pairwise(bs):
+                    model.add_implication(b, a)
+                model.add(nl[m] == step * sum(bs))
+                # (step k)^2 - (step (k-1))^2 = step^2 (2k - 1)
+                terms.append(sum(step * step * (2 * k - 1) * b for k, b in enumerate(bs, start=1)))
+            else:
+                sq = model.new_int_var(0, hi * hi, f"sq{m}")
+                model.add_multiplication_equality(sq, [nl[m], nl[m]])
+                for pt in _tangent_points(hi, self.tangents):
+                    model.add(sq >= 2 * pt * nl[m] - pt * pt)
+                terms.append(sq)
+        return sum(terms) if terms else 0
+
+    def set_hint(self, sol: dict[tuple[int, int], int]) -> None:
+        self.model.clear_hints()
+        for c, row in enumerate(self.xs):
+            for m, v in row:
+                self.model.add_hint(v, sol.get((c, m), 0))
+
+    def value(self, name: str, sol: dict[tuple[int, int], int]) -> int:
+        """A stage's scaled value for a solution given as counts (used when CP-SAT found none)."""
+        ic, sc = self.ic, self.sc
+        load = np.zeros(ic.n_members, dtype=np.int64)
+        mv = rk = 0
+        for (c, m), k in sol.items():
+            load[m] += k * int(sc.wint[c])
+            mv += k * (int(sc.owned_int[c]) - sc.own_int[c].get(m, 0))
+            rk += k * ic.rack_cost(c, self.racks[m])
+        norm = load * sc.ratio_i
+        return {"max_load": int(norm.max(initial=0)), "sum_sq": int((norm.astype(object) ** 2).sum()),
+                "moves": mv, "racks": rk}[name]
+
+
 def solve_cpsat(
     ic: ItemClasses,
     capacities: Sequence[float] | np.ndarray,
@@ -162,6 +358,10 @@ def solve_cpsat(
     sum_sq_cap: float | None = None,
 ) -> CpsatOutcome:
     """Solve lexicographic stages with CP-SAT.
+
+    Composed of steps: the scaling (:func:`_scaling`), the candidate members
+    (:func:`_candidates`), the model (:class:`_Model`), then the stages in
+    order, each minimised from the previous solution as a hint and then capped.
 
     Parameters
     ----------
@@ -209,200 +409,37 @@ def solve_cpsat(
     InfeasibleError
         When the model is infeasible or no solution is found in the limit.
     """
-    t_start = time.perf_counter()
-    n = ic.n_members
-    nc = ic.n_classes
-    caps = np.asarray(capacities, dtype=np.float64)
-    racks = list(member_racks)
-
-    # ---- scaling
-    total_w = float((ic.weight * ic.count).sum())
-    ws = decimal_scale(ic.weight) if nc else 1
-    cs = decimal_scale(caps, 3) if n else 1
-    cint = np.maximum(1, np.round(caps * cs).astype(np.int64))
-    big_l = _lcm(sorted(set(cint.tolist()))) if n else 1
-    exact_caps = bool(np.allclose(cint / cs, caps)) and big_l <= 10**6
-    if big_l > 10**6:
-        cint = np.maximum(1, np.round(caps / caps.min() * 100).astype(np.int64))
-        big_l = _lcm(sorted(set(cint.tolist())))
-        if big_l > 10**6:
-            big_l = int(cint.max())
-            exact_caps = False
-    ratio = np.array([big_l // c if big_l % c == 0 else big_l / c for c in cint.tolist()])
-    if not np.all(np.equal(np.mod(ratio, 1), 0)):
-        exact_caps = False
-    ratio_i = np.ceil(ratio).astype(np.int64)
-    max_ratio = int(ratio_i.max()) if n else 1
-    while ws > 1 and total_w * ws * max_ratio > MAX_SCALED_TOTAL:
-        ws //= 10
-    if total_w * ws * max_ratio > MAX_SCALED_TOTAL:
-        # weights too large even unscaled: divide (scaling them first would overflow int64)
-        div = math.ceil(total_w * max_ratio / MAX_SCALED_TOTAL)
-        wint = np.floor(ic.weight / div).astype(np.int64)
-        ws_f = 1.0 / div
-        exact_w = False
-    else:
-        wint = np.floor(ic.weight * ws + 1e-9).astype(np.int64)
-        exact_w = bool(np.allclose(wint, ic.weight * ws))
-        ws_f = float(ws)
-    exact = exact_w and exact_caps
-    # normalised load in original units = NL * cs / (ws_f * big_l)
-    unit = cs / (ws_f * big_l)
-
-    mscale: float = decimal_scale(np.array([c for own in ic.owners for _, c in own] + [1.0]))
-    # Move costs scaled to integers like the weights: the scaled total stays far inside int64 (huge or
-    # many-decimal costs are rounded, and the optimum is then not claimed as proven).
-    total_m = float(ic.owned_cost.sum()) if ic.owned_cost.size else 0.0
-    while mscale > 1 and total_m * mscale > MAX_SCALED_MOVES:
-        mscale //= 10
-    if total_m * mscale > MAX_SCALED_MOVES:
-        mscale = MAX_SCALED_MOVES / total_m
-    owned_int = np.round(ic.owned_cost * mscale).astype(np.int64)
-    exact = exact and bool(np.allclose(owned_int, ic.owned_cost * mscale, rtol=0, atol=1e-6))
-
-    # ---- candidate members per class
-    hint = greedy(ic, caps)
-    n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
-    restricted = n_vars_full > max_vars
-    rng = np.random.default_rng(seed)
-    cand: list[np.ndarray] = []
-    per_class = max(4, max_vars // max(1, nc)) if restricted else 0
-    for c in range(nc):
-        members = ic.eligsets[int(ic.cls_elig[c])]
-        if not restricted or members.size <= per_class:
-            cand.append(members)
-            continue
-        keep = set(np.nonzero(hint[c])[0].tolist()) | {o for o, _ in ic.owners[c] if o in set(members.tolist())}
-        rest = np.setdiff1d(members, np.fromiter(keep, dtype=np.int64, count=len(keep)))
-        extra = rng.choice(rest, size=min(rest.size, max(0, per_class - len(keep))), replace=False)
-        cand.append(np.sort(np.concatenate([np.fromiter(keep, dtype=np.int64, count=len(keep)), extra])))
-
-    # ---- model (CP-SAT imported here: it pulls in pandas, ~0.4 s that the flow path never needs)
     from ortools.sat.python import cp_model
 
-    model = cp_model.CpModel()
-    xs: list[list[tuple[int, cp_model.IntVar]]] = []
-    load_terms: list[list[tuple[int, cp_model.IntVar]]] = [[] for _ in range(n)]
-    load_cls: list[list[int]] = [[] for _ in range(n)]
-    mv_terms: list[tuple[int, cp_model.IntVar]] = []
-    rk_terms: list[tuple[int, cp_model.IntVar]] = []
-    for c in range(nc):
-        row = []
-        own = dict(ic.owners[c])
-        cnt = int(ic.count[c])
-        for m in cand[c].tolist():
-            v = model.new_int_var(0, cnt, f"x{c}_{m}") if cnt > 1 else model.new_bool_var(f"x{c}_{m}")
-            row.append((m, v))
-            load_terms[m].append((int(wint[c]), v))
-            load_cls[m].append(c)
-            mvc = int(owned_int[c]) - round(own.get(m, 0.0) * mscale)
-            if mvc:
-                mv_terms.append((mvc, v))
-            rkc = ic.rack_cost(c, racks[m])
-            if rkc:
-                rk_terms.append((rkc, v))
-        model.add(sum(v for _, v in row) == cnt)
-        xs.append(row)
-    max_nl = int(sum(int(wint[c]) * int(ic.count[c]) for c in range(nc))) * max_ratio
-    nl: list[cp_model.IntVar] = []
-    for m in range(n):
-        v = model.new_int_var(0, max_nl, f"nl{m}")
-        model.add(v == sum(w * x for w, x in load_terms[m]) * int(ratio_i[m]))
-        nl.append(v)
-    # obvious bounds on the max
-    lb_avg = math.ceil(int((wint * ic.count).sum()) * big_l / int(cint.sum())) if n else 0
-    lb_item = 0
-    for c in range(nc):
-        if ic.count[c] > 0:
-            lb_item = max(lb_item, int(wint[c]) * int(min(ratio_i[cand[c]])))
-    z = model.new_int_var(max(lb_avg, lb_item) if nc else 0, max_nl, "z")
-    for v in nl:
-        model.add(z >= v)
+    t_start = time.perf_counter()
+    caps = np.asarray(capacities, dtype=np.float64)
+    racks = list(member_racks)
+    sc = _scaling(ic, caps)
+    hint = greedy(ic, caps)
+    cand, restricted = _candidates(ic, hint, max_vars, seed)
+    mdl = _Model(ic, sc, cand, racks, tangents)
+    model = mdl.model
     if load_cap is not None:
-        capv = math.floor(load_cap / unit + 1e-9)
-        model.add(z <= capv)
-    # per-member largest possible normalised load
-    nl_hi = [min(max_nl, sum(w * int(ic.count[c]) for c, (w, _) in zip(load_cls[m], load_terms[m], strict=True))
-                 * int(ratio_i[m])) for m in range(n)]
-    z_ub = [max_nl]
-
-    def sum_sq_expr() -> cp_model.LinearExprT:
-        """Sum of squared normalised loads, built once the max-load bound is known.
-
-        Small ranges use the order encoding ``NL = sum_k b_k``, ``sum_k (2k - 1) b_k``
-        (linear, with the flow's integral LP relaxation); large ranges an exact
-        product plus tangent cuts ``sq >= 2 a NL - a**2``.
-        """
-        terms = []
-        for m in range(n):
-            hi = min(nl_hi[m], z_ub[0])
-            if hi <= 0:
-                continue
-            step = int(ratio_i[m])
-            levels = hi // step
-            if levels <= ORDER_ENCODING_MAX:
-                bs = [model.new_bool_var(f"b{m}_{k}") for k in range(1, levels + 1)]
-                for a, b in itertools.pairwise(bs):
-                    model.add_implication(b, a)
-                model.add(nl[m] == step * sum(bs))
-                # (step k)^2 - (step (k-1))^2 = step^2 (2k - 1)
-                terms.append(sum(step * step * (2 * k - 1) * b for k, b in enumerate(bs, start=1)))
-            else:
-                sq = model.new_int_var(0, hi * hi, f"sq{m}")
-                model.add_multiplication_equality(sq, [nl[m], nl[m]])
-                for pt in _tangent_points(hi, tangents):
-                    model.add(sq >= 2 * pt * nl[m] - pt * pt)
-                terms.append(sq)
-        return sum(terms) if terms else 0
-
-    exprs: dict[str, Any] = {
-        "max_load": z,
-        "moves": sum(k * v for k, v in mv_terms) if mv_terms else 0,
-        "racks": sum(k * v for k, v in rk_terms) if rk_terms else 0,
-    }
-    if moves_cap is not None and mv_terms:
-        model.add(sum(k * v for k, v in mv_terms) <= math.floor(moves_cap * mscale + 1e-9))
+        model.add(mdl.z <= math.floor(load_cap / sc.unit + 1e-9))
+    if moves_cap is not None and mdl.mv_terms:
+        model.add(sum(k * v for k, v in mdl.mv_terms) <= math.floor(moves_cap * sc.mscale + 1e-9))
     if sum_sq_cap is not None:
-        model.add(sum_sq_expr() <= _int_cap(sum_sq_cap / (unit * unit)))
-    to_orig = {"max_load": unit, "sum_sq": unit * unit, "moves": 1.0 / mscale, "racks": 1.0}
-
-    # hint
-    def set_hint(sol: dict[tuple[int, int], int]) -> None:
-        model.clear_hints()
-        for c, row in enumerate(xs):
-            for m, v in row:
-                model.add_hint(v, sol.get((c, m), 0))
-
-    current = {(c, m): int(hint[c, m]) for c in range(nc) for m in cand[c].tolist() if hint[c, m]}
-    # greedy counts outside the candidate set cannot happen (greedy members are kept)
-    set_hint(current)
+        model.add(mdl.sum_sq_expr() <= _int_cap(sum_sq_cap / (sc.unit * sc.unit)))
+    current = {(c, m): int(hint[c, m]) for c in range(ic.n_classes) for m in cand[c].tolist() if hint[c, m]}
+    mdl.set_hint(current)  # greedy counts outside the candidate set cannot happen (greedy members are kept)
 
     if weights is not None:
         coef = {"sum_sq": weights.get("balance", 0.0), "moves": weights.get("moves", 0.0),
                 "racks": weights.get("racks", 0.0)}
-        units = np.array([coef[k] * to_orig[k] for k in coef])
+        units = np.array([coef[k] * mdl.to_orig[k] for k in coef])
         nz = units[units > 0]
         norm = units / nz.min() if nz.size else units
-        sc = decimal_scale(norm, 3)
-        ints = [round(float(u) * sc) for u in norm]
-        exprs["sum_sq"] = sum_sq_expr() if weights.get("balance", 0) > 0 else 0
-        plan: list[tuple[str, Any]] = [("weighted", sum(i * exprs[k] for i, k in zip(ints, coef, strict=True)))]
+        wscale = decimal_scale(norm, 3)
+        ints = [round(float(u) * wscale) for u in norm]
+        mdl.exprs["sum_sq"] = mdl.sum_sq_expr() if weights.get("balance", 0) > 0 else 0
+        plan: list[tuple[str, Any]] = [("weighted", sum(i * mdl.exprs[k] for i, k in zip(ints, coef, strict=True)))]
     else:
         plan = [(s, None) for s in stages]
-
-    own_int = [{o: round(oc * mscale) for o, oc in ic.owners[c]} for c in range(nc)]
-
-    def _stage_value(name: str, sol: dict[tuple[int, int], int]) -> int:
-        """A stage's scaled value for a solution given as counts (used when CP-SAT found none)."""
-        load = np.zeros(n, dtype=np.int64)
-        mv = rk = 0
-        for (c, m), k in sol.items():
-            load[m] += k * int(wint[c])
-            mv += k * (int(owned_int[c]) - own_int[c].get(m, 0))
-            rk += k * ic.rack_cost(c, racks[m])
-        norm = load * ratio_i
-        return {"max_load": int(norm.max(initial=0)), "sum_sq": int((norm.astype(object) ** 2).sum()),
-                "moves": mv, "racks": rk}[name]
 
     reports: list[StageReport] = []
     budget = max(0.05, float(time_limit))
@@ -413,7 +450,7 @@ def solve_cpsat(
         share = 0.5 if i == 0 and left > 1 else 1.0 / left
         stage_budget = max(0.05, (budget - spent) * share)
         if expr is None:
-            expr = sum_sq_expr() if name == "sum_sq" else exprs[name]
+            expr = mdl.sum_sq_expr() if name == "sum_sq" else mdl.exprs[name]
         if isinstance(expr, int):
             reports.append(StageReport(name, 0.0, 0.0, True, 0.0))
             continue
@@ -423,10 +460,8 @@ def solve_cpsat(
         p.random_seed = int(seed)
         if interleave:
             p.interleave_search = True
-            p.num_workers = max(1, int(workers))
-        else:
-            # one worker is deterministic; more run a parallel portfolio (faster, not reproducible)
-            p.num_workers = max(1, int(workers))
+        # one worker is deterministic; more run a parallel portfolio (faster, not reproducible)
+        p.num_workers = max(1, int(workers))
         p.max_deterministic_time = stage_budget
         # wall-clock cap so that --time-limit holds on a slow or busy machine; results are
         # reproducible unless this cap (rather than the deterministic limit) ends a stage
@@ -437,40 +472,39 @@ def solve_cpsat(
         spent += min(dt, stage_budget)
         if st == cp_model.INFEASIBLE:
             raise InfeasibleError("no assignment satisfies the constraints (CP-SAT proved it infeasible)")
-        f = to_orig.get(name, 1.0)
+        f = mdl.to_orig.get(name, 1.0)
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             # no solution in the limit: keep the previous complete solution (greedy for the first
             # stage) when it satisfies the hard constraints, with only the obvious bound
             if load_cap is not None or moves_cap is not None or sum_sq_cap is not None or name == "weighted":
                 raise InfeasibleError(
                     f"CP-SAT found no solution within the time limit (status {solver.status_name(st)})")
-            val = _stage_value(name, current)
-            bnd = max(lb_avg, lb_item) if name == "max_load" else 0
+            val = mdl.value(name, current)
+            bnd = mdl.lb if name == "max_load" else 0
             model.add(expr <= val)
             if name == "max_load":
-                z_ub[0] = val
+                mdl.z_ub = val
             reports.append(StageReport(name, val * f, bnd * f, False, dt))
             continue
         val = round(solver.objective_value)
         bnd = math.ceil(solver.best_objective_bound - 1e-9)
         proven = st == cp_model.OPTIMAL
-        current = {(c, m): int(solver.value(v)) for c, row in enumerate(xs) for m, v in row if solver.value(v)}
-        set_hint(current)
+        current = {(c, m): int(solver.value(v)) for c, row in enumerate(mdl.xs) for m, v in row if solver.value(v)}
+        mdl.set_hint(current)
         if proven:
             model.add(expr == val)
         else:
             model.add(expr <= val)
         if name == "max_load":
-            z_ub[0] = val
+            mdl.z_ub = val
         reports.append(StageReport(name, val * f, bnd * f, proven, dt))
 
-    flows = [(c, m, k) for (c, m), k in sorted(current.items())]
     return CpsatOutcome(
-        flows=flows,
+        flows=[(c, m, k) for (c, m), k in sorted(current.items())],
         stages=reports,
-        exact=exact,
+        exact=sc.exact,
         restricted=restricted,
         seconds=time.perf_counter() - t_start,
-        info={"weight_scale": ws_f, "capacity_lcm": big_l, "variables": sum(len(r) for r in xs),
-              "lower_bound_max_load": max(lb_avg, lb_item) * unit},
+        info={"weight_scale": sc.ws_f, "capacity_lcm": sc.big_l, "variables": sum(len(r) for r in mdl.xs),
+              "lower_bound_max_load": mdl.lb * sc.unit},
     )
