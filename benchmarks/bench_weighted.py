@@ -134,8 +134,9 @@ def _pair(a: float, b: float | None) -> str:
     return "-" if b is None else f"{a:,.0f} / {b:,.0f}"
 
 
-def run_scale(time_limit: float, deterministic: bool) -> None:
-    """The weighted-scale groups, whole-process, strict and 1% tolerance, beside cooperative-sticky and greedies."""
+def run_scale(time_limit: float, deterministic: bool, peer: str | None = None) -> None:
+    """The weighted-scale groups, whole-process, strict and 1% tolerance, beside cooperative-sticky and greedies;
+    with ``peer`` (another checkout of kassign), the same commands from it, in the same run."""
     import subprocess
     import sys
     import tempfile
@@ -158,6 +159,14 @@ def run_scale(time_limit: float, deterministic: bool) -> None:
         recs = [json.loads(line) for line in fh if line.strip()]
     kassign = [sys.executable, "-m", "spark_runner", "assign"]
     seed = ["--seed", "0"] if deterministic else []
+
+    def solve(path: Path, extra: list[str], where: str | None = None) -> tuple[float, dict[str, Any]]:
+        env = {**os.environ, "PYTHONPATH": where} if where else None
+        t0 = time.perf_counter()
+        p = subprocess.run([*kassign, str(path), "--assignor", "optimal", "--time-limit", str(time_limit), *seed,
+                            *extra], capture_output=True, text=True, check=True, env=env, cwd=where)
+        return time.perf_counter() - t0, json.loads(p.stdout)["stats"]
+
     print(f"## scale: {len(recs)} weighted groups, `kassign assign --assignor optimal --time-limit {time_limit:g}`"
           f"{' --seed 0' if deterministic else ''} per process, strict | `--balance-tolerance 0.01`")
     print("| group | partitions x members | s (strict / 1%) | max load / best | proven | moves / best "
@@ -165,7 +174,9 @@ def run_scale(time_limit: float, deterministic: bool) -> None:
           "| shed-refill moves at kassign's caps |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     secs: list[float] = []
+    peer_rows: list[tuple[str, str, float, dict[str, Any]]] = []
     counts = {"proven": 0, "ml": 0, "tol1": 0, "gap1": 0, "beaten": 0}
+    ours: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
     tmp = Path(tempfile.mkdtemp())
     for rec in recs:
         q = ref[rec["id"]]
@@ -173,17 +184,18 @@ def run_scale(time_limit: float, deterministic: bool) -> None:
         path.write_text(json.dumps(rec["instance"]))
         out = {}
         for tag, extra in (("strict", []), ("tol", ["--balance-tolerance", "0.01"])):
-            t0 = time.perf_counter()
-            p = subprocess.run([*kassign, str(path), "--assignor", "optimal", "--time-limit", str(time_limit),
-                                *seed, *extra], capture_output=True, text=True, check=True)
-            secs.append(time.perf_counter() - t0)
-            doc = json.loads(p.stdout)
-            st = doc["stats"]
-            out[tag] = (secs[-1], dict(zip(st["stages"], st["objective"], strict=True)),
+            dt, st = solve(path, extra)
+            secs.append(dt)
+            out[tag] = (dt, dict(zip(st["stages"], st["objective"], strict=True)),
                         dict(zip(st["stages"], st["stage_gaps"], strict=True)),
                         dict(zip(st["stages"], st["stage_proven"], strict=True)))
+        if peer is not None:
+            for tag, extra in (("strict", []), ("tol", ["--balance-tolerance", "0.01"])):
+                dt, st = solve(path, extra, peer)
+                peer_rows.append((rec["id"], tag, dt, dict(zip(st["stages"], st["objective"], strict=True))))
         inst = parse_instance(rec["instance"])
         (t_s, obj, gaps, prv), (t_t, obj1, gaps1, _) = out["strict"], out["tol"]
+        ours[rec["id"], "strict"], ours[rec["id"], "tol"] = (t_s, obj), (t_t, obj1)
         coop = get("cooperative-sticky").run(inst, Params(options={"rounds": "settle"}))
         c_ml = float(member_loads(inst, coop.assignment).max())
         c_mv = score(inst, coop.assignment)["moved_cost"]
@@ -215,6 +227,18 @@ def run_scale(time_limit: float, deterministic: bool) -> None:
           f"moves within 1% (+1) of the best known {counts['tol1']}/{n}, proven gap <= 1% {counts['gap1']}/{n}; "
           f"shed-and-refill beats kassign's moves at its caps on {counts['beaten']}/{n}; whole process median "
           f"{statistics.median(secs):.1f} s, max {max(secs):.1f} s\n")
+    if peer_rows:
+        print(f"### peer in the same run: {peer}")
+        print("| group | run | s (peer) | max load / peer's | moved cost / peer's |")
+        print("|---|---|---|---|---|")
+        for rid, tag, dt, pobj in peer_rows:
+            t_o, o = ours[rid, tag]
+            def rel(a: float, b: float) -> str:
+                return "1.000" if a == b else f"{a / b:.4f}" if b else f"{a:,.0f} / 0"
+            print(f"| {rid} | {tag} | {t_o:.1f} ({dt:.1f}) | {rel(o['max_load'], pobj['max_load'])} "
+                  f"| {rel(o['moves'], pobj['moves'])} |")
+        psecs = [dt for *_, dt, _ in peer_rows]
+        print(f"\npeer whole process median {statistics.median(psecs):.1f} s, max {max(psecs):.1f} s\n")
 
 
 def run_large(time_limit: float, deterministic: bool) -> None:
@@ -292,13 +316,14 @@ def main() -> None:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--deterministic", action="store_true")
+    ap.add_argument("--peer", help="scale case: another kassign checkout to run beside this one (same commands)")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     for case in args.cases.split(","):
         if case == "realistic":
             run_realistic(args.time_limit, args.deterministic)
         elif case == "scale":
-            run_scale(args.time_limit, args.deterministic)
+            run_scale(args.time_limit, args.deterministic, args.peer)
         elif case == "large":
             run_large(args.time_limit, args.deterministic)
         elif case == "backends":
