@@ -95,22 +95,26 @@ class _Model:
         return total - int((x[self.cheap_c, self.cheap_m] * self.cheap_d).sum())
 
 
-def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int, workers: int,
-           deterministic: bool, fixed_home: np.ndarray | None = None) -> np.ndarray | None:
-    """Re-solve ``win`` (or, with ``fixed_home``, the free classes anywhere with room); ``None``: no gain."""
+def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, seconds: float, seed: int,
+             workers: int, deterministic: bool, below: int | None) -> np.ndarray | None:
+    """Place the items ``counts`` (classes x members, hint) on ``win`` at the least moved cost, each member
+    within its room less ``base``; with ``below``, only an arrangement cheaper than that is of use.
+
+    Returns the new counts (zero outside ``win``), or ``None`` when nothing (better) was found.
+    """
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
-    cls = np.flatnonzero(x[:, win].sum(axis=1)).tolist()
     loads: dict[int, list[tuple[int, Any]]] = {m: [] for m in win}
     terms: list[tuple[int, Any]] = []
     ys: dict[tuple[int, int], Any] = {}
-    current = 0
+    cls = np.flatnonzero(counts[:, win].sum(axis=1)).tolist()
     for c in cls:
-        k = int(x[c, win].sum())
-        members = [m for m in win if m in mod.elig[c]]
+        k = int(counts[c, win].sum())
         row = []
-        for m in members:
+        for m in win:
+            if m not in mod.elig[c] or mod.W[c] > mod.room[m] - base[m]:
+                continue
             v = model.new_int_var(0, k, "") if k > 1 else model.new_bool_var("")
             ys[c, m] = v
             row.append(v)
@@ -119,17 +123,16 @@ def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int
             cost = mod.cost(c, m)
             if cost:
                 terms.append((cost, v))
-            current += cost * int(x[c, m])
-            model.add_hint(v, int(x[c, m]))
+            model.add_hint(v, int(counts[c, m]))
+        if not row:
+            return None
         model.add(sum(row) == k)
-    base = np.zeros(mod.n, dtype=np.int64) if fixed_home is None else fixed_home
     for m in win:
         if loads[m]:
             model.add(sum(w * v for w, v in loads[m]) <= int(mod.room[m] - base[m]))
     objective = sum(k * v for k, v in terms) if terms else 0
-    if current == 0:
-        return None
-    model.add(objective <= current - 1)  # only a cheaper arrangement is of use
+    if below is not None:
+        model.add(objective <= below - 1)
     model.minimize(objective)
     solver = cp_model.CpSolver()
     p = solver.parameters
@@ -140,13 +143,25 @@ def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int
         p.max_time_in_seconds = seconds * 20 + 1
     else:
         p.max_time_in_seconds = max(0.01, seconds)
-    st = solver.solve(model)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    out = x.copy()
-    out[np.ix_(cls, win)] = 0
+    out = np.zeros_like(counts)
     for (c, m), v in ys.items():
         out[c, m] = solver.value(v)
+    return out
+
+
+def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int, workers: int,
+           deterministic: bool) -> np.ndarray | None:
+    """Re-solve window ``win`` of ``x``: its items among its members; ``None`` when nothing cheaper was found."""
+    current = sum(mod.cost(c, m) * int(x[c, m]) for m in win for c in np.flatnonzero(x[:, m]).tolist())
+    if current == 0:
+        return None
+    got = _resolve(mod, x, win, np.zeros(mod.n, dtype=np.int64), seconds, seed, workers, deterministic, current)
+    if got is None:
+        return None
+    out = x.copy()
+    out[:, win] = got[:, win]
     return out
 
 
@@ -260,58 +275,8 @@ def focused(d: Data, cap: int, budget: Budget, hint: np.ndarray | None = None, *
             loose[c, members] = hint[c, members]
         else:
             loose[c, members[0]] = counts[c]
-    got = _solve_free(mod, loose, win, base, budget, seed)
+    secs = budget.seconds(max(WINDOW_SECONDS, budget.windows * WINDOW_SECONDS / 4 if budget.deterministic else 1e9))
+    got = _resolve(mod, loose, win, base, secs, seed, budget.workers, budget.deterministic, None)
     if got is None:
         return None
     return start + got
-
-
-def _solve_free(mod: _Model, loose: np.ndarray, win: list[int], base: np.ndarray, budget: Budget,
-                seed: int) -> np.ndarray | None:
-    """The focused model: free classes over ``win`` with rooms less ``base``, hard caps, least moved cost."""
-    from ortools.sat.python import cp_model
-
-    model = cp_model.CpModel()
-    loads: dict[int, list[tuple[int, Any]]] = {m: [] for m in win}
-    terms: list[tuple[int, Any]] = []
-    ys: dict[tuple[int, int], Any] = {}
-    cls = np.flatnonzero(loose.sum(axis=1)).tolist()
-    for c in cls:
-        k = int(loose[c].sum())
-        row = []
-        for m in win:
-            if m not in mod.elig[c] or mod.W[c] > mod.room[m] - base[m]:
-                continue
-            v = model.new_int_var(0, k, "") if k > 1 else model.new_bool_var("")
-            ys[c, m] = v
-            row.append(v)
-            if mod.W[c]:
-                loads[m].append((int(mod.W[c]), v))
-            cost = mod.cost(c, m)
-            if cost:
-                terms.append((cost, v))
-            model.add_hint(v, int(loose[c, m]))
-        if not row:
-            return None
-        model.add(sum(row) == k)
-    for m in win:
-        if loads[m]:
-            model.add(sum(w * v for w, v in loads[m]) <= int(mod.room[m] - base[m]))
-    model.minimize(sum(k * v for k, v in terms) if terms else 0)
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1 if budget.deterministic else max(1, budget.workers)
-    secs = budget.seconds(max(WINDOW_SECONDS, budget.windows * WINDOW_SECONDS / 4 if budget.deterministic else 1e9))
-    if budget.deterministic:
-        p.max_deterministic_time = secs
-        p.max_time_in_seconds = secs * 20 + 1
-    else:
-        p.max_time_in_seconds = max(0.01, secs)
-    st = solver.solve(model)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    out = np.zeros_like(loose)
-    for (c, m), v in ys.items():
-        out[c, m] = solver.value(v)
-    return out
