@@ -73,6 +73,11 @@ from solver.streams.model import (
     Task,
 )
 from spark_runner.scenarios.consumer import (
+    JAVA_LONG_MAX,
+    MAX_SCENARIO_MEMBERS,
+    MAX_SCENARIO_PAIRS,
+    MAX_SCENARIO_PARTITIONS,
+    MAX_SCENARIO_STEPS,
     CheckedParams,
     ScenarioParams,
     _choice,
@@ -117,15 +122,17 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "stateful_share": _float_range(0.0, 1.0),
     "stores_max": _int_at_least(1),
     "standby_replicas": _int_at_least(0),
-    "acceptable_recovery_lag": _int_at_least(0),
+    # a lag is at most a task's state size, which is at least acceptable_recovery_lag + 1: both Java longs
+    "acceptable_recovery_lag": _int_at_least(0, JAVA_LONG_MAX - 1),
     "max_warmup_replicas": _int_at_least(1),
     "initial": _choice(INITIAL_STATES),
     "stale_share": _float_range(0.0, 1.0),
-    "state_size": _int_at_least(1),
-    "restore_rate": _int_at_least(0),
-    "lag_growth": _int_at_least(0),
+    # state sizes are drawn up to ~150 x state_size (lognormal): 1e15 keeps them Java longs
+    "state_size": _int_at_least(1, 10**15),
+    "restore_rate": _int_at_least(0, JAVA_LONG_MAX),
+    "lag_growth": _int_at_least(0, JAVA_LONG_MAX),
     "drift": _float_range(0.0, 5.0),
-    "steps": _int_at_least(0),
+    "steps": _int_at_least(0, MAX_SCENARIO_STEPS),
     "events": _events_check(STREAMS_EVENT_KINDS, "Streams event kind"),
     "scale_k": _int_at_least(1),
     "max_clients": _optional(_int_at_least(1)),
@@ -253,6 +260,17 @@ class StreamsScenarioParams(CheckedParams):
         if self.max_tasks is not None and self.subtopologies * self.partitions_max > self.max_tasks:
             out.append(("max_tasks", f"must be >= subtopologies * partitions_max "
                                      f"({self.subtopologies * self.partitions_max})"))
+        tasks = self.subtopologies * self.partitions_max
+        replicas = 1 + min(self.standby_replicas, self.client_cap)
+        if tasks > MAX_SCENARIO_PARTITIONS:
+            out.append(("partitions_max", f"subtopologies x partitions_max = {tasks:,} tasks, more than a scenario's "
+                                          f"limit of {MAX_SCENARIO_PARTITIONS:,}"))
+        elif self.client_cap > MAX_SCENARIO_MEMBERS:
+            out.append(("clients", f"up to {self.client_cap:,} clients (max_clients, or 2 x clients + scale_k), "
+                                   f"more than a scenario's limit of {MAX_SCENARIO_MEMBERS:,}"))
+        elif tasks * self.client_cap * replicas > MAX_SCENARIO_PAIRS:
+            out.append(("clients", f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s), more "
+                                   f"than a scenario's limit of {MAX_SCENARIO_PAIRS:,}"))
         return out
 
     def canonical_json(self) -> str:
