@@ -29,6 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from solver.runtime import run_cpsat
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
@@ -598,7 +600,7 @@ def minimise(solver: Any, model: Any, objective: Any) -> str:
         two ``solver.objective_value`` holds the best objective.
     """
     model.minimize(objective)
-    return status_name(solver.solve(model))
+    return status_name(run_cpsat(solver, model))
 
 
 def item_vars(model: Any, n_items: int, n_bins: int) -> list[list[Any]]:
@@ -769,7 +771,7 @@ def sat_pack(
     if pm is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
     solver = new_solver(time_limit, seed)
-    st = status_name(solver.solve(pm.model))
+    st = status_name(run_cpsat(solver, pm.model))
     bins = read_bins(solver, pm.x) if st in ("optimal", "feasible") else None
     if st == "feasible":
         st = "optimal"  # a feasibility model has nothing left to prove once a solution exists

@@ -118,7 +118,7 @@ def validate(
 def assign(
     file: Annotated[Path, typer.Argument(help="One instance (.json/.yaml) or many (.jsonl, .jsonl.gz).")],
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
-    out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    out: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     time_limit: Annotated[float | None, typer.Option(help="Seconds a solver may use.")] = None,
     seed: Annotated[
         int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
@@ -141,8 +141,10 @@ def assign(
     spec = get_assignor(assignor)  # unknown names fail before any input is read
     opts = check_options(assignor, _parse_options(option))
     if settle:
+        if opts.get("settle") is False:
+            raise UsageError("--settle and -O settle=false contradict each other")
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts, balance_tolerance)
+    params = _params(time_limit, seed, objective, opts, balance_tolerance)  # every value in range, before work
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line
@@ -190,6 +192,7 @@ def score(
     if str(instance) == "-" and str(assignment) == "-":
         raise UsageError("score reads one of INSTANCE and ASSIGNMENT from stdin ('-'), not both")
     out_fmt = _format(fmt, as_json)
+    params = _params(time_limit, 0, None, {})  # in range before any input is read
     recs = _records(instance)
     if len(recs) != 1:
         raise UsageError(f"{instance}: score needs exactly one instance, the file has {len(recs)}")
@@ -205,7 +208,7 @@ def score(
         asg = read_assignment(assignment)
     metrics = score_fn(inst, asg)
     if gaps:
-        metrics.update(_gap_columns(inst, asg, metrics, _params(time_limit, 0, None, {})))
+        metrics.update(_gap_columns(inst, asg, metrics, params))
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
@@ -288,31 +291,65 @@ _load_commands()
 
 
 def main() -> None:
-    """Console-script entry point: run the app and map errors to exit codes."""
+    """Console-script entry point: run the app under the supervisor (signals, stdout) and exit with its code."""
+    from spark_runner.cli import supervise
+
+    sys.exit(supervise.run(_main, lambda line: stderr.print(line, markup=False)))
+
+
+def _main() -> int:
+    """Run the app; map every error to its documented exit code (docs/cli.md) and a one-line message."""
+    from solver.errors import Interrupted
+    from solver.resources import MEMORY_ENV
+    from spark_runner.cli.supervise import StdoutError
+
     try:
+        _check_environment()
         app()
+        return 0
+    except SystemExit as e:  # Typer's own exit (help, usage errors, typer.Exit)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+    except (StdoutError, Interrupted):
+        raise  # the supervisor's
     except InstanceError as e:  # 65 invalid data, 66 a missing file
         stderr.print(e.render(), markup=False)
-        sys.exit(e.exit_code)
+        return e.exit_code
     except UnknownAssignorError as e:
         stderr.print(f"error: {e.args[0]}", markup=False)
-        sys.exit(EXIT_USAGE)
+        return EXIT_USAGE
     except UnsupportedInstanceError as e:
         stderr.print(f"error: {e}", markup=False)
-        sys.exit(EXIT_INFEASIBLE)
-    except KassignError as e:
+        return EXIT_INFEASIBLE
+    except KassignError as e:  # usage 2, infeasible 3, output 73/74, busy 75 ...
         stderr.print(f"error: {e}", markup=False)
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        stderr.print("interrupted", markup=False)
-        sys.exit(130)
+        return e.exit_code
+    except MemoryError:  # an estimate that fell short: the documented refusal, not a crash
+        from solver.resources import available_memory, human
+
+        try:
+            avail = f" ({human(available_memory())} is available)"
+        except Exception:  # the limit itself may be what is wrong
+            avail = ""
+        stderr.print(f"error: out of memory{avail}: the input is too large for this machine or its limits "
+                     f"(ulimit -v, the cgroup, {MEMORY_ENV}); nothing was written", markup=False)
+        return EXIT_DATA
     except Exception as e:  # internal error: short message, traceback on request
         if os.environ.get("KASSIGN_DEBUG"):
             traceback.print_exc()
         else:
             stderr.print(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)",
                          markup=False)
-        sys.exit(EXIT_INTERNAL)
+        return EXIT_INTERNAL
+
+
+def _check_environment() -> None:
+    """The environment variables kassign reads, checked before any work (a bad value is a usage error)."""
+    from solver.model.files import input_limit
+    from solver.resources import available_memory, limit_arenas
+
+    available_memory()  # KASSIGN_MEMORY_LIMIT
+    input_limit()  # KASSIGN_INPUT_LIMIT
+    limit_arenas()  # before any solver thread exists
 
 
 __all__ = ["Problem", "app", "main"]

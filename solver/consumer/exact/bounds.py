@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from solver.consumer.items import ItemClasses
+from solver.runtime import run_mip
 
 #: Relative slack taken off the LP optimum before rounding up (floating-point LP).
 LP_SLACK = 1e-7
@@ -75,7 +76,7 @@ def _lp_bound(ic: ItemClasses, wint: list[int], ratio: list[int]) -> int:
         if row:
             lp.Add(z >= ratio[m] * lp.Sum([w * v for w, v in row]))
     lp.Minimize(z)
-    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+    if run_mip(lp) != pywraplp.Solver.OPTIMAL:
         return 0
     val = z.solution_value()
     return max(0, math.ceil(val - max(1e-6, LP_SLACK * abs(val))))

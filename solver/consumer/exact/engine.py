@@ -60,6 +60,7 @@ from solver.consumer.exact.local import MAX_ITEMS, Data, improve, level
 from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
+from solver.runtime import run_cpsat
 
 STAGES = ("max_load", "sum_sq", "moves", "racks", "topic_balance")
 #: Stages with a linear objective (the probe and the MIP backends take these).
@@ -493,7 +494,7 @@ def solve_exact(
         p.max_deterministic_time = seconds
         p.max_time_in_seconds = seconds * 20.0 + 1.0 if deterministic else seconds
         t0 = time.perf_counter()
-        st = solver.solve(model)
+        st = run_cpsat(solver, model)
         dt = time.perf_counter() - t0
         det_spent[0] += min(seconds, solver.deterministic_time)
         name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
