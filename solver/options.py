@@ -24,6 +24,7 @@ solver.errors.OptionError: --balance-tolerance must be a number between 0 and 10
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,7 @@ def _num(x: float) -> str:
 class Number:
     """A numeric option: ``integer`` or a float, within ``[lo, hi]`` (``lo`` excluded when ``lo_open``).
 
-    Floats must be finite; ``-0.0`` reads as ``0.0``.  Booleans are not numbers.
+    Floats must be finite and not subnormal; ``-0.0`` reads as ``0.0``.  Booleans are not numbers.
     """
 
     name: str
@@ -88,7 +89,8 @@ class Number:
         if ok and self.integer and not isinstance(value, int):
             ok = False
         if ok and isinstance(value, float):
-            ok = math.isfinite(value)
+            # finite and normal: a subnormal (below 2.2e-308) loses precision and overflows when divided by
+            ok = math.isfinite(value) and (value == 0 or abs(value) >= sys.float_info.min)
             value = value + 0.0  # -0.0 -> 0.0
         if ok:
             ok = (value > self.lo if self.lo_open else value >= self.lo) and value <= self.hi
@@ -145,7 +147,7 @@ Option = Number | Choice | Flag
 # --------------------------------------------------------------------------- run parameters (every solver)
 
 #: Seconds a solver (or a whole command, for ``plan``) may use.
-TIME_LIMIT = Number("--time-limit", 0.0, 1e7, lo_open=True, what=" seconds")
+TIME_LIMIT = Number("--time-limit", 1e-3, 1e7, what=" seconds")
 #: Random seed; CP-SAT's seed is a 32-bit int.
 SEED = Number("--seed", 0, JAVA_INT_MAX, integer=True)
 #: The optimum's balance-movement trade: max load at most (1 + EPS) x the optimal max load.  Beyond 1000
@@ -224,10 +226,11 @@ CAPACITY = Number("--capacity", 1e-100, 1e100, words="a positive number")
 RESILIENCE = Number("--resilience", 0, 10_000, integer=True)
 #: ``plan --range A:B`` ends.
 RANGE_END = Number("--range", 1, JAVA_INT_MAX, integer=True)
-CATCH_UP_SECONDS = Number("--catch-up-seconds", 0.0, 1e9, lo_open=True)
-LAG_THRESHOLD = Number("--lag-threshold", 0.0, 1e18, lo_open=True)
+CATCH_UP_SECONDS = Number("--catch-up-seconds", 1e-3, 1e9)
+LAG_THRESHOLD = Number("--lag-threshold", 1e-3, 1e18)
 #: Capacity multiplier of an added instance: the range of a member's ``capacity``.
 NEW_CAPACITY = Number("--new-capacity", 1e-6, 1e6)
+#: Streams loads of an active task and of a standby replica: 0 (free) or a normal float, at most 1e6.
 ACTIVE_LOAD = Number("--active-load", 0.0, 1e6)
 STANDBY_LOAD = Number("--standby-load", 0.0, 1e6)
 PLAN_TIME_LIMIT = TIME_LIMIT
@@ -238,8 +241,8 @@ FRONTIER_POINTS = Number("--points", 2, 10_000, integer=True)
 SWEEP_PARTITIONS = Number("--partitions", 1, 100_000, integer=True)
 SWEEP_BATCH_SIZE = Number("--batch-size", 1, 1_000_000, integer=True)
 PROGRESS_EVERY = Number("--progress-every", 0.1, 86_400.0)
-CAPTURE_SAMPLE = Number("--sample", 0.0, 3600.0, lo_open=True, what=" seconds")
-CAPTURE_TIMEOUT = Number("--timeout", 0.0, 86_400.0, lo_open=True, what=" seconds")
+CAPTURE_SAMPLE = Number("--sample", 0.1, 3600.0, what=" seconds")
+CAPTURE_TIMEOUT = Number("--timeout", 0.1, 86_400.0, what=" seconds")
 NUM_STANDBY_REPLICAS = Number("--num-standby-replicas", 0, JAVA_INT_MAX, integer=True)
 ACCEPTABLE_RECOVERY_LAG = Number("--acceptable-recovery-lag", 0, JAVA_LONG_MAX, integer=True)
 MAX_WARMUP_REPLICAS = Number("--max-warmup-replicas", 1, JAVA_INT_MAX, integer=True)

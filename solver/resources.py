@@ -51,7 +51,7 @@ HA_WORK_LIMIT = 4 * 10**9
 #: Assignors whose work limit is :data:`HA_WORK_LIMIT` (their balancing loops scan every client per move).
 QUADRATIC_IN_CLIENTS = ("high-availability",)
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 class TooLargeError(InstanceError):
@@ -59,14 +59,14 @@ class TooLargeError(InstanceError):
 
 
 def parse_size(text: str, name: str = MEMORY_ENV) -> int:
-    """Bytes in ``text``: a number with an optional ``K``/``M``/``G``/``T`` suffix (powers of 1024).
+    """Bytes in ``text``: a number with an optional ``K``/``M``/``G``/``T``/``P`` suffix (powers of 1024).
 
     Examples
     --------
     >>> parse_size("512M"), parse_size("2g"), parse_size("1000")
     (536870912, 2147483648, 1000)
     """
-    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I)
     if not hit:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise ValueError(f"{name}={shown!r}: expected bytes such as 512M or 4G")
@@ -205,10 +205,11 @@ def _rss() -> int:
 def solver_memory_mb() -> int:
     """The memory limit, in MB, of a CP-SAT / SCIP solve: this process's size now plus what it can still get.
 
-    Both solvers compare the limit with the whole process's memory (CP-SAT: ``max_memory_in_mb`` against
-    the process's resident size) and end their search when it is crossed, instead of failing to allocate.
+    Both solvers compare the limit with the whole process's memory and end their search when it is
+    crossed, instead of failing to allocate; the larger of the resident and the virtual size is counted,
+    so the bound is never below what the process already uses.
     """
-    return max(64, (_rss() + available_memory()) >> 20)
+    return max(64, (max(_rss(), _vm_size()) + available_memory()) >> 20)
 
 
 _arenas_limited = False
@@ -236,15 +237,9 @@ def limit_arenas() -> None:
 def solver_base(workers: int = 1) -> int:
     """Bytes a CP-SAT / MIP solve needs besides its model: :data:`SOLVER_BASE` + per worker thread.
 
-    Loads OR-Tools first (when it is not loaded yet) so that what it maps is already counted in what
-    is available; an OR-Tools that does not load in the memory left is a :class:`TooLargeError`.
+    The libraries themselves are not counted: under an address-space limit the CLI loads them before
+    anything else (``spark_runner/cli/entry.py``), so what they map is part of what is used already.
     """
-    if "ortools.sat.python.cp_model" not in sys.modules:
-        try:
-            import ortools.sat.python.cp_model  # noqa: F401
-        except (ImportError, MemoryError) as e:
-            raise TooLargeError("solver", [Problem("", f"the solver library (OR-Tools) does not load in the memory "
-                                                       f"available ({human(available_memory())}): {e}")]) from None
     return SOLVER_BASE + SOLVER_PER_WORKER * max(1, workers)
 
 
@@ -258,6 +253,7 @@ class Need:
     work: int = 0
     work_limit: int = 0
     work_what: str = ""
+
 
 
 def check_fits(need: Need, source: str) -> None:
@@ -295,8 +291,9 @@ def consumer_need(instance: Any, kind: str, what: str, workers: int = 1) -> Need
         Solver threads (``kind="solver"``): each costs :data:`SOLVER_PER_WORKER`.
     """
     per_part, per_pair = CONSUMER_COSTS[kind]
+    flow = not instance.has_weights and len({m.capacity for m in instance.members}) <= 1
     base = solver_base(workers) if kind == "solver" else 0
-    if kind == "solver" and not instance.has_weights and len({m.capacity for m in instance.members}) <= 1:
+    if kind == "solver" and flow:
         # equal items go to the min-cost flow, whose arcs follow item classes, not partition-member pairs
         # (1,000,000 partitions x 2,000 members: about 300 MB peak, docs/benchmarks.md)
         per_part, per_pair = FLOW_COSTS

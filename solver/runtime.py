@@ -35,6 +35,7 @@ import contextlib
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,17 +48,43 @@ _ids = itertools.count()
 _temps: set[str] = set()
 
 
+#: Seconds after a stop request at which the hooks still registered are called again: a solver whose
+#: ``stop_search`` came just before its native search started would otherwise run its whole budget.
+RETRY_AFTER = (0.2, 1.0)
+
+
 def request_stop(signum: int) -> None:
-    """Ask the run to stop (``signum``: the signal that asked); calls every registered stop hook once."""
+    """Ask the run to stop (``signum``: the signal that asked); calls every registered stop hook.
+
+    The hooks still registered are called again after :data:`RETRY_AFTER` seconds (from a daemon thread).
+    """
     global _signum
     with _lock:
         first = _signum is None
         if first:
             _signum = signum
-        hooks = list(_hooks.values()) if first else []
+    if not first:
+        return
+    _call_hooks()
+    threading.Thread(target=_retry_hooks, name="kassign-stop-retry", daemon=True).start()
+
+
+def _call_hooks() -> None:
+    with _lock:
+        hooks = list(_hooks.values())
     for hook in hooks:
         with contextlib.suppress(Exception):  # a solver that already finished may refuse to stop
             hook()
+
+
+def _retry_hooks() -> None:
+    last = 0.0
+    for at in RETRY_AFTER:
+        time.sleep(at - last)
+        last = at
+        if _signum is None:  # reset in the meantime (a new run in this process)
+            return
+        _call_hooks()
 
 
 def stop_requested() -> int | None:
@@ -79,13 +106,10 @@ def stoppable(stop: Callable[[], Any]) -> Iterator[None]:
     block's outcome must not be used, so a stop request during (or before) the block raises
     :class:`~solver.errors.Interrupted` when it ends, in place of whatever the block raised.
     """
+    check()  # asked to stop already: do not start the call at all
     key = next(_ids)
     with _lock:
         _hooks[key] = stop
-        pending = _signum is not None
-    if pending:
-        with contextlib.suppress(Exception):
-            stop()
     try:
         yield
     except Exception:

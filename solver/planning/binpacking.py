@@ -108,12 +108,15 @@ def integerize(sizes: npt.ArrayLike, capacities: npt.ArrayLike) -> IntData:
     top = float(c.max()) if c.size else 1.0
     top = top if top > 0 else 1.0
     fac = _TARGET_CAPACITY / top
+    # an item far larger than every capacity (load 1e99, capacity 1e-100) would overflow int64; clipped, it
+    # still exceeds every capacity (at most _TARGET_CAPACITY), which is all that matters about it
+    sf = np.minimum(s * fac, float(_INT_LIMIT))
     return IntData(
         fac,
         False,
-        np.ceil(s * fac).astype(np.int64),
+        np.ceil(sf).astype(np.int64),
         np.floor(c * fac).astype(np.int64),
-        np.floor(s * fac).astype(np.int64),
+        np.floor(sf).astype(np.int64),
         np.ceil(c * fac).astype(np.int64),
     )
 

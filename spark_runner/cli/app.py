@@ -294,13 +294,21 @@ def main() -> None:
     """Console-script entry point: run the app under the supervisor (signals, stdout) and exit with its code."""
     from spark_runner.cli import supervise
 
-    sys.exit(supervise.run(_main, lambda line: stderr.print(line, markup=False)))
+    sys.exit(supervise.run(_main, _say))
+
+
+def _say(line: str) -> None:
+    """One diagnostic line on stderr, plainly: it must work when nothing else does (no memory left)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:  # stderr itself is gone: nothing left to tell
+        pass
 
 
 def _main() -> int:
     """Run the app; map every error to its documented exit code (docs/cli.md) and a one-line message."""
     from solver.errors import Interrupted
-    from solver.resources import MEMORY_ENV
     from spark_runner.cli.supervise import StdoutError
 
     try:
@@ -312,34 +320,47 @@ def _main() -> int:
     except (StdoutError, Interrupted):
         raise  # the supervisor's
     except InstanceError as e:  # 65 invalid data, 66 a missing file
-        stderr.print(e.render(), markup=False)
+        _say(e.render())
         return e.exit_code
     except UnknownAssignorError as e:
-        stderr.print(f"error: {e.args[0]}", markup=False)
+        _say(f"error: {e.args[0]}")
         return EXIT_USAGE
     except UnsupportedInstanceError as e:
-        stderr.print(f"error: {e}", markup=False)
+        _say(f"error: {e}")
         return EXIT_INFEASIBLE
     except KassignError as e:  # usage 2, infeasible 3, output 73/74, busy 75 ...
-        stderr.print(f"error: {e}", markup=False)
+        _say(f"error: {e}")
         return e.exit_code
     except MemoryError:  # an estimate that fell short: the documented refusal, not a crash
-        from solver.resources import available_memory, human
-
-        try:
-            avail = f" ({human(available_memory())} is available)"
-        except Exception:  # the limit itself may be what is wrong
-            avail = ""
-        stderr.print(f"error: out of memory{avail}: the input is too large for this machine or its limits "
-                     f"(ulimit -v, the cgroup, {MEMORY_ENV}); nothing was written", markup=False)
-        return EXIT_DATA
+        return out_of_memory(_say)
+    except ImportError as e:  # a library that cannot be mapped under an address-space limit is the same
+        if "failed to map segment" not in str(e) and "Cannot allocate memory" not in str(e):
+            raise
+        return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
         if os.environ.get("KASSIGN_DEBUG"):
             traceback.print_exc()
         else:
-            stderr.print(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)",
-                         markup=False)
+            _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
         return EXIT_INTERNAL
+
+
+def out_of_memory(say: Any, detail: str = "") -> int:
+    """Say that the run needs more memory than it may use; return the documented code (65)."""
+    from solver.resources import MEMORY_ENV, available_memory, human
+
+    try:
+        avail = f" ({human(available_memory())} is available)"
+    except Exception:  # the limit itself may be what is wrong
+        avail = ""
+    more = f": {detail}" if detail else ""
+    say(f"error: out of memory{avail}{more}; the input is too large for this machine or its limits (ulimit -v, "
+        f"the cgroup, {MEMORY_ENV}); nothing was written")
+    # out now: the interpreter's clean-up after a half-loaded library can crash (SIGSEGV) on the way out
+    from solver import runtime
+
+    runtime.remove_temps()
+    os._exit(EXIT_DATA)
 
 
 def _check_environment() -> None:

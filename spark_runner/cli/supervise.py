@@ -172,7 +172,10 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
 
     worker = threading.Thread(target=work, name="kassign-command", daemon=True)
     try:
-        worker.start()
+        try:
+            worker.start()
+        except RuntimeError:  # no memory for a thread's stack (ulimit -v): run here, stoppable between steps only
+            work()
         while worker.is_alive():
             worker.join(0.05)
             deadline = state["deadline"]
@@ -197,6 +200,10 @@ def _guarded(body: Callable[[], int], say: Callable[[str], None]) -> int:
     except Interrupted as e:
         say(str(e))
         return e.exit_code
+    except MemoryError:  # raised while an error was being reported: the documented refusal still
+        with contextlib.suppress(OSError):
+            os.write(2, b"error: out of memory; nothing was written\n")
+        return 65
 
 
 __all__ = ["EXIT_PIPE", "GRACE", "StdoutError", "guard_stdout", "run", "set_grace", "stdout_exit"]

@@ -733,8 +733,11 @@ def run_sweep(
                 batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every,
                                        committed)
             except Interrupted as e:
-                raise Interrupted(e.signum, interrupted_note(e.signum, out, skipped + committed[0],
-                                                             len(scenarios))) from None
+                try:  # what is on disk: a batch committed just before the signal counts too
+                    written = len(scenarios) - len(plan(grid, finished(out)))
+                except Exception:  # unreadable now: what this run saw committed
+                    written = skipped + committed[0]
+                raise Interrupted(e.signum, interrupted_note(e.signum, out, written, len(scenarios))) from None
             finally:
                 if own:
                     with contextlib.suppress(Exception):  # a JVM that is already gone cannot be stopped

@@ -29,8 +29,8 @@ def inst(tmp_path: Path) -> Path:
     (["-O", "workers=0"], "-O workers must be an integer between 1 and 64, got 0"),
     (["-O", "colour=red"], "-O colour: unknown option for 'optimal' (its options: backend, deterministic, "
                            "interleave, max_vars, workers)"),
-    (["--time-limit", "nan"], "--time-limit must be a number > 0 and <= 10000000 seconds, got nan"),
-    (["--time-limit", "inf"], "--time-limit must be a number > 0 and <= 10000000 seconds, got inf"),
+    (["--time-limit", "nan"], "--time-limit must be a number between 0.001 and 10000000 seconds, got nan"),
+    (["--time-limit", "inf"], "--time-limit must be a number between 0.001 and 10000000 seconds, got inf"),
 ])
 def test_bad_option_values_exit_2(inst: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str],
                                   registry_loaded: None) -> None:
