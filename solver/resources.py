@@ -127,14 +127,19 @@ def _meminfo(key: str) -> int | None:
     return None
 
 
-def _vm_size() -> int:
+def _status_bytes(key: str) -> int:
+    """A size from ``/proc/self/status`` (``VmSize``, ``VmRSS``) in bytes; 0 where there is none."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def _vm_size() -> int:
+    return _status_bytes("VmSize")
 
 
 def _rlimits() -> list[int]:
@@ -192,16 +197,6 @@ def available_memory() -> int:
     return min(found) if found else 4 << 30
 
 
-def _rss() -> int:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def solver_memory_mb() -> int:
     """The memory limit, in MB, of a CP-SAT / SCIP solve: this process's size now plus what it can still get.
 
@@ -209,7 +204,7 @@ def solver_memory_mb() -> int:
     crossed, instead of failing to allocate; the larger of the resident and the virtual size is counted,
     so the bound is never below what the process already uses.
     """
-    return max(64, (max(_rss(), _vm_size()) + available_memory()) >> 20)
+    return max(64, (max(_status_bytes("VmRSS"), _vm_size()) + available_memory()) >> 20)
 
 
 _arenas_limited = False

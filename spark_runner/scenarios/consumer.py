@@ -97,6 +97,26 @@ MAX_SCENARIO_PAIRS = 10**8
 MAX_SCENARIO_STEPS = 1_000
 
 
+def size_problems(items: tuple[str, int, str], group: tuple[str, int, str], pairs: int,
+                  pairs_what: str) -> list[tuple[str, str]]:
+    """One scenario's size against :data:`MAX_SCENARIO_PARTITIONS`, :data:`MAX_SCENARIO_MEMBERS` and
+    :data:`MAX_SCENARIO_PAIRS` (the first one crossed): ``(field, message)`` pairs for ``problems()``.
+
+    ``items``: (how they are counted, how many, what they are); ``group``: (its field, its cap, how the cap
+    is set); ``pairs``: items x group (x replicas), said as ``pairs_what``.
+    """
+    how, n_items, what = items
+    field, cap, rule = group
+    if n_items > MAX_SCENARIO_PARTITIONS:
+        return [("partitions_max", f"{how} = {n_items:,} {what}, more than a scenario's limit of "
+                                   f"{MAX_SCENARIO_PARTITIONS:,}")]
+    if cap > MAX_SCENARIO_MEMBERS:
+        return [(field, f"up to {cap:,} {field} ({rule}), more than a scenario's limit of {MAX_SCENARIO_MEMBERS:,}")]
+    if pairs > MAX_SCENARIO_PAIRS:
+        return [(field, f"{pairs_what}, more than a scenario's limit of {MAX_SCENARIO_PAIRS:,} pairs")]
+    return []
+
+
 def _shown(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:39] + "..."
@@ -342,15 +362,9 @@ class ScenarioParams(CheckedParams):
         if self.events == ("weight-drift",) and self.weights == "uniform":
             out.append(("events", "weight-drift alone needs weighted partitions (weights is uniform)"))
         parts = self.topics * self.partitions_max
-        if parts > MAX_SCENARIO_PARTITIONS:
-            out.append(("partitions_max", f"topics x partitions_max = {parts:,} partitions, more than a scenario's "
-                                          f"limit of {MAX_SCENARIO_PARTITIONS:,}"))
-        elif self.member_cap > MAX_SCENARIO_MEMBERS:
-            out.append(("members", f"up to {self.member_cap:,} members (max_members, or 2 x members + scale_k), "
-                                   f"more than a scenario's limit of {MAX_SCENARIO_MEMBERS:,}"))
-        elif parts * self.member_cap > MAX_SCENARIO_PAIRS:
-            out.append(("members", f"{parts:,} partitions x {self.member_cap:,} members, more than a scenario's "
-                                   f"limit of {MAX_SCENARIO_PAIRS:,} partition-member pairs"))
+        out += size_problems(("topics x partitions_max", parts, "partitions"),
+                             ("members", self.member_cap, "max_members, or 2 x members + scale_k"),
+                             parts * self.member_cap, f"{parts:,} partitions x {self.member_cap:,} members")
         return out
 
     @property

@@ -74,9 +74,6 @@ from solver.streams.model import (
 )
 from spark_runner.scenarios.consumer import (
     JAVA_LONG_MAX,
-    MAX_SCENARIO_MEMBERS,
-    MAX_SCENARIO_PAIRS,
-    MAX_SCENARIO_PARTITIONS,
     MAX_SCENARIO_STEPS,
     CheckedParams,
     ScenarioParams,
@@ -92,6 +89,7 @@ from spark_runner.scenarios.consumer import (
     random_rack,
     replica_racks,
     scenario_id,
+    size_problems,
 )
 
 PROTOCOL = "streams"
@@ -262,15 +260,10 @@ class StreamsScenarioParams(CheckedParams):
                                      f"({self.subtopologies * self.partitions_max})"))
         tasks = self.subtopologies * self.partitions_max
         replicas = 1 + min(self.standby_replicas, self.client_cap)
-        if tasks > MAX_SCENARIO_PARTITIONS:
-            out.append(("partitions_max", f"subtopologies x partitions_max = {tasks:,} tasks, more than a scenario's "
-                                          f"limit of {MAX_SCENARIO_PARTITIONS:,}"))
-        elif self.client_cap > MAX_SCENARIO_MEMBERS:
-            out.append(("clients", f"up to {self.client_cap:,} clients (max_clients, or 2 x clients + scale_k), "
-                                   f"more than a scenario's limit of {MAX_SCENARIO_MEMBERS:,}"))
-        elif tasks * self.client_cap * replicas > MAX_SCENARIO_PAIRS:
-            out.append(("clients", f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s), more "
-                                   f"than a scenario's limit of {MAX_SCENARIO_PAIRS:,}"))
+        out += size_problems(("subtopologies x partitions_max", tasks, "tasks"),
+                             ("clients", self.client_cap, "max_clients, or 2 x clients + scale_k"),
+                             tasks * self.client_cap * replicas,
+                             f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s)")
         return out
 
     def canonical_json(self) -> str:
