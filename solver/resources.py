@@ -160,13 +160,11 @@ def _rlimits() -> list[int]:
 def available_memory() -> int:
     """Bytes this process can still allocate: the smallest of the known limits.
 
-    The minimum of the machine's available memory (``MemAvailable``, or
-    physical memory off Linux), the cgroup's limit minus its usage (v2 and v1),
-    and the address-space and data ``rlimit`` minus the process's current size.
-    ``KASSIGN_MEMORY_LIMIT`` replaces the machine's available memory (which
-    counts caches other processes may give back) but never the hard limits: it
-    is capped by physical memory plus swap, the cgroup and the ``rlimit`` s, so a
-    huge value cannot switch the guard off.
+    The minimum of the machine's available memory (``MemAvailable``; physical
+    memory plus swap), the cgroup's limit minus its usage (v2 and v1), the
+    address-space and data ``rlimit`` minus the process's current size, and
+    ``KASSIGN_MEMORY_LIMIT`` when set: the variable lowers what kassign
+    assumes, never raises it, so a huge value cannot switch the guard off.
 
     Raises
     ------
@@ -190,10 +188,8 @@ def available_memory() -> int:
         if limit is not None and limit < 1 << 60:
             hard.append(max(0, limit - (_read_int(usage_file) or 0)))
     hard.extend(_rlimits())
-    if env:
-        return min([env, *hard])
     avail = _meminfo("MemAvailable")
-    found = hard + ([avail] if avail is not None else [])
+    found = hard + ([avail] if avail is not None else []) + ([env] if env else [])
     return min(found) if found else 4 << 30
 
 

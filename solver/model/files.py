@@ -112,6 +112,8 @@ def _raw_chunks(path: str | Path) -> Iterator[bytes]:
     total = 0
     try:
         if source == "-":
+            if sys.stdin is None or getattr(sys.stdin, "buffer", None) is None:
+                raise OSError(errno.EBADF, "stdin is closed")
             raw: Any = contextlib.nullcontext(sys.stdin.buffer)
         else:
             if os.path.isdir(source):
@@ -177,13 +179,17 @@ def read_bytes(path: str | Path) -> bytes:
 
 def iter_lines(path: str | Path) -> Iterator[str]:
     """The lines of a JSON lines file, bounded by :func:`input_limit` in total (a line ends without ``\\n``)."""
-    rest = ""
+    pending: list[str] = []  # the pieces of a line still open: joined once, not copied chunk after chunk
     for text in _text_chunks(path):
-        parts = (rest + text).split("\n")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest
+        parts = text.split("\n")
+        if len(parts) == 1:
+            pending.append(text)
+            continue
+        yield "".join([*pending, parts[0]])
+        yield from parts[1:-1]
+        pending = [parts[-1]] if parts[-1] else []
+    if pending:
+        yield "".join(pending)
 
 
 def _load_text(text: str, source: str, yaml_ok: bool, yaml_limits: dict[str, int] | None = None) -> Any:

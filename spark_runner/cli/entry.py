@@ -42,7 +42,7 @@ def main() -> None:
     (:func:`solver.resources.limit_arenas`); an import that still fails for memory is exit 65, not a
     traceback.
     """
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
             signal.signal(sig, _early_exit)
     limited = _address_space_limited()

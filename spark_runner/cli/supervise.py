@@ -45,8 +45,8 @@ from solver.errors import Interrupted, OutputError
 GRACE = 0.8
 #: Exit code when stdout's reader went away (EPIPE): what a shell reports for a command killed by SIGPIPE.
 EXIT_PIPE = 141
-#: Signals that stop a run.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Signals that stop a run (SIGHUP: the terminal went away; left alone when ignored, as under ``nohup``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _grace = GRACE
 _hard_exit_note: Callable[[], str] | None = None
@@ -106,8 +106,11 @@ def guard_stdout() -> None:
         return  # not a real descriptor (captured by a test): leave it
     with contextlib.suppress(Exception):
         old.flush()
+    utf8 = (old.encoding or "").lower().replace("-", "") == "utf8"
+    # a narrower encoding (PYTHONIOENCODING=ascii) escapes what it cannot say instead of failing mid-output
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=old.encoding,
-                                  errors=old.errors, line_buffering=bool(old.line_buffering))
+                                  errors=old.errors if utf8 else "backslashreplace",
+                                  line_buffering=bool(old.line_buffering))
 
 
 def _silence_stdout() -> None:

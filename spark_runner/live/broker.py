@@ -193,7 +193,7 @@ def read_client_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     try:
         text = read_text(path)
     except InstanceError as e:
-        raise ClientConfigError(e.render()) from None
+        raise ClientConfigError(f"{path}: cannot read: {'; '.join(p.message for p in e.problems)}") from None
     return client_config(parse_properties(text), str(path))
 
 

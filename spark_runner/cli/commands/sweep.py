@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,18 @@ class _Usage(KassignError):
 
 #: Seconds a sweep gets, after Ctrl-C or SIGTERM, to cancel its Spark job and stop Spark.
 SIGNAL_GRACE = 15.0
+
+
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,3})?\])?|(spark|k8s)://\S+|yarn")
+
+
+def _master(master: str | None) -> str | None:
+    """``--master`` must name a Spark master (``local[N]``, ``spark://``, ``k8s://``, ``yarn``): checked here, a
+    typo would otherwise reach the JVM and come back as its stack trace."""
+    if master is not None and not _MASTER.fullmatch(master.strip()):
+        raise _Usage(f"--master {master!r}: expected local, local[N], local[*], local[N,F], spark://HOST:PORT, "
+                     f"k8s://URL or yarn")
+    return master
 
 
 def _conf(pairs: list[str] | None) -> dict[str, str]:
@@ -62,6 +75,7 @@ def register(app: typer.Typer) -> None:
         check_optional(SWEEP_BATCH_SIZE, batch_size)
         PROGRESS_EVERY.check(progress_every)
         spark_conf = _conf(conf)
+        _master(master)
         if out.exists() and not out.is_dir():
             raise OutputError(str(out), "exists and is not a directory (--out names the sweep's directory)")
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
