@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import INT32_MAX, META_KEYS, pydantic_problems
+from solver.model.schema import INT32_MAX, UnitsSpec, meta_of, pydantic_problems
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -115,6 +115,7 @@ class StreamsInstanceSpec(_Strict):
     expected: Any = None
     facts: Any = None
     description: Any = None
+    units: UnitsSpec | None = None
 
 
 
@@ -181,7 +182,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
                            c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
                            c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost)
     streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies)
-    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    meta = meta_of(spec)
     return Instance(spec.name, "streams", {}, (), (), streams, meta)
 
 

@@ -61,6 +61,8 @@ from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA
 ROWS = "rows"
 REPORT = "report"
 MANIFEST = "manifest.json"
+#: The JVM's own output (Spark's banner and log4j warnings) of a sweep, under its ``--out``.
+SPARK_LOG = "spark.log"
 #: Environment hook for demonstrating fault tolerance: ``SCENARIO_ID[@MARKER_FILE]``; the
 #: first attempt of the task evaluating that scenario writes the marker file (if given)
 #: and raises, after it may already have produced rows (see docs/sweeps.md).
@@ -486,12 +488,16 @@ def _code_zip() -> str:
 
 
 def start_spark(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kassign-sweep"
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kassign-sweep",
+    log_path: str | Path | None = None,
 ) -> Any:
     """Start (or get) a SparkSession for sweeps.
 
     Local masters bind to 127.0.0.1 and get task retries; ``PYSPARK_PYTHON``
     defaults to the running interpreter so executors use the same environment.
+    With ``log_path`` the JVM's own output (its start-up banner, log4j's
+    warnings) goes to that file instead of the terminal, so a user sees only
+    kassign's lines; Spark errors still reach Python as exceptions.
     """
     m = normalize_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -501,25 +507,29 @@ def start_spark(
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    settings = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR",
+    settings = {"spark.master": m, "spark.app.name": app_name,
+                "spark.ui.showConsoleProgress": "false",
+                "spark.log.level": "ERROR",
                 "spark.sql.shuffle.partitions": "8",
                 "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "1",
-                "spark.sql.sources.partitionOverwriteMode": "static", "spark.speculation": "false"}
+                "spark.sql.sources.partitionOverwriteMode": "static",
+                "spark.speculation": "false"}
     if local:
         settings["spark.ui.enabled"] = "false"
     if local or _loopback_master(m):
         # a local run, or a cluster on this machine's loopback: the driver listens on 127.0.0.1 only
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(conf or {})
-    b = SparkSession.builder.master(m).appName(app_name)
+    b = SparkSession.builder
     for k, v in settings.items():
         b = b.config(k, v)
     try:
-        _launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())).setMaster(m)
-                        .setAppName(app_name), SparkContext)
+        _launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), SparkContext, log_path)
         spark = b.getOrCreate()
     except Exception as e:  # a bad --master or --conf, no Java: one line, not the JVM's stack trace
-        raise SparkStartError(f"cannot start Spark (master {master or 'local[*]'}): {_first_line(e)}") from None
+        where = f" (Spark's own log: {log_path})" if log_path is not None else ""
+        raise SparkStartError(f"cannot start Spark (master {master or 'local[*]'}): {_first_line(e)}{where}") \
+            from None
     spark.sparkContext.setLogLevel("ERROR")
     if not local:
         spark.sparkContext.addPyFile(_code_zip())
@@ -541,8 +551,8 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def _launch_gateway(spark_conf: Any, context: Any) -> None:
-    """Start Spark's JVM in a session of its own (``setsid``), unless it runs already.
+def _launch_gateway(spark_conf: Any, context: Any, log_path: str | Path | None) -> None:
+    """Start Spark's JVM in a session of its own (``setsid``), its output to ``log_path``, unless it runs.
 
     Ctrl-C sends SIGINT to the terminal's whole process group; Spark's JVM ignores it, but the Python
     workers it starts do not, and die with tracebacks mid-task.  In its own session nothing reaches
@@ -553,7 +563,13 @@ def _launch_gateway(spark_conf: Any, context: Any) -> None:
         return
     from pyspark.java_gateway import launch_gateway
 
-    context._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={"start_new_session": True}))
+    kwargs: dict[str, Any] = {"start_new_session": True}
+    if log_path is None:
+        context._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs=kwargs))
+        return
+    with open(log_path, "ab") as log:  # the JVM keeps its own copy of the descriptor
+        context._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={**kwargs, "stdout": log,
+                                                                                      "stderr": log}))
 
 
 def spark_schema() -> str:
@@ -635,10 +651,14 @@ class Progress:
                 running += info.numActiveTasks
                 failed += info.numFailedTasks
         i, n, size = self.batch
-        frac = done / tasks if tasks else 0.0
-        approx = self.done + int(frac * size)
+        elapsed = _elapsed(time.monotonic() - self.t0)
+        if not tasks:  # Spark has not started the batch's stage yet: no "tasks 0/0"
+            self.log(f"[sweep] batch {i}/{n}: starting ({size} scenario(s)); scenarios {self.done}/{self.total} "
+                     f"done; {elapsed}")
+            return
+        approx = self.done + int(done / tasks * size)
         self.log(f"[sweep] batch {i}/{n}: tasks {done}/{tasks} done, {running} running, {failed} failed; "
-                 f"scenarios ~{approx}/{self.total}; {_elapsed(time.monotonic() - self.t0)}")
+                 f"scenarios ~{approx}/{self.total}; {elapsed}")
 
 
 def _elapsed(s: float) -> str:
@@ -726,8 +746,8 @@ def run_sweep(
             own = spark is None
             if own:
                 runtime.check()
-                say(f"[sweep] starting Spark ({master_label(master)})")
-                spark = start_spark(master, conf)
+                say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
+                spark = start_spark(master, conf, log_path=out / SPARK_LOG)
             committed = [0]
             try:
                 batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every,
