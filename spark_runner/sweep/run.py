@@ -101,7 +101,7 @@ class GridSpec(BaseModel):
     description: str | None = None
     seeds: Any  # a count, a list or a SeedRange: checked by _seeds, with messages a user reads
     assignors: Literal["all"] | Annotated[list[str], Field(min_length=1)]
-    solver_time_limit: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = 10.0
+    solver_time_limit: Annotated[float, Field(ge=1e-3, le=1e7, allow_inf_nan=False)] | None = 10.0  # as --time-limit
     params: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(default_factory=dict)
 
 
