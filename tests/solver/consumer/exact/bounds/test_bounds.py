@@ -127,9 +127,8 @@ def test_bounds_on_every_visible_weighted_scale_group_stay_below_the_best_known(
     path = shared_path("scenarios", "optimal", "weighted-scale.jsonl.gz")
     ref = json.loads(shared_path("scenarios", "optimal", "weighted-scale-best.json").read_text())
     with gzip.open(path, "rt") as fh:
-        lines = list(itertools.islice(fh, 8))
-    for line in lines:
-        rec = json.loads(line)
+        recs = [json.loads(line) for line in itertools.islice(fh, 8)]
+    for rec in recs:
         q = ref[rec["id"]]
         ic, sc = _data(parse_instance(rec["instance"]))
         z = max_load_bound(ic, sc.wint, sc.ratio)
