@@ -1,8 +1,9 @@
 """Loading speed of large instances: ``python -m benchmarks.bench_formats [--partitions N]``.
 
 Writes a Kafka-scale instance (500 topics x 2000 partitions, 2000 members each
-owning its round-robin share) to a temporary file, then times
-``read_instance`` and ``previous_owners`` on it.
+owning its round-robin share) to a temporary file, then times reading its text
+(plain and through the bounded reader), ``read_instance`` and
+``previous_owners`` on it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 from solver.io import read_instance
+from solver.model.files import read_text
 from solver.model.semantics import previous_owners
 
 
@@ -37,6 +39,11 @@ def main() -> None:
         f = Path(d) / "big.json"
         f.write_text(json.dumps(build(args.topics, args.partitions, args.members)))
         size = f.stat().st_size / 2**20
+        r0 = time.perf_counter()
+        f.read_text(encoding="utf-8")
+        r1 = time.perf_counter()
+        read_text(f)  # the bounded, checked reader every input goes through
+        r2 = time.perf_counter()
         t0 = time.perf_counter()
         inst = read_instance(f)
         t1 = time.perf_counter()
@@ -45,6 +52,7 @@ def main() -> None:
     n = sum(o.size for o in owners.values())
     print(f"{args.topics} topics x {args.partitions} partitions = {n} topic-partitions, {args.members} members, "
           f"{size:.0f} MiB JSON")
+    print(f"text: Path.read_text {r1 - r0:.2f} s, bounded read_text {r2 - r1:.2f} s")
     print(f"read_instance: {t1 - t0:.2f} s   previous_owners: {t2 - t1:.2f} s")
 
 

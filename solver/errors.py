@@ -87,3 +87,64 @@ class OptionError(KassignError, ValueError):
     """A solver option (``-O KEY=VALUE``, ``--objective``) is unknown or has a bad value: a usage error."""
 
     exit_code = 2
+
+
+class OutputError(KassignError):
+    """An output cannot be written: the path names what, ``reason`` why (exit 73, or 74 for an I/O failure).
+
+    73 (``EX_CANTCREAT``): the file cannot be created where it was asked for (a directory in the way, a
+    path below a regular file, a symlink loop, a name too long, no permission, a read-only file system).
+    74 (``EX_IOERR``): writing failed on the way (the disk is full, a quota, a file size limit, an I/O
+    error, ``stdout`` on ``/dev/full``).
+
+    Examples
+    --------
+    >>> import errno
+    >>> e = OutputError.from_os("out/x.json", OSError(errno.ENOSPC, "No space left on device"))
+    >>> str(e), e.exit_code
+    ('cannot write out/x.json: No space left on device (nothing was written)', 74)
+    """
+
+    exit_code = 73
+
+    #: errnos of a write that started and failed (the device), not of a path that cannot be created.
+    IO_ERRNOS = frozenset({28, 122, 27, 5, 32})  # ENOSPC, EDQUOT, EFBIG, EIO, EPIPE
+
+    def __init__(self, path: str, reason: str, exit_code: int = 73) -> None:
+        self.path = path
+        self.reason = reason
+        self.exit_code = exit_code
+        super().__init__(f"cannot write {path}: {reason}")
+
+    @classmethod
+    def from_os(cls, path: str, err: OSError, *, partial: bool = False) -> OutputError:
+        """The error for ``err`` (an ``OSError`` of writing ``path``); ``partial``: the output may be incomplete."""
+        reason = err.strerror or str(err)
+        code = 74 if err.errno in cls.IO_ERRNOS else 73
+        tail = " (what was written before may be incomplete)" if partial else " (nothing was written)"
+        return cls(path, reason + tail, code)
+
+
+class Interrupted(BaseException):
+    """The run was stopped by a signal (SIGINT: exit 130, SIGTERM: 143, as a shell reports ``128 + N``).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: code that recovers from a solver's ``Exception`` (a
+    fallback engine, a retry) must not recover from a stop request.
+    """
+
+    def __init__(self, signum: int, message: str = "") -> None:
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(message or f"interrupted ({name}); nothing was written")
+
+
+class BusyError(KassignError):
+    """Another kassign process holds what this one needs (a sweep's output directory): exit 75, try again."""
+
+    exit_code = 75

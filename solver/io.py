@@ -20,16 +20,17 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from solver.errors import InstanceError, Problem, json_path
+from solver.errors import InstanceError, MissingFileError, Problem, json_path
 from solver.model import FORMAT, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
 from solver.model.decode import DecodeError, decode_json
 from solver.model.files import (
-    _open_lines,
     dumps,
     is_batch,
+    iter_lines,
     json_safe,
     read_document,
     write_atomic,
+    write_files,
 )
 from solver.model.schema import (
     MAX_TOTAL,
@@ -96,36 +97,38 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                 raise
             yield e
         return
-    with _open_lines(path) as fh:
-        try:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                where = f"{source}:line {lineno}"
+    lineno = 0
+    try:
+        for lineno, text in enumerate(iter_lines(path), start=1):
+            if not text.strip():
+                continue
+            where = f"{source}:line {lineno}"
+            try:
                 try:
-                    try:
-                        # without the line break: a truncated line ends at its last column, not "line 2, column 1"
-                        data = decode_json(text.rstrip("\r\n"))
-                    except DecodeError as de:
-                        syntax = de.error
-                        if syntax is None:  # duplicate keys, too deep, too long a number: located by decode_json
-                            raise InstanceError(where, de.problems) from None
-                        raise InstanceError(
-                            where, [Problem("", f"malformed JSON at column {syntax.colno}: {syntax.msg}")]
-                        ) from None
-                    inst_data, prefix = _unwrap(data)
-                    inst = parse_instance(inst_data, where, prefix)
-                    rid = str(data.get("id", "")) if prefix else ""
-                    yield Record(where, lineno, rid or inst.name, inst, data)
-                except InstanceError as e:
-                    if stop_on_error:
-                        raise
-                    yield e
-        except (OSError, EOFError, UnicodeDecodeError) as e:
-            err = InstanceError(source, [Problem("", f"cannot read: {e}")])
-            if stop_on_error:
-                raise err from None
-            yield err
+                    # without the line break: a truncated line ends at its last column, not "line 2, column 1"
+                    data = decode_json(text.rstrip("\r").lstrip("\ufeff") if lineno == 1 else text.rstrip("\r"))
+                except DecodeError as de:
+                    syntax = de.error
+                    if syntax is None:  # duplicate keys, too deep, too long a number: located by decode_json
+                        raise InstanceError(where, de.problems) from None
+                    raise InstanceError(
+                        where, [Problem("", f"malformed JSON at column {syntax.colno}: {syntax.msg}")]
+                    ) from None
+                inst_data, prefix = _unwrap(data)
+                inst = parse_instance(inst_data, where, prefix)
+                rid = str(data.get("id", "")) if prefix else ""
+                yield Record(where, lineno, rid or inst.name, inst, data)
+            except InstanceError as e:
+                if stop_on_error:
+                    raise
+                yield e
+    except InstanceError as e:  # the file itself: missing, unreadable, not text, broken gzip, over the cap
+        if stop_on_error or e.source != source:
+            raise
+        if lineno and not isinstance(e, MissingFileError):
+            e = InstanceError(source, [Problem(f"after line {lineno}" if not p.path else p.path, p.message)
+                                       for p in e.problems])
+        yield e
 
 
 def read_instance(path: str | Path) -> Instance:
@@ -443,5 +446,5 @@ def read_assignment(path: str | Path) -> Assignment:
 __all__ = [  # the document layer is re-exported: callers read and write through this one module
     "Record", "assignment_document", "consumer_problems", "dumps", "instance_to_dict", "is_batch",
     "iter_records", "json_safe", "merge_errors", "parse_instance", "read_assignment", "read_document",
-    "read_instance", "read_instances", "write_atomic",
+    "read_instance", "read_instances", "write_atomic", "write_files",
 ]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from solver.model import Instance
+from solver.options import ASSIGNOR_OPTIONS, check_assignor_options
 from solver.resources import check_fits, instance_need
 from solver.result import Params, Result
 
@@ -62,11 +63,17 @@ class AssignorSpec:
                 f"assignor {self.name!r} is for the {self.protocol} protocol, "
                 f"the instance uses {instance.protocol!r}"
             )
-        # Refuse, before anything is built per partition or task, what this machine cannot hold.
-        check_fits(instance_need(instance, self.kind, f"assignor {self.name!r}", self.name),
+        p = params or Params()
+        # Option values in range (solver.options), then refuse, before anything is built per partition or
+        # task, what this machine cannot hold.
+        opts = check_assignor_options(self.name, p.options, strict=False)
+        if opts != dict(p.options):
+            p = replace(p, options=opts)
+        workers = opts.get("workers", 1) if "workers" in ASSIGNOR_OPTIONS.get(self.name, {}) else 1
+        check_fits(instance_need(instance, self.kind, f"assignor {self.name!r}", self.name, workers),
                    instance.name or "instance")
         t0 = time.perf_counter()
-        res = self.fn(instance, params or Params())
+        res = self.fn(instance, p)
         if res.seconds == 0.0:
             res = Result(res.assignment, res.status, res.objective, res.bound,
                          time.perf_counter() - t0, res.extra)

@@ -20,16 +20,28 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from solver.errors import InstanceError, Problem
+from solver.errors import InstanceError, OptionError, Problem
 
 #: Environment variable capping the memory kassign assumes it may use (bytes, or with K/M/G/T suffix).
 MEMORY_ENV = "KASSIGN_MEMORY_LIMIT"
+#: Bounds of ``KASSIGN_MEMORY_LIMIT``: at least 64 MiB (the interpreter alone needs about 50), at most 2^60.
+MEMORY_LIMIT_RANGE = (64 << 20, 1 << 60)
 #: Bytes per partition and per (partition, subscriber) pair, by kind of engine (measured, with margin).
-CONSUMER_COSTS = {"heuristic": (120, 8), "solver": (300, 16), "score": (100, 0)}
+#: ``solver``: the exact engine's CP-SAT / MIP models over class counts (about 5.5 KB per item class and
+#: 50 bytes per class-member pair at the peak, measured on 1,000-100,000 weighted partitions x 20-200
+#: members); equal items go to the min-cost flow (:data:`FLOW_COSTS`).
+CONSUMER_COSTS = {"heuristic": (120, 8), "solver": (6000, 48), "score": (100, 0)}
+#: Bytes per partition of the min-cost flow path (equal items and capacities; arcs follow item classes).
+FLOW_COSTS = (300, 0)
+#: Working memory of any CP-SAT / MIP solve besides its model: search state, presolve copies, buffers.
+SOLVER_BASE = 16 << 20
+#: Per solver thread: its stack and its share of the allocator's arenas (limited under an address-space cap).
+SOLVER_PER_WORKER = 8 << 20
 #: Bytes per task, per client and per (task, client, replica) triple for the Streams engines.
 STREAMS_COSTS = {"heuristic": (1000, 1000, 64), "solver": (1000, 1000, 400), "score": (500, 500, 0)}
 #: Bytes of one derived Streams task while an instance is read (task object, id string, sort key).
@@ -39,25 +51,47 @@ HA_WORK_LIMIT = 4 * 10**9
 #: Assignors whose work limit is :data:`HA_WORK_LIMIT` (their balancing loops scan every client per move).
 QUADRATIC_IN_CLIENTS = ("high-availability",)
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 class TooLargeError(InstanceError):
     """The instance is valid but needs more memory (or work) than this command may use; exit 65."""
 
 
-def parse_size(text: str) -> int:
-    """Bytes in ``text``: an integer with an optional ``K``/``M``/``G``/``T`` suffix (powers of 1024).
+def parse_size(text: str, name: str = MEMORY_ENV) -> int:
+    """Bytes in ``text``: a number with an optional ``K``/``M``/``G``/``T``/``P`` suffix (powers of 1024).
 
     Examples
     --------
     >>> parse_size("512M"), parse_size("2g"), parse_size("1000")
     (536870912, 2147483648, 1000)
     """
-    hit = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I)
     if not hit:
-        raise ValueError(f"{MEMORY_ENV}={text!r}: expected bytes such as 512M or 4G")
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise ValueError(f"{name}={shown!r}: expected bytes such as 512M or 4G")
     return int(float(hit.group(1)) * _UNITS[hit.group(2).upper()])
+
+
+def parse_size_env(name: str, default: int, bounds: tuple[int, int]) -> int:
+    """The size in environment variable ``name`` (``default`` when unset or empty), within ``bounds``.
+
+    Raises
+    ------
+    OptionError
+        Not a size, or out of bounds (exit 2, a usage error: the environment is part of the command line).
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = parse_size(text, name)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise OptionError(f"{name}={text}: must be between {human(lo)} and {human(hi)}")
+    return value
 
 
 def human(n: float) -> str:
@@ -93,52 +127,111 @@ def _meminfo(key: str) -> int | None:
     return None
 
 
-def _vm_size() -> int:
+def _status_bytes(key: str) -> int:
+    """A size from ``/proc/self/status`` (``VmSize``, ``VmRSS``) in bytes; 0 where there is none."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
 
 
-def available_memory() -> int:
-    """Bytes this process can still allocate: the smallest of the known limits.
+def _vm_size() -> int:
+    return _status_bytes("VmSize")
 
-    ``KASSIGN_MEMORY_LIMIT`` when set; else the minimum of the machine's
-    available memory (``MemAvailable``, or physical memory off Linux), the
-    cgroup's limit minus its usage (v2 and v1), and the address-space and data
-    ``rlimit`` minus the process's current size.
-    """
-    env = os.environ.get(MEMORY_ENV)
-    if env:
-        return parse_size(env)
-    found: list[int] = []
-    avail = _meminfo("MemAvailable")
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            avail = None
-    if avail is not None:
-        found.append(avail)
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        limit = _read_int(limit_file)
-        if limit is not None and limit < 1 << 60:
-            found.append(max(0, limit - (_read_int(usage_file) or 0)))
+
+def _rlimits() -> list[int]:
+    """What the address-space and data ``rlimit`` s leave this process (they count reserved address space)."""
+    out: list[int] = []
     try:
         import resource
 
         for which in (resource.RLIMIT_AS, getattr(resource, "RLIMIT_DATA", resource.RLIMIT_AS)):
             soft = resource.getrlimit(which)[0]
             if soft != resource.RLIM_INFINITY and soft > 0:
-                found.append(max(0, soft - _vm_size()))
+                out.append(max(0, soft - _vm_size()))
     except (ImportError, ValueError, OSError):
         pass
+    return out
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: the smallest of the known limits.
+
+    The minimum of the machine's available memory (``MemAvailable``; physical
+    memory plus swap), the cgroup's limit minus its usage (v2 and v1), the
+    address-space and data ``rlimit`` minus the process's current size, and
+    ``KASSIGN_MEMORY_LIMIT`` when set: the variable lowers what kassign
+    assumes, never raises it, so a huge value cannot switch the guard off.
+
+    Raises
+    ------
+    OptionError
+        ``KASSIGN_MEMORY_LIMIT`` is not a size between 64M and 2^60 bytes (exit 2).
+    """
+    env = parse_size_env(MEMORY_ENV, 0, MEMORY_LIMIT_RANGE)
+    hard: list[int] = []
+    total = _meminfo("MemTotal")
+    if total is None:
+        try:
+            total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            total = None
+    if total is not None:
+        hard.append(total + (_meminfo("SwapTotal") or 0))
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit = _read_int(limit_file)
+        if limit is not None and limit < 1 << 60:
+            hard.append(max(0, limit - (_read_int(usage_file) or 0)))
+    hard.extend(_rlimits())
+    avail = _meminfo("MemAvailable")
+    found = hard + ([avail] if avail is not None else []) + ([env] if env else [])
     return min(found) if found else 4 << 30
+
+
+def solver_memory_mb() -> int:
+    """The memory limit, in MB, of a CP-SAT / SCIP solve: this process's size now plus what it can still get.
+
+    Both solvers compare the limit with the whole process's memory and end their search when it is
+    crossed, instead of failing to allocate; the larger of the resident and the virtual size is counted,
+    so the bound is never below what the process already uses.
+    """
+    return max(64, (max(_status_bytes("VmRSS"), _vm_size()) + available_memory()) >> 20)
+
+
+_arenas_limited = False
+
+
+def limit_arenas() -> None:
+    """Under an address-space ``rlimit`` (``ulimit -v``), share the C allocator's arenas between threads.
+
+    glibc reserves 64 MiB of address space per thread arena; a solver with a few worker threads would
+    spend a 512 MiB ``ulimit -v`` on reservations alone and die in ``std::bad_alloc``.  Without such a
+    limit nothing changes (arenas are what make threads fast).
+    """
+    global _arenas_limited
+    if _arenas_limited or not sys.platform.startswith("linux") or not _rlimits():
+        return
+    _arenas_limited = True
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-8, 2)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
+
+
+def solver_base(workers: int = 1) -> int:
+    """Bytes a CP-SAT / MIP solve needs besides its model: :data:`SOLVER_BASE` + per worker thread.
+
+    The libraries themselves are not counted: under an address-space limit the CLI loads them before
+    anything else (``spark_runner/cli/entry.py``), so what they map is part of what is used already.
+    """
+    return SOLVER_BASE + SOLVER_PER_WORKER * max(1, workers)
 
 
 @dataclass(frozen=True)
@@ -153,6 +246,7 @@ class Need:
     work_what: str = ""
 
 
+
 def check_fits(need: Need, source: str) -> None:
     """Raise :class:`TooLargeError` when ``need`` exceeds the memory available or its work limit.
 
@@ -165,6 +259,7 @@ def check_fits(need: Need, source: str) -> None:
     """
     if need.work_limit and need.work > need.work_limit:
         raise TooLargeError(source, [Problem(need.path, need.work_what)])
+    limit_arenas()
     avail = available_memory()
     if need.bytes > avail:
         raise TooLargeError(source, [Problem(
@@ -172,7 +267,7 @@ def check_fits(need: Need, source: str) -> None:
                        f"(set {MEMORY_ENV} to change what kassign assumes, see docs/format.md#limits)")])
 
 
-def consumer_need(instance: Any, kind: str, what: str) -> Need:
+def consumer_need(instance: Any, kind: str, what: str, workers: int = 1) -> Need:
     """Estimate for a consumer-protocol instance: partitions and (partition, subscriber) pairs.
 
     Parameters
@@ -183,12 +278,16 @@ def consumer_need(instance: Any, kind: str, what: str) -> Need:
         ``"heuristic"``, ``"solver"`` or ``"score"`` (:data:`CONSUMER_COSTS`).
     what
         Who needs it (``"assignor 'range'"``), for the message.
+    workers
+        Solver threads (``kind="solver"``): each costs :data:`SOLVER_PER_WORKER`.
     """
     per_part, per_pair = CONSUMER_COSTS[kind]
-    if kind == "solver" and not instance.has_weights and len({m.capacity for m in instance.members}) <= 1:
+    flow = not instance.has_weights and len({m.capacity for m in instance.members}) <= 1
+    base = solver_base(workers) if kind == "solver" else 0
+    if kind == "solver" and flow:
         # equal items go to the min-cost flow, whose arcs follow item classes, not partition-member pairs
         # (1,000,000 partitions x 2,000 members: about 300 MB peak, docs/benchmarks.md)
-        per_pair = 0
+        per_part, per_pair = FLOW_COSTS
     subscribers: dict[str, int] = {}
     for m in instance.members:
         for t in m.topics:
@@ -201,11 +300,11 @@ def consumer_need(instance: Any, kind: str, what: str) -> Need:
         if t.partitions > biggest:
             biggest, name = t.partitions, t.name
     path = f"topics.{name}.partitions" if name else ""
-    return Need(per_part * parts + per_pair * pairs,
+    return Need(base + per_part * parts + per_pair * pairs,
                 f"{what} on {parts} partitions ({pairs} partition-member pairs)", path)
 
 
-def streams_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
+def streams_need(instance: Any, kind: str, what: str, name: str = "", workers: int = 1) -> Need:
     """Estimate for a Streams instance: tasks, clients and (task, client, replica) triples.
 
     ``name`` is the assignor's registry name; assignors in :data:`QUADRATIC_IN_CLIENTS`
@@ -216,6 +315,8 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
     replicas = 1 + min(spec.config.num_standby_replicas, max(clients - 1, 0))
     per_task, per_client, per_triple = STREAMS_COSTS[kind]
     need = per_task * tasks + per_client * clients + per_triple * tasks * clients * replicas
+    if kind == "solver":
+        need += solver_base(workers)
     work = clients * clients * tasks * replicas if name in QUADRATIC_IN_CLIENTS else 0
     return Need(need, f"{what} on {tasks} tasks x {clients} clients x {replicas} replica(s)",
                 "clients" if clients >= tasks else "tasks", work, HA_WORK_LIMIT if work else 0,
@@ -224,8 +325,8 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
                 f"about a minute; see docs/format.md#limits)")
 
 
-def instance_need(instance: Any, kind: str, what: str, name: str = "") -> Need:
+def instance_need(instance: Any, kind: str, what: str, name: str = "", workers: int = 1) -> Need:
     """:func:`consumer_need` or :func:`streams_need`, by the instance's protocol."""
     if instance.protocol == "streams":
-        return streams_need(instance, kind, what, name)
-    return consumer_need(instance, kind, what)
+        return streams_need(instance, kind, what, name, workers)
+    return consumer_need(instance, kind, what, workers)

@@ -43,6 +43,13 @@ class Params:
         Exact consumer solvers: ``EPS >= 0`` trades balance for movement --
         the fewest moves among assignments whose max load is at most
         ``(1 + EPS)`` times the optimal max load (``None``: no trade).
+
+    Raises
+    ------
+    solver.errors.OptionError
+        A value outside its range (:mod:`solver.options`: ``time_limit`` in
+        (0, 1e7] seconds, ``seed`` in 0..2^31-1, ``balance_tolerance`` in
+        [0, 1000]); checked here, once, before any work.
     """
 
     time_limit: float | None = None
@@ -50,6 +57,13 @@ class Params:
     objective: tuple[str, ...] | None = None
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     balance_tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        from solver.options import BALANCE_TOLERANCE, SEED, TIME_LIMIT, check_optional
+
+        object.__setattr__(self, "time_limit", check_optional(TIME_LIMIT, self.time_limit))
+        object.__setattr__(self, "seed", SEED.check(self.seed))
+        object.__setattr__(self, "balance_tolerance", check_optional(BALANCE_TOLERANCE, self.balance_tolerance))
 
 
 @dataclass(frozen=True)

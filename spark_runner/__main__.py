@@ -1,5 +1,5 @@
 """``python -m spark_runner`` runs the kassign CLI."""
 
-from spark_runner.cli.app import main
+from spark_runner.cli.entry import main
 
 main()

@@ -56,6 +56,7 @@ import numpy as np
 
 from solver.consumer.items import ItemClasses, decimal_scale
 from solver.errors import InfeasibleError
+from solver.runtime import run_cpsat
 
 STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 
@@ -467,7 +468,7 @@ def solve_cpsat(
         # reproducible unless this cap (rather than the deterministic limit) ends a stage
         p.max_time_in_seconds = stage_budget * (20.0 if deterministic else 1.25) + 0.2
         t0 = time.perf_counter()
-        st = solver.solve(model)
+        st = run_cpsat(solver, model)
         dt = time.perf_counter() - t0
         spent += min(dt, stage_budget)
         if st == cp_model.INFEASIBLE:

@@ -31,6 +31,7 @@ from solver.consumer.items import ItemClasses, build_classes
 from solver.consumer.optimal import differs_in_load
 from solver.errors import InfeasibleError
 from solver.model import Instance
+from solver.model.files import figure_bytes, write_atomic
 from solver.result import Params
 
 DEFAULT_POINT_LIMIT = 10.0
@@ -311,8 +312,9 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
     axes[0].legend(loc="best", fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(str(path), dpi=110)
+    data = figure_bytes(fig, path, dpi=110)
     plt.close(fig)
+    write_atomic(path, data)
 
 
 def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:

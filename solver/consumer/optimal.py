@@ -58,9 +58,10 @@ from solver.consumer.cpsat import MAX_VARS, STAGE_NAMES, solve_cpsat
 from solver.consumer.exact import solve_exact
 from solver.consumer.flow import CRITERIA, solve_flow
 from solver.consumer.items import ItemClasses, build_classes, expand
-from solver.errors import InfeasibleError, KassignError
+from solver.errors import InfeasibleError, KassignError, OptionError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
+from solver.options import OBJECTIVE_WEIGHT
 from solver.registry import register
 from solver.result import Params, Result, Status
 
@@ -120,9 +121,10 @@ def parse_objective(objective: Sequence[str] | str | None) -> tuple[tuple[str, .
                 w = float(val)
             except ValueError:
                 raise ObjectiveError(f"bad weight in {item!r}") from None
-            if not w >= 0:
-                raise ObjectiveError(f"weights must be >= 0: {item!r}")
-            weights[key] = w
+            try:
+                weights[key] = OBJECTIVE_WEIGHT.check(w)  # finite, 0..1e6 (solver.options)
+            except OptionError as e:
+                raise ObjectiveError(f"{e} (in {item.strip()!r})") from None
         if not weights:
             raise ObjectiveError("weighted objective without terms")
         return UNIT_ORDER, weights
@@ -243,13 +245,8 @@ def _gap(v: float, b: float) -> float:
 
 
 def _tolerance(params: Params) -> float | None:
-    eps = params.balance_tolerance
-    if eps is None:
-        return None
-    eps = float(eps)
-    if not (eps >= 0 and eps < float("inf")):
-        raise ObjectiveError(f"--balance-tolerance must be a finite number >= 0, got {params.balance_tolerance!r}")
-    return eps
+    # in range already: Params checks it against solver.options.BALANCE_TOLERANCE
+    return None if params.balance_tolerance is None else float(params.balance_tolerance)
 
 
 def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:

@@ -190,7 +190,28 @@ def _check_tree(value: Any) -> None:
 
 
 class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` whose mappings remember duplicate keys (merge keys ``<<`` excepted)."""
+    """``yaml.SafeLoader`` whose mappings remember duplicate keys (merge keys ``<<`` excepted).
+
+    ``max_aliases`` (when set) bounds the aliases (``*name``, also under a merge key ``<<``) one
+    document may use, counted as the document is composed: an alias bomb fails before it is built.
+    """
+
+    max_aliases: int | None = None
+    aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.max_aliases is not None and self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > self.max_aliases:
+                mark = self.peek_event().start_mark
+                raise _TooManyAliases(mark)
+        return super().compose_node(parent, index)
+
+
+class _TooManyAliases(Exception):
+    def __init__(self, mark: Any) -> None:
+        super().__init__(mark)
+        self.mark = mark
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
@@ -215,10 +236,22 @@ def _counts(keys: list[Any]) -> dict[Any, int]:
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)  # type: ignore[arg-type]
 
 
-def decode_yaml(text: str) -> Any:
-    """Decode YAML text (one document); raise :class:`DecodeError` as :func:`decode_json` does."""
+def decode_yaml(text: str, *, max_aliases: int | None = None, max_values: int = MAX_VALUES) -> Any:
+    """Decode YAML text (one document); raise :class:`DecodeError` as :func:`decode_json` does.
+
+    ``max_aliases``: at most this many aliases (``None``: no bound besides ``max_values``, the values
+    counted with aliases expanded).
+    """
+    loader = _Loader(text)
+    loader.max_aliases = max_aliases
     try:
-        value = yaml.load(text, Loader=_Loader)
+        try:
+            value = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except _TooManyAliases as e:
+        raise DecodeError([Problem("", f"malformed YAML at line {e.mark.line + 1}, column {e.mark.column + 1}: "
+                                       f"more than {max_aliases} aliases (*name, merge keys included)")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -230,7 +263,7 @@ def decode_yaml(text: str) -> Any:
         if "digits" not in str(e):
             raise
         raise DecodeError([_long_int(text, "YAML")]) from None
-    check_value(value)
+    check_value(value, max_values)
     return value
 
 
@@ -243,7 +276,7 @@ def _show(loc: tuple[str | int, ...]) -> str:
     return json_path(loc)
 
 
-def check_value(value: Any) -> None:
+def check_value(value: Any, max_values: int = MAX_VALUES) -> None:
     """Check a decoded value: depth, size, duplicate keys, key and value types, no cycles.
 
     Walks the value without recursion, each distinct container once (YAML
@@ -303,9 +336,9 @@ def check_value(value: Any) -> None:
     total = size.get(id(value), 0)
     if height.get(id(value), 0) > MAX_DEPTH:
         raise DecodeError([Problem("", f"nested deeper than {MAX_DEPTH} levels (through YAML aliases)")])
-    if total > MAX_VALUES:
-        raise DecodeError([Problem("", f"{total} values (YAML aliases expanded), more than the limit "
-                                       f"{MAX_VALUES}")])
+    if total > max_values:
+        raise DecodeError([Problem("", f"{total:,} values (YAML aliases expanded), more than the limit "
+                                       f"{max_values:,}")])
 
 
 def _children(node: Any) -> list[tuple[Any, Any]]:

@@ -1,27 +1,65 @@
-"""Documents on disk: JSON, YAML and JSON lines in, compact JSON out, written atomically.
+"""Documents on disk: JSON, YAML and JSON lines in (bounded), compact JSON out, every output written atomically.
 
 The protocol-independent layer under :mod:`solver.io` and
 :mod:`solver.streams.format`: syntax errors become located
-:class:`~solver.errors.Problem` s, and outputs never appear half written.
+:class:`~solver.errors.Problem` s, inputs are read up to a documented cap, and
+outputs never appear half written.
+
+**Inputs.**  Every file kassign reads (and ``-`` for stdin) is read in
+chunks, decompressed when its name ends in ``.gz``, up to
+:func:`input_limit` bytes of text (``KASSIGN_INPUT_LIMIT``; the decompressor
+stops at the cap, so a gzip bomb costs at most that much).  Text is strict
+UTF-8 without NUL bytes, checked as it arrives: ``/dev/zero`` or
+``/dev/urandom`` fail on their first chunk.  Broken gzip (truncated, a bad
+CRC, trailing garbage) is a format error naming the file (exit 65).
+
+**Outputs.**  :func:`write_atomic` and :func:`write_files` are the one way
+kassign writes a file (assignments, JSON lines, plots, reports, manifests):
+a temporary file beside the target, ``fsync``, ``rename``.  Every OS error
+becomes an :class:`~solver.errors.OutputError` naming the path (exit 73,
+or 74 when the device failed: a full disk, a quota, ``/dev/full``);
+:func:`check_output_path` runs the same checks before any work is done.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import errno
 import gzip
+import hashlib
 import io
 import json
 import math
 import os
+import stat
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from solver.errors import InstanceError, MissingFileError, Problem
+from solver import runtime
+from solver.errors import InstanceError, MissingFileError, OptionError, OutputError, Problem
 from solver.model.decode import DecodeError, decode_json, decode_yaml
 
 BATCH_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
+#: Environment variable raising (or lowering) the input cap: bytes, or with a K/M/G suffix.
+INPUT_ENV = "KASSIGN_INPUT_LIMIT"
+#: Default cap on the bytes of text one input file may hold (after decompression): 64 MiB.  A 1,000,000-partition
+#: instance with weights, move costs and racks is about 45 MB; 120 MB of "1," weights already take 3.5 GB and
+#: 50 s to decode and validate.
+DEFAULT_INPUT_LIMIT = 64 << 20
+#: Bounds of ``KASSIGN_INPUT_LIMIT``: at least 1 KiB, at most 64 GiB.
+INPUT_LIMIT_RANGE = (1 << 10, 64 << 30)
+#: Bytes read (or decompressed) per step.
+CHUNK = 1 << 20
+#: Plot formats a ``--plot`` path may name (by its suffix; no suffix is PNG).
+PLOT_FORMATS = {"": "png", ".png": "png", ".svg": "svg", ".pdf": "pdf"}
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def is_batch(path: str | Path) -> bool:
@@ -29,7 +67,132 @@ def is_batch(path: str | Path) -> bool:
     return str(path).endswith(BATCH_SUFFIXES)
 
 
-def _load_text(text: str, source: str, yaml_ok: bool) -> Any:
+# --------------------------------------------------------------------------- reading, bounded
+
+
+def input_limit() -> int:
+    """The cap on the bytes of text one input may hold: ``KASSIGN_INPUT_LIMIT`` or 64 MiB.
+
+    Raises
+    ------
+    OptionError
+        ``KASSIGN_INPUT_LIMIT`` is not a size, or outside 1K..64G (exit 2).
+    """
+    from solver.resources import parse_size_env
+
+    return parse_size_env(INPUT_ENV, DEFAULT_INPUT_LIMIT, INPUT_LIMIT_RANGE)
+
+
+def _limit_problem(limit: int) -> Problem:
+    from solver.resources import human
+
+    return Problem("", f"more than {human(limit)} of text (the input limit; set {INPUT_ENV}, e.g. "
+                       f"{INPUT_ENV}=2G, to read larger files; see docs/format.md#limits)")
+
+
+def _read_error(source: str, e: BaseException) -> InstanceError:
+    if isinstance(e, FileNotFoundError):
+        return MissingFileError(source, [Problem("", "no such file")])
+    if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+        why = str(e) or type(e).__name__
+        if isinstance(e, EOFError):
+            why = "truncated (the compressed stream ends before its end marker)"
+        return InstanceError(source, [Problem("", f"not a valid gzip file: {why}")])
+    if isinstance(e, OSError):
+        return InstanceError(source, [Problem("", f"cannot read: {e.strerror or e}")])
+    return InstanceError(source, [Problem("", f"cannot read: {e}")])
+
+
+def _raw_chunks(path: str | Path) -> Iterator[bytes]:
+    """Bytes of ``path`` (stdin for ``-``), gunzipped for ``.gz`` names, at most the input limit."""
+    import sys
+
+    source = str(path)
+    limit = input_limit()
+    total = 0
+    try:
+        if source == "-":
+            if sys.stdin is None or getattr(sys.stdin, "buffer", None) is None:
+                raise OSError(errno.EBADF, "stdin is closed")
+            raw: Any = contextlib.nullcontext(sys.stdin.buffer)
+        else:
+            if os.path.isdir(source):
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            raw = open(source, "rb")  # noqa: SIM115 - closed by the with below
+        with raw as fh:
+            stream = gzip.GzipFile(fileobj=fh, mode="rb") if source.endswith(".gz") else fh
+            while True:
+                chunk = stream.read(min(CHUNK, limit + 1 - total))
+                if not chunk:
+                    return
+                total += len(chunk)
+                if total > limit:
+                    raise InstanceError(source, [_limit_problem(limit)])
+                yield chunk
+    except (OSError, EOFError, zlib.error) as e:
+        raise _read_error(source, e) from None
+
+
+def _text_chunks(path: str | Path) -> Iterator[str]:
+    """UTF-8 text of ``path`` in chunks; a NUL byte or an invalid sequence fails at once, with its offset."""
+    source = str(path)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    first = True
+    for chunk in _raw_chunks(path):
+        if first and chunk.startswith(_GZIP_MAGIC) and not source.endswith(".gz"):
+            raise InstanceError(source, [Problem("", "gzip-compressed data in a file whose name does not end in "
+                                                     ".gz (rename it, e.g. to .jsonl.gz)")])
+        first = False
+        nul = chunk.find(b"\x00")
+        if nul >= 0:
+            raise InstanceError(source, [Problem("", f"a NUL byte at offset {offset + nul}: binary data, not "
+                                                     f"JSON or YAML text")])
+        try:
+            text = decoder.decode(chunk)
+        except UnicodeDecodeError as e:
+            raise InstanceError(source, [Problem("", f"not UTF-8 text: invalid byte 0x{chunk[e.start]:02x} at "
+                                                     f"offset {offset + e.start}")]) from None
+        offset += len(chunk)
+        if text:
+            yield text
+    try:
+        tail = decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise InstanceError(source, [Problem("", "not UTF-8 text: the file ends inside a character")]) from None
+    if tail:  # pragma: no cover - a complete decode leaves nothing
+        yield tail
+
+
+def read_text(path: str | Path) -> str:
+    """The whole text of ``path`` (``-``: stdin), bounded by :func:`input_limit`; errors name the file."""
+    text = "".join(_text_chunks(path))
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a UTF-8 byte order mark is not part of the document
+    return text
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of ``path`` (binary inputs: subscription bytes), bounded by :func:`input_limit`."""
+    return b"".join(_raw_chunks(path))
+
+
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a JSON lines file, bounded by :func:`input_limit` in total (a line ends without ``\\n``)."""
+    pending: list[str] = []  # the pieces of a line still open: joined once, not copied chunk after chunk
+    for text in _text_chunks(path):
+        parts = text.split("\n")
+        if len(parts) == 1:
+            pending.append(text)
+            continue
+        yield "".join([*pending, parts[0]])
+        yield from parts[1:-1]
+        pending = [parts[-1]] if parts[-1] else []
+    if pending:
+        yield "".join(pending)
+
+
+def _load_text(text: str, source: str, yaml_ok: bool, yaml_limits: dict[str, int] | None = None) -> Any:
     """Parse JSON (or YAML) text; syntax errors, duplicate keys, too deep nesting become located problems."""
     try:
         return decode_json(text)
@@ -38,41 +201,37 @@ def _load_text(text: str, source: str, yaml_ok: bool) -> Any:
             raise InstanceError(source, e.problems) from None
         json_err = e
     try:
-        return decode_yaml(text)
+        return decode_yaml(text, **(yaml_limits or {}))
     except DecodeError as e:
-        if source.endswith((".yaml", ".yml")) or not e.syntax:
+        if source.endswith((".yaml", ".yml", ".yaml.gz", ".yml.gz")) or not e.syntax:
             raise InstanceError(source, e.problems) from None
         raise InstanceError(source, json_err.problems) from None
 
 
-def read_document(path: str | Path) -> Any:
-    """Read one JSON or YAML document from ``path`` (``-`` is stdin)."""
+#: Bytes of memory decoding one byte of JSON/YAML text may take at most (numbers become Python objects).
+DECODE_BYTES_PER_CHAR = 30
+
+
+def read_document(path: str | Path, *, max_aliases: int | None = None, max_values: int | None = None) -> Any:
+    """Read one JSON or YAML document from ``path`` (``-`` is stdin; ``.gz`` names are decompressed).
+
+    ``max_aliases`` and ``max_values`` tighten the YAML limits (a sweep grid allows few aliases).
+    """
+    from solver.resources import Need, check_fits
+
     source = str(path)
-    try:
-        if source == "-":
-            import sys
-
-            text = sys.stdin.read()
-        else:
-            text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise MissingFileError(source, [Problem("", "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
-    yaml_ok = not source.endswith(".json")
-    return _load_text(text, source, yaml_ok)
-
-
-def _open_lines(path: str | Path) -> io.TextIOBase:
-    source = str(path)
-    try:
-        if source.endswith(".gz"):
-            return io.TextIOWrapper(gzip.open(source, "rb"), encoding="utf-8")  # type: ignore[return-value]
-        return open(source, encoding="utf-8")  # type: ignore[return-value]
-    except FileNotFoundError:
-        raise MissingFileError(source, [Problem("", "no such file")]) from None
-    except OSError as e:
-        raise InstanceError(source, [Problem("", f"cannot read: {e}")]) from None
+    text = read_text(path)
+    if len(text) > 1 << 20:
+        # decoded values cost more than their text: refuse what cannot be decoded in the memory there is
+        check_fits(Need(DECODE_BYTES_PER_CHAR * len(text), f"decoding {len(text):,} characters of JSON/YAML"),
+                   source)
+    yaml_ok = not source.endswith((".json", ".json.gz"))
+    limits: dict[str, int] = {}
+    if max_aliases is not None:
+        limits["max_aliases"] = max_aliases
+    if max_values is not None:
+        limits["max_values"] = max_values
+    return _load_text(text, source, yaml_ok, limits)
 
 
 def json_safe(v: Any) -> Any:
@@ -93,10 +252,22 @@ def dumps(doc: Any) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
+# --------------------------------------------------------------------------- writing, atomic
+
+
+def _temp_prefix(name: str) -> str:
+    """``.<name>`` (the temporary files' prefix), shortened for names near the file system's limit."""
+    if len(name.encode()) <= 200:
+        return f".{name}"
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return f".{name.encode()[:160].decode(errors='ignore')}~{digest}"
+
+
 def _remove_stale_temps(target: Path) -> None:
     """Delete ``.<name>.<pid>.tmp`` files of ``target`` left by writers that were killed (their pid is gone)."""
-    for old in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
-        pid = old.name[len(target.name) + 2: -len(".tmp")]
+    prefix = _temp_prefix(target.name)
+    for old in target.parent.glob(f"{glob_escape(prefix)}.*.tmp"):
+        pid = old.name[len(prefix) + 1: -len(".tmp")]
         if not pid.isdigit():
             continue
         try:
@@ -107,31 +278,255 @@ def _remove_stale_temps(target: Path) -> None:
             continue  # alive under another user, or not a pid we can ask about: leave it
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, so a failure leaves nothing half written.
+def _is_dir_name(path: str | Path) -> bool:
+    return str(path).endswith(("/", os.sep))
 
-    The temporary file is ``.<name>.<pid>.tmp`` beside the target; one left by
-    a writer killed with SIGKILL (no clean-up possible) is deleted by the next
-    write to the same target.
-    """
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        # /dev/null, /dev/stdout, a FIFO (links followed): replacing it would destroy it (as root, /dev/null
-        # itself); write through it instead.
-        with open(target, "w", encoding="utf-8") as out:
-            out.write(text)
-        return
-    if target.is_symlink():
-        target = target.resolve()  # replace the file the link points to, not the link
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(target)
-    tmp = str(target.parent / f".{target.name}.{os.getpid()}.tmp")
-    # 0666 minus the umask, the mode a plain open() gives
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+
+def _not_a_file(path: str | Path, option: str) -> OptionError:
+    shown = f"{option} {path}" if option else str(path)
+    return OptionError(f"{shown}: is a directory; give a file name")
+
+
+def _existing(path: Path) -> os.stat_result | None:
+    """``stat`` of ``path`` following links; ``None`` when it does not exist; other OS errors are raised."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _first_existing_ancestor(path: Path) -> Path:
+    parent = path.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def check_output_path(path: str | Path | None, option: str = "--output") -> None:
+    """Before any work: can ``path`` be written?  Raise what writing it would raise, without writing it.
+
+    A directory (or a name ending in ``/``) is a usage error (exit 2); a path below a regular file, a
+    symlink loop, a name too long, no permission or a read-only file system an
+    :class:`~solver.errors.OutputError` (exit 73).  The directory is probed by creating (and removing)
+    an empty temporary file in it.
+    """
+    if path is None or str(path) == "-":
+        return
+    target = Path(path)
+    shown = str(path)
+    if _is_dir_name(path):
+        raise _not_a_file(path, option)
+    try:
+        st = _existing(target)
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode):
+                raise _not_a_file(path, option)
+            if not stat.S_ISREG(st.st_mode):
+                return  # a device or a FIFO: written through when the time comes
+        real = Path(os.path.realpath(target))
+        ancestor = _first_existing_ancestor(real)
+        if not os.path.isdir(ancestor):
+            raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
+        max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+        for part in real.relative_to(ancestor).parts or (real.name,):
+            if len(part.encode()) > max_name:
+                raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        if ancestor != real.parent:
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise OSError(errno.EACCES, f"cannot create a directory in {ancestor}: "
+                                            f"{os.strerror(errno.EACCES)}")
+            return
+        probe = real.parent / f"{_temp_prefix(real.name)}.{os.getpid()}.tmp"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.unlink(probe)
+    except OptionError:
         raise
+    except FileExistsError:
+        return  # our own probe name is taken: a writer of ours is running; the write itself will tell
+    except OSError as e:
+        raise OutputError.from_os(shown, e) from None
+
+
+def _write_through(path: Path, data: bytes, shown: str) -> None:
+    """Write to a device or a FIFO in place (replacing ``/dev/null`` would destroy it)."""
+    try:
+        with open(path, "wb") as out:
+            out.write(data)
+    except OSError as e:
+        raise OutputError.from_os(shown, e, partial=True) from None
+
+
+class _Staged:
+    """One target's temporary file, written and fsynced, waiting to be renamed into place."""
+
+    def __init__(self, target: Path, tmp: str, shown: str) -> None:
+        self.target = target
+        self.tmp = tmp
+        self.shown = shown
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+        runtime.untrack_temp(self.tmp)
+
+
+def _as_bytes(data: str | bytes) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _stage(path: str | Path, data: bytes) -> _Staged | None:
+    """Write ``data`` to a temporary file beside ``path``; ``None`` when ``path`` was written through."""
+    shown = str(path)
+    if _is_dir_name(path):
+        raise _not_a_file(path, "")
+    target = Path(path)
+    tmp = ""
+    try:
+        st = _existing(target)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise _not_a_file(path, "")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            _write_through(target, data, shown)
+            return None
+        target = Path(os.path.realpath(target))  # a link: replace the file it points to, not the link
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise OSError(errno.ENOTDIR, "a parent of it is not a directory") from None
+        _remove_stale_temps(target)
+        tmp = str(target.parent / f"{_temp_prefix(target.name)}.{os.getpid()}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # our own, from a write this process gave up on
+        # 0666 minus the umask, the mode a plain open() gives
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        runtime.track_temp(tmp)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return _Staged(target, tmp, shown)
+    except OptionError:
+        raise
+    except OSError as e:
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            runtime.untrack_temp(tmp)
+        raise OutputError.from_os(shown, e) from None
+
+
+def _publish(staged: Sequence[_Staged]) -> None:
+    """Rename every staged file into place (nothing is published once a stop was requested)."""
+    try:
+        runtime.check()
+    except BaseException:
+        for s in staged:
+            s.discard()
+        raise
+    dirs: set[Path] = set()
+    for k, s in enumerate(staged):
+        try:
+            os.replace(s.tmp, s.target)
+        except OSError as e:
+            for rest in staged[k:]:
+                rest.discard()
+            raise OutputError.from_os(s.shown, e) from None
+        runtime.untrack_temp(s.tmp)
+        dirs.add(s.target.parent)
+    for d in dirs:  # the renames themselves survive a crash only once their directory is synced
+        with contextlib.suppress(OSError):
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+_open = threading.local()
+
+
+@contextlib.contextmanager
+def transaction() -> Iterator[None]:
+    """Within the block, writes are staged; they are published together when it ends, discarded on an error.
+
+    A command that writes several files (``frontier -o F --plot P``, a report) then leaves either all of
+    them or none (nearly: the renames at the end are not one operation, but nothing can fail between
+    them except the renames themselves).  Nested blocks join the outermost one.
+    """
+    if getattr(_open, "staged", None) is not None:
+        yield
+        return
+    staged: list[_Staged] = []
+    _open.staged = staged
+    try:
+        yield
+    except BaseException:
+        for s in staged:
+            s.discard()
+        raise
+    finally:
+        _open.staged = None
+    _publish(staged)
+
+
+def write_files(items: Sequence[tuple[str | Path, str | bytes]]) -> None:
+    """Write several files nearly all-or-nothing: every one staged (written, fsynced) before any is renamed.
+
+    A failure while staging leaves every target as it was; see :func:`write_atomic`.  Inside
+    :func:`transaction` the files are published when the transaction ends.
+    """
+    staged: list[_Staged] = []
+    try:
+        for path, data in items:
+            s = _stage(path, _as_bytes(data))
+            if s is not None:
+                staged.append(s)
+    except BaseException:
+        for s in staged:
+            s.discard()
+        raise
+    outer = getattr(_open, "staged", None)
+    if outer is not None:
+        outer.extend(staged)
+        return
+    _publish(staged)
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` (text is UTF-8) to ``path`` via a temporary file, so a failure leaves nothing half written.
+
+    The temporary file is ``.<name>.<pid>.tmp`` beside the target, fsynced, then renamed over it; one
+    left by a writer killed with SIGKILL (no clean-up possible) is deleted by the next write to the same
+    target.  A symlink is followed (the file it points to is replaced); a device or a FIFO
+    (``/dev/null``, ``/dev/stdout``) is written through.  Missing parent directories are created.
+
+    Raises
+    ------
+    OutputError
+        Any OS error, with the path and the reason (exit 73; 74 when the device failed).
+    OptionError
+        ``path`` is a directory.
+    """
+    write_files([(path, data)])
+
+
+def figure_bytes(fig: Any, path: str | Path, dpi: int = 110) -> bytes:
+    """A matplotlib figure rendered in the format ``path``'s suffix names (``.png``, ``.svg``, ``.pdf``)."""
+    fmt = PLOT_FORMATS.get(Path(path).suffix.lower(), "png")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=dpi)
+    return buf.getvalue()
+
+
+def check_plot_path(path: str | Path | None, option: str = "--plot") -> None:
+    """:func:`check_output_path` for a plot, whose suffix must name a format (``.png``, ``.svg``, ``.pdf``)."""
+    if path is None:
+        return
+    suffix = Path(path).suffix.lower()
+    if not _is_dir_name(path) and suffix not in PLOT_FORMATS:
+        raise OptionError(f"{option} {path}: unknown plot format {suffix!r} (use .png, .svg or .pdf)")
+    check_output_path(path, option)

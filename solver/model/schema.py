@@ -145,10 +145,15 @@ class ConsumerInstanceSpec(_Strict):
 
 
 class AssignmentSpec(BaseModel):
-    """An assignment document: ``{"assignment": {member: {topic: [p]}}}`` (extra keys kept)."""
+    """An assignment document: ``{"assignment": {member: {topic: [p]}}}`` (extra keys kept).
+
+    ``format``, when present, must be ``kassign/v1``: a document of another format version is not read
+    as if it were this one.
+    """
 
     model_config = ConfigDict(extra="allow")
 
+    format: Literal["kassign/v1"] | None = None
     assignment: dict[str, dict[str, list[PartitionNo]]]
 
 

@@ -29,6 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from solver.runtime import run_cpsat
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
@@ -106,12 +108,15 @@ def integerize(sizes: npt.ArrayLike, capacities: npt.ArrayLike) -> IntData:
     top = float(c.max()) if c.size else 1.0
     top = top if top > 0 else 1.0
     fac = _TARGET_CAPACITY / top
+    # an item far larger than every capacity (load 1e99, capacity 1e-100) would overflow int64; clipped, it
+    # still exceeds every capacity (at most _TARGET_CAPACITY), which is all that matters about it
+    sf = np.minimum(s * fac, float(_INT_LIMIT))
     return IntData(
         fac,
         False,
-        np.ceil(s * fac).astype(np.int64),
+        np.ceil(sf).astype(np.int64),
         np.floor(c * fac).astype(np.int64),
-        np.floor(s * fac).astype(np.int64),
+        np.floor(sf).astype(np.int64),
         np.ceil(c * fac).astype(np.int64),
     )
 
@@ -598,7 +603,7 @@ def minimise(solver: Any, model: Any, objective: Any) -> str:
         two ``solver.objective_value`` holds the best objective.
     """
     model.minimize(objective)
-    return status_name(solver.solve(model))
+    return status_name(run_cpsat(solver, model))
 
 
 def item_vars(model: Any, n_items: int, n_bins: int) -> list[list[Any]]:
@@ -769,7 +774,7 @@ def sat_pack(
     if pm is None:
         return SatOutcome("infeasible", None, seconds=time.perf_counter() - t0)
     solver = new_solver(time_limit, seed)
-    st = status_name(solver.solve(pm.model))
+    st = status_name(run_cpsat(solver, pm.model))
     bins = read_bins(solver, pm.x) if st in ("optimal", "feasible") else None
     if st == "feasible":
         st = "optimal"  # a feasibility model has nothing left to prove once a solution exists

@@ -5,19 +5,25 @@ See :mod:`solver.planning.plan` for the model.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from solver.errors import OptionError
 
 #: Above this many item x instance pairs CP-SAT models are skipped for greedy + bounds.
 SAT_PAIR_LIMIT = 150_000
 #: Most rows (instance counts) one plan tabulates: each row solves its own models.
 MAX_PLAN_ROWS = 200
+#: Rows of the default table (no ``--range``): see :func:`solver.planning.rows.default_range`.
+MAX_PLAN_DEFAULT_ROWS = 41
+#: Largest ``--resilience K`` without ``--range``: the default table then still ends above ``K`` (it
+#: reaches the minimum + K + 2 within its 41 rows).
+MAX_DEFAULT_RESILIENCE = MAX_PLAN_DEFAULT_ROWS - 3
 #: Relative tolerance when comparing float loads with capacity.
 EPS = 1e-9
 
 
-class PlanUsageError(ValueError):
-    """A planning request that cannot be carried out as given (bad capacity, range ...)."""
+class PlanUsageError(OptionError):
+    """A planning request that cannot be carried out as given (bad capacity, range ...): exit 2."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,10 @@ class PlanConfig:
 def check_config(cfg: PlanConfig) -> None:
     """Raise :class:`PlanUsageError` for a request that makes no sense.
 
+    Every number is checked against its range in the one option schema (:mod:`solver.options`):
+    capacity, loads and multipliers finite and within bounds that keep every ratio a normal float
+    (``0``, ``-0``, ``1e308``, ``inf``, ``NaN``, negative and subnormal values are refused).
+
     Parameters
     ----------
     cfg
@@ -49,31 +59,52 @@ def check_config(cfg: PlanConfig) -> None:
     Raises
     ------
     PlanUsageError
-        Capacity not a positive finite number, negative resilience, non-positive
-        catch-up seconds, lag threshold, new capacity or time limit, or an
-        empty range.
+        A value out of its range (the message names the option and the range), or an empty range.
     """
-    if not (cfg.capacity > 0 and math.isfinite(cfg.capacity)):
-        raise PlanUsageError(f"--capacity must be a positive number, got {cfg.capacity:g}")
-    if cfg.resilience < 0:
-        raise PlanUsageError(f"--resilience must be >= 0, got {cfg.resilience}")
-    if cfg.catch_up_seconds is not None and not (cfg.catch_up_seconds > 0 and math.isfinite(cfg.catch_up_seconds)):
-        raise PlanUsageError(f"--catch-up-seconds must be positive, got {cfg.catch_up_seconds:g}")
-    if not cfg.lag_threshold > 0:
-        raise PlanUsageError(f"--lag-threshold must be positive, got {cfg.lag_threshold:g}")
-    if not cfg.new_capacity > 0:
-        raise PlanUsageError(f"new instance capacity multiplier must be positive, got {cfg.new_capacity:g}")
-    if cfg.time_limit is not None and not (cfg.time_limit > 0 and math.isfinite(cfg.time_limit)):
-        raise PlanUsageError(f"--time-limit must be a positive number of seconds, got {cfg.time_limit:g}")
-    if not 0 <= cfg.seed <= 2**31 - 1:
-        raise PlanUsageError(f"--seed must be between 0 and {2**31 - 1} (CP-SAT's seed is a 32-bit int)")
+    from solver.errors import OptionError
+    from solver.options import (
+        ACTIVE_LOAD,
+        CAPACITY,
+        CATCH_UP_SECONDS,
+        LAG_THRESHOLD,
+        NEW_CAPACITY,
+        RESILIENCE,
+        SEED,
+        STANDBY_LOAD,
+        TIME_LIMIT,
+        check_optional,
+    )
+
+    try:
+        CAPACITY.check(cfg.capacity)
+        RESILIENCE.check(cfg.resilience)
+        check_optional(CATCH_UP_SECONDS, cfg.catch_up_seconds)
+        LAG_THRESHOLD.check(cfg.lag_threshold)
+        NEW_CAPACITY.check(cfg.new_capacity)
+        check_optional(TIME_LIMIT, cfg.time_limit)
+        SEED.check(cfg.seed)
+        ACTIVE_LOAD.check(cfg.active_load)
+        STANDBY_LOAD.check(cfg.standby_load)
+    except OptionError as e:
+        raise PlanUsageError(str(e)) from None
     if cfg.range is not None:
         a, b = cfg.range
         _check_range(a, b, f"{a}:{b}")
+        if cfg.resilience >= b:
+            raise PlanUsageError(f"--resilience {cfg.resilience}: every instance count of --range {a}:{b} is at most "
+                                 f"{cfg.resilience}, so losing {cfg.resilience} instances leaves none (K must be "
+                                 f"below the largest count)")
+    elif cfg.resilience > MAX_DEFAULT_RESILIENCE:
+        raise PlanUsageError(f"--resilience {cfg.resilience}: the default table ({MAX_PLAN_DEFAULT_ROWS} counts from "
+                             f"the minimum) has no count above K; give --range A:B with B > {cfg.resilience}")
 
 
 def _check_range(lo: int, hi: int, shown: str) -> None:
     """``--range`` (written ``shown``) must be non-empty, start at 1 or above and fit in one plan."""
+    if isinstance(lo, bool) or isinstance(hi, bool) or not (isinstance(lo, int) and isinstance(hi, int)):
+        raise PlanUsageError(f"--range {shown}: expected integers A:B")
+    if hi > 2**31 - 1:
+        raise PlanUsageError(f"--range {shown}: at most {2**31 - 1} instances (a Java int)")
     if lo < 1 or hi < lo:
         raise PlanUsageError(f"--range {shown} is empty or starts below 1 (use A:B with 1 <= A <= B)")
     if hi - lo + 1 > MAX_PLAN_ROWS:

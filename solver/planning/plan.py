@@ -135,7 +135,7 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
     solver.resources.TooLargeError
         Saying how much memory the plan needs and how much is available.
     """
-    from solver.resources import Need, check_fits
+    from solver.resources import Need, check_fits, solver_base
 
     if instance.protocol == "streams":
         spec = instance.streams
@@ -148,7 +148,8 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
         members = len(instance.members)
         path = "members" if members * members > n_items else "topics"
     fleet = max(members, cfg.range[1] if cfg.range is not None else members + 1)
-    need = PLAN_BYTES_PER_ITEM * n_items + PLAN_BYTES_PER_FLEET_PAIR * fleet * fleet
+    # one CP-SAT worker: run_cpsat starts only as many as the memory left holds
+    need = solver_base() + PLAN_BYTES_PER_ITEM * n_items + PLAN_BYTES_PER_FLEET_PAIR * fleet * fleet
     check_fits(Need(need, f"plan of {n_items} items on a fleet of up to {fleet} instances", path),
                instance.name or "instance")
 

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from solver.runtime import run_cpsat
 from solver.streams.problem import RACK_STAGE, StreamsProblem
 
 
@@ -152,7 +153,7 @@ class StreamsSat:
             prm.interleave_search = True
         prm.max_deterministic_time = max(0.01, seconds)
         prm.max_time_in_seconds = max(0.01, wall_cap)
-        code = solver.solve(self.model)
+        code = run_cpsat(solver, self.model)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return SatOutcome(None, 0, False, "time")
         bound = max(0, math.ceil(solver.best_objective_bound - 1e-9))

@@ -380,6 +380,7 @@ class _ClientTasksSpec(_Strict):
 class _StreamsAssignmentDoc(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    format: Literal["kassign/v1"] | None = None
     assignment: dict[str, _ClientTasksSpec]
     probing_rebalance: StrictBool = False
 

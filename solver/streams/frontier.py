@@ -25,6 +25,7 @@ from typing import Any
 from solver.consumer.frontier import budget_steps, dominating, plot_panels, point_at, run_each
 from solver.model import Instance
 from solver.result import Params
+from solver.runtime import run_cpsat
 from solver.streams.optimal import _Model, greedy, solve_streams
 from solver.streams.problem import StreamsProblem
 
@@ -55,7 +56,7 @@ def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict
         solver.parameters.max_time_in_seconds = limit / (len(POINT_STAGES) - k)
         solver.parameters.num_workers = int(params.options.get("workers", 2))
         solver.parameters.random_seed = params.seed
-        code = solver.solve(m.model)
+        code = run_cpsat(solver, m.model)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             raise RuntimeError(f"internal: no assignment within {budget} moved actives ({solver.status_name(code)})")
         active, standby = m.read(solver)

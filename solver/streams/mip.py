@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from solver.runtime import run_mathopt
 from solver.streams.problem import RACK_STAGE, StreamsProblem
 
 #: Backends by option value (``-O engine=highs|scip``).
@@ -237,7 +238,7 @@ class StreamsMip:
             **kw,
         )
         solver = mo.SolverType.HIGHS if self.backend == "highs" else mo.SolverType.GSCIP
-        res = mo.solve(md, solver, params=params,
+        res = run_mathopt(mo.solve, md, solver, params=params,
                        model_params=mo.ModelSolveParameters(solution_hints=[self._hint(*incumbent)]))
         reason = res.termination.reason
         limit = None

@@ -55,6 +55,7 @@ import numpy as np
 
 from solver.errors import OptionError
 from solver.model import Instance
+from solver.options import check_assignor_options
 from solver.registry import register
 from solver.result import Params, Result, Status
 from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
@@ -73,7 +74,7 @@ DEFAULT_BACKEND = "highs"
 BUILD_SECONDS_PER_VAR = 60e-6
 #: Seconds a stage may run past the deadline (wall clock) before it is stopped; see :func:`wall_cap`.
 DEADLINE_SLACK = 0.5
-#: ``-O`` keys this solver reads.
+#: ``-O`` keys this solver reads (their ranges: :data:`solver.options.ASSIGNOR_OPTIONS`).
 OPTION_KEYS = ("engine", "flows", "workers", "interleave", "deterministic", "full_restore_lag")
 
 
@@ -195,42 +196,11 @@ class _Options:
     full_restore_lag: int | None
 
 
-def _flag(v: Any, key: str) -> bool:
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off"):
-        return False
-    raise OptionError(f"option {key}={v!r}: expected 0/1, true/false, yes/no or on/off")
-
-
 def _options(options: Mapping[str, Any]) -> _Options:
-    """Read and check the ``-O`` options (an unknown key or a bad value is an :class:`OptionError`)."""
-    unknown = sorted(set(options) - set(OPTION_KEYS))
-    if unknown:
-        raise OptionError(f"unknown option(s) {', '.join(unknown)} for optimal-streams; "
-                          f"known: {', '.join(OPTION_KEYS)}")
-    engine = str(options.get("engine", "auto"))
-    if engine not in ENGINES:
-        raise OptionError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
-    try:
-        workers = int(options.get("workers", 1))
-    except (TypeError, ValueError):
-        raise OptionError(f"option workers={options.get('workers')!r}: expected an integer >= 1") from None
-    if workers < 1:
-        raise OptionError(f"option workers={workers}: expected an integer >= 1")
-    full = options.get("full_restore_lag")
-    full_lag = None
-    if full is not None:
-        try:
-            full_lag = int(full)
-        except (TypeError, ValueError):
-            raise OptionError(f"option full_restore_lag={full!r}: expected an integer >= 0") from None
-        if full_lag < 0:
-            raise OptionError(f"option full_restore_lag={full_lag}: expected an integer >= 0")
-    return _Options(engine, _flag(options.get("flows", 1), "flows"), workers,
-                    _flag(options.get("interleave", 0), "interleave"),
-                    _flag(options.get("deterministic", 0), "deterministic"), full_lag)
+    """The ``-O`` options, checked by the one option schema (:data:`solver.options.ASSIGNOR_OPTIONS`)."""
+    opts = check_assignor_options("optimal-streams", options)  # unknown keys, bad values: OptionError
+    return _Options(opts.get("engine", "auto"), opts.get("flows", True), opts.get("workers", 1),
+                    opts.get("interleave", False), opts.get("deterministic", False), opts.get("full_restore_lag"))
 
 
 @dataclass

@@ -118,7 +118,7 @@ def validate(
 def assign(
     file: Annotated[Path, typer.Argument(help="One instance (.json/.yaml) or many (.jsonl, .jsonl.gz).")],
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
-    out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    out: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
     seed: Annotated[
         int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
@@ -141,8 +141,10 @@ def assign(
     spec = get_assignor(assignor)  # unknown names fail before any input is read
     opts = check_options(assignor, _parse_options(option))
     if settle:
+        if opts.get("settle") is False:
+            raise UsageError("--settle and -O settle=false contradict each other")
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts, balance_tolerance)
+    params = _params(time_limit, seed, objective, opts, balance_tolerance)  # every value in range, before work
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line
@@ -199,6 +201,7 @@ def score(
     if str(instance) == "-" and str(assignment) == "-":
         raise UsageError("score reads one of INSTANCE and ASSIGNMENT from stdin ('-'), not both")
     out_fmt = _format(fmt, as_json)
+    params = _params(time_limit, 0, None, {})  # in range before any input is read
     recs = _records(instance)
     if len(recs) != 1:
         raise UsageError(f"{instance}: score needs exactly one instance, the file has {len(recs)}")
@@ -211,7 +214,6 @@ def score(
     if gaps:
         from spark_runner.cli.cache import Cache
 
-        params = _params(time_limit, 0, None, {})
         metrics.update(_cached_gaps(inst, asg, metrics, params, optimum, None if no_cache else Cache()))
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
@@ -378,31 +380,86 @@ _load_commands()
 
 
 def main() -> None:
-    """Console-script entry point: run the app and map errors to exit codes."""
+    """Console-script entry point: run the app under the supervisor (signals, stdout) and exit with its code."""
+    from spark_runner.cli import supervise
+
+    sys.exit(supervise.run(_main, _say))
+
+
+def _say(line: str) -> None:
+    """One diagnostic line on stderr, plainly: it must work when nothing else does (no memory left)."""
     try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:  # stderr itself is gone: nothing left to tell
+        pass
+
+
+def _main() -> int:
+    """Run the app; map every error to its documented exit code (docs/cli.md) and a one-line message."""
+    from solver.errors import Interrupted
+    from spark_runner.cli.supervise import StdoutError
+
+    try:
+        _check_environment()
         app()
+        return 0
+    except SystemExit as e:  # Typer's own exit (help, usage errors, typer.Exit)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+    except (StdoutError, Interrupted):
+        raise  # the supervisor's
     except InstanceError as e:  # 65 invalid data, 66 a missing file
-        stderr.print(e.render(), markup=False)
-        sys.exit(e.exit_code)
+        _say(e.render())
+        return e.exit_code
     except UnknownAssignorError as e:
-        stderr.print(f"error: {e.args[0]}", markup=False)
-        sys.exit(EXIT_USAGE)
+        _say(f"error: {e.args[0]}")
+        return EXIT_USAGE
     except UnsupportedInstanceError as e:
-        stderr.print(f"error: {e}", markup=False)
-        sys.exit(EXIT_INFEASIBLE)
-    except KassignError as e:
-        stderr.print(f"error: {e}", markup=False)
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        stderr.print("interrupted", markup=False)
-        sys.exit(130)
+        _say(f"error: {e}")
+        return EXIT_INFEASIBLE
+    except KassignError as e:  # usage 2, infeasible 3, output 73/74, busy 75 ...
+        _say(f"error: {e}")
+        return e.exit_code
+    except MemoryError:  # an estimate that fell short: the documented refusal, not a crash
+        return out_of_memory(_say)
+    except ImportError as e:  # a library that cannot be mapped under an address-space limit is the same
+        if "failed to map segment" not in str(e) and "Cannot allocate memory" not in str(e):
+            raise
+        return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
         if os.environ.get("KASSIGN_DEBUG"):
             traceback.print_exc()
         else:
-            stderr.print(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)",
-                         markup=False)
-        sys.exit(EXIT_INTERNAL)
+            _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
+        return EXIT_INTERNAL
+
+
+def out_of_memory(say: Any, detail: str = "") -> int:
+    """Say that the run needs more memory than it may use; return the documented code (65)."""
+    from solver.resources import MEMORY_ENV, available_memory, human
+
+    try:
+        avail = f" ({human(available_memory())} is available)"
+    except Exception:  # the limit itself may be what is wrong
+        avail = ""
+    more = f": {detail}" if detail else ""
+    say(f"error: out of memory{avail}{more}; the input is too large for this machine or its limits (ulimit -v, "
+        f"the cgroup, {MEMORY_ENV}); nothing was written")
+    # out now: the interpreter's clean-up after a half-loaded library can crash (SIGSEGV) on the way out
+    from solver import runtime
+
+    runtime.remove_temps()
+    os._exit(EXIT_DATA)
+
+
+def _check_environment() -> None:
+    """The environment variables kassign reads, checked before any work (a bad value is a usage error)."""
+    from solver.model.files import input_limit
+    from solver.resources import available_memory, limit_arenas
+
+    available_memory()  # KASSIGN_MEMORY_LIMIT
+    input_limit()  # KASSIGN_INPUT_LIMIT
+    limit_arenas()  # before any solver thread exists
 
 
 __all__ = ["Problem", "app", "main"]

@@ -77,12 +77,13 @@ class Cache:
             return None
 
     def put(self, key: str, doc: Any) -> None:
+        from solver.errors import KassignError
         from solver.io import dumps, write_atomic
 
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomic(self.path(key), dumps(doc) + "\n")
-        except OSError:
+        except (OSError, KassignError):  # the writer's OutputError too
             pass  # a read-only or full cache folder only costs the next call a solve
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,117 +52,61 @@ def _count(obj: Any, attr: str) -> int:
 
 
 def _parse_options(options: list[str] | None) -> dict[str, Any]:
+    """``-O KEY=VALUE`` options: a value is JSON when it parses as JSON (within the document limits), else text.
+
+    A key given twice with different values is a usage error (which one was meant?).
+    """
+    from solver.model.decode import DecodeError, decode_json
+    from solver.options import shown
+
     out: dict[str, Any] = {}
     for opt in options or []:
-        key, sep, value = opt.partition("=")
+        key, sep, text = opt.partition("=")
         if not sep or not key:
-            raise UsageError(f"--option expects KEY=VALUE, got {opt!r}")
+            raise UsageError(f"--option expects KEY=VALUE, got {shown(opt)}")
         try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+            value: Any = decode_json(text)
+        except DecodeError as e:
+            if not e.syntax:  # too deep, too long a number, NaN: not a value any option takes
+                raise UsageError(f"-O {key}: {e.problems[0].message}") from None
+            value = text
+        if key in out and out[key] != value:
+            raise UsageError(f"-O {key} given twice, as {shown(out[key])} and {shown(value)}")
+        out[key] = value
     return out
 
 
 def _params(time_limit: float | None, seed: int | None, objective: str | None, options: dict[str, Any],
             balance_tolerance: float | None = None) -> Params:
-    check_time_limit(time_limit)
-    if seed is not None:
-        check_seed(seed)
-    if balance_tolerance is not None and not (math.isfinite(balance_tolerance) and balance_tolerance >= 0):
-        raise UsageError(f"--balance-tolerance must be a finite number >= 0, got {balance_tolerance}")
+    """The run parameters, each checked against its range (:mod:`solver.options`, exit 2) before any work."""
     obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
     if seed is not None and "deterministic" not in options:
         # a given seed asks for the same answer on every run: exact solvers run their deterministic mode
         options = {**options, "deterministic": True}
-    return Params(time_limit=time_limit, seed=seed or 0, objective=obj, options=options,
+    return Params(time_limit=time_limit, seed=0 if seed is None else seed, objective=obj, options=options,
                   balance_tolerance=balance_tolerance)
 
 
-#: Largest ``--seed``: CP-SAT's random seed is a 32-bit int.
-SEED_MAX = 2**31 - 1
+def check_output(path: str | Path | None, option: str = "--output") -> None:
+    """An output path must be writable, checked before any work is done (a directory: exit 2; else 73)."""
+    from solver.model.files import check_output_path
 
-
-def check_seed(seed: int) -> None:
-    """``--seed`` must be an integer in ``0..2**31-1`` (exit 2 otherwise)."""
-    if not 0 <= seed <= SEED_MAX:
-        shown = str(seed) if len(str(seed)) <= 30 else f"{str(seed)[:30]}..."
-        raise UsageError(f"--seed must be between 0 and {SEED_MAX}, got {shown}")
-
-
-def check_time_limit(seconds: float | None) -> None:
-    """``--time-limit`` must be a positive finite number of seconds (exit 2 otherwise)."""
-    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"--time-limit must be a positive number of seconds, got {seconds}")
-
-
-def check_output(path: Path | None) -> None:
-    """``-o`` must name a file (not a directory), checked before any work is done (exit 2 otherwise)."""
-    if path is not None and (path.is_dir() or str(path).endswith(("/", "\\"))):
-        raise UsageError(f"--output {path}: is a directory; give a file name")
-
-
-def _pos_int(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError("expected a positive integer")
-    return v
-
-
-def _non_neg_int(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError("expected a non-negative integer")
-    return v
-
-
-def _flag(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, (str, int)) and str(v).lower() in ("true", "1", "yes", "false", "0", "no"):
-        return str(v).lower() in ("true", "1", "yes")
-    raise ValueError("expected true or false")
-
-
-def _one_of(*choices: str) -> Any:
-    def check(v: Any) -> str:
-        if v not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return str(v)
-
-    return check
-
-
-_CPSAT_OPTIONS = {"workers": _pos_int, "interleave": _flag, "deterministic": _flag, "max_vars": _pos_int,
-                  "backend": _one_of("cpsat", "highs", "scip")}
-#: ``-O KEY=VALUE`` options each assignor understands, with the check (and normalisation) of the value.
-ASSIGNOR_OPTIONS: dict[str, dict[str, Any]] = {
-    "optimal": _CPSAT_OPTIONS,
-    "optimal-cpsat": _CPSAT_OPTIONS,
-    "optimal-streams": {"workers": _pos_int, "engine": _one_of("auto", "highs", "scip", "cp-sat"),
-                        "flows": _flag, "interleave": _flag, "deterministic": _flag,
-                        "full_restore_lag": _non_neg_int},
-    "cooperative-sticky": {"rounds": _one_of("settle"), "settle": _flag},
-}
+    check_output_path(path, option)
 
 
 def check_options(assignor: str, options: dict[str, Any]) -> dict[str, Any]:
     """Check ``-O`` options against what ``assignor`` understands; return them with normalised values.
 
+    The ranges are the one option schema's (:data:`solver.options.ASSIGNOR_OPTIONS`).
+
     Raises
     ------
-    UsageError
-        An unknown key (the known ones are listed) or a bad value (exit 2).
+    solver.errors.OptionError
+        An unknown key (the known ones are listed), a bad value or a contradiction (exit 2).
     """
-    known = ASSIGNOR_OPTIONS.get(assignor, {})
-    out: dict[str, Any] = {}
-    for key, value in options.items():
-        if key not in known:
-            listed = ", ".join(sorted(known)) if known else "none"
-            raise UsageError(f"-O {key}: unknown option for {assignor!r} (its options: {listed})")
-        try:
-            out[key] = known[key](value)
-        except ValueError as e:
-            raise UsageError(f"-O {key}={json.dumps(value)}: {e}") from None
-    return out
+    from solver.options import check_assignor_options
+
+    return check_assignor_options(assignor, options)
 
 
 def _run(name: str, rec: Record, params: Params) -> Result:

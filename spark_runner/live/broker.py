@@ -188,11 +188,14 @@ def client_config(props: Mapping[str, str], source: str = "--command-config") ->
 
 
 def read_client_config(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Read a ``--command-config`` file (see :func:`client_config`)."""
+    """Read a ``--command-config`` file (see :func:`client_config`), bounded like every input."""
+    from solver.errors import InstanceError
+    from solver.model.files import read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ClientConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+        text = read_text(path)
+    except InstanceError as e:
+        raise ClientConfigError(f"{path}: cannot read: {'; '.join(p.message for p in e.problems)}") from None
     return client_config(parse_properties(text), str(path))
 
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -85,19 +86,61 @@ EVENT_KINDS = (
 # --------------------------------------------------------------------------- parameters
 
 
-def _int_at_least(lo: int) -> Callable[[Any], str | None]:
+#: Largest Java ``int`` / ``long``: Kafka holds counts in ``int`` s, offsets and lags in ``long`` s.
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
+#: Size limits of one generated scenario (docs/sweeps.md, "Limits"): a sweep runs many small groups, and
+#: a grid value far beyond them would only exhaust a Spark worker's memory.
+MAX_SCENARIO_PARTITIONS = 100_000
+MAX_SCENARIO_MEMBERS = 10_000
+MAX_SCENARIO_PAIRS = 10**8
+MAX_SCENARIO_STEPS = 1_000
+
+
+def size_problems(items: tuple[str, int, str], group: tuple[str, int, str], pairs: int,
+                  pairs_what: str) -> list[tuple[str, str]]:
+    """One scenario's size against :data:`MAX_SCENARIO_PARTITIONS`, :data:`MAX_SCENARIO_MEMBERS` and
+    :data:`MAX_SCENARIO_PAIRS` (the first one crossed): ``(field, message)`` pairs for ``problems()``.
+
+    ``items``: (how they are counted, how many, what they are); ``group``: (its field, its cap, how the cap
+    is set); ``pairs``: items x group (x replicas), said as ``pairs_what``.
+    """
+    how, n_items, what = items
+    field, cap, rule = group
+    if n_items > MAX_SCENARIO_PARTITIONS:
+        return [("partitions_max", f"{how} = {n_items:,} {what}, more than a scenario's limit of "
+                                   f"{MAX_SCENARIO_PARTITIONS:,}")]
+    if cap > MAX_SCENARIO_MEMBERS:
+        return [(field, f"up to {cap:,} {field} ({rule}), more than a scenario's limit of {MAX_SCENARIO_MEMBERS:,}")]
+    if pairs > MAX_SCENARIO_PAIRS:
+        return [(field, f"{pairs_what}, more than a scenario's limit of {MAX_SCENARIO_PAIRS:,} pairs")]
+    return []
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:39] + "..."
+
+
+def _int_at_least(lo: int, hi: int = JAVA_INT_MAX) -> Callable[[Any], str | None]:
+    """An integer in ``lo..hi`` (a Java ``int`` unless said otherwise)."""
     def check(v: Any) -> str | None:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            return f"expected an integer, got {v!r}"
+            return f"expected an integer, got {_shown(v)}"
+        if v > hi:
+            return f"must be <= {hi}{' (a Java int)' if hi == JAVA_INT_MAX else ''}, got {_shown(v)}"
         return None if v >= lo else f"must be >= {lo}, got {v}"
 
     return check
 
 
-def _float_range(lo: float, hi: float | None = None, lo_open: bool = False) -> Callable[[Any], str | None]:
+def _float_range(lo: float, hi: float = 1e6, lo_open: bool = False) -> Callable[[Any], str | None]:
+    """A finite number in ``lo..hi`` (``lo`` excluded when ``lo_open``)."""
     def check(v: Any) -> str | None:
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != v:
-            return f"expected a number, got {v!r}"
+            return f"expected a number, got {_shown(v)}"
+        if not math.isfinite(v):
+            return f"must be a finite number, got {v}"
         if (v <= lo) if lo_open else (v < lo):
             return f"must be {'>' if lo_open else '>='} {lo}, got {v}"
         if hi is not None and v > hi:
@@ -143,7 +186,7 @@ FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
     "subscription": _choice(SUBSCRIPTIONS),
     "density": _float_range(0.0, 1.0, lo_open=True),
     "weights": _choice(WEIGHTS),
-    "zipf_a": _float_range(1.0, lo_open=True),
+    "zipf_a": _float_range(1.0, 100.0, lo_open=True),
     "lognormal_sigma": _float_range(0.0, 5.0),
     "hot_partitions": _int_at_least(0),
     "hot_factor": _float_range(1.0),
@@ -151,7 +194,7 @@ FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyType({
     "replication": _int_at_least(1),
     "copartition": _int_at_least(0),
     "static": _float_range(0.0, 1.0),
-    "steps": _int_at_least(0),
+    "steps": _int_at_least(0, MAX_SCENARIO_STEPS),
     "events": _events_check(EVENT_KINDS),
     "scale_k": _int_at_least(1),
     "drift": _float_range(0.0, 5.0),
@@ -318,6 +361,10 @@ class ScenarioParams(CheckedParams):
             out.append(("min_members", f"must be <= members ({self.members})"))
         if self.events == ("weight-drift",) and self.weights == "uniform":
             out.append(("events", "weight-drift alone needs weighted partitions (weights is uniform)"))
+        parts = self.topics * self.partitions_max
+        out += size_problems(("topics x partitions_max", parts, "partitions"),
+                             ("members", self.member_cap, "max_members, or 2 x members + scale_k"),
+                             parts * self.member_cap, f"{parts:,} partitions x {self.member_cap:,} members")
         return out
 
     @property

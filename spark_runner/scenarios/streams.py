@@ -73,6 +73,8 @@ from solver.streams.model import (
     Task,
 )
 from spark_runner.scenarios.consumer import (
+    JAVA_LONG_MAX,
+    MAX_SCENARIO_STEPS,
     CheckedParams,
     ScenarioParams,
     _choice,
@@ -87,6 +89,7 @@ from spark_runner.scenarios.consumer import (
     random_rack,
     replica_racks,
     scenario_id,
+    size_problems,
 )
 
 PROTOCOL = "streams"
@@ -117,15 +120,17 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "stateful_share": _float_range(0.0, 1.0),
     "stores_max": _int_at_least(1),
     "standby_replicas": _int_at_least(0),
-    "acceptable_recovery_lag": _int_at_least(0),
+    # a lag is at most a task's state size, which is at least acceptable_recovery_lag + 1: both Java longs
+    "acceptable_recovery_lag": _int_at_least(0, JAVA_LONG_MAX - 1),
     "max_warmup_replicas": _int_at_least(1),
     "initial": _choice(INITIAL_STATES),
     "stale_share": _float_range(0.0, 1.0),
-    "state_size": _int_at_least(1),
-    "restore_rate": _int_at_least(0),
-    "lag_growth": _int_at_least(0),
+    # state sizes are drawn up to ~150 x state_size (lognormal): 1e15 keeps them Java longs
+    "state_size": _int_at_least(1, 10**15),
+    "restore_rate": _int_at_least(0, JAVA_LONG_MAX),
+    "lag_growth": _int_at_least(0, JAVA_LONG_MAX),
     "drift": _float_range(0.0, 5.0),
-    "steps": _int_at_least(0),
+    "steps": _int_at_least(0, MAX_SCENARIO_STEPS),
     "events": _events_check(STREAMS_EVENT_KINDS, "Streams event kind"),
     "scale_k": _int_at_least(1),
     "max_clients": _optional(_int_at_least(1)),
@@ -253,6 +258,12 @@ class StreamsScenarioParams(CheckedParams):
         if self.max_tasks is not None and self.subtopologies * self.partitions_max > self.max_tasks:
             out.append(("max_tasks", f"must be >= subtopologies * partitions_max "
                                      f"({self.subtopologies * self.partitions_max})"))
+        tasks = self.subtopologies * self.partitions_max
+        replicas = 1 + min(self.standby_replicas, self.client_cap)
+        out += size_problems(("subtopologies x partitions_max", tasks, "tasks"),
+                             ("clients", self.client_cap, "max_clients, or 2 x clients + scale_k"),
+                             tasks * self.client_cap * replicas,
+                             f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s)")
         return out
 
     def canonical_json(self) -> str:

@@ -84,9 +84,11 @@ def run_sweep(grid: str | Path | Mapping[str, Any] | Grid, out: str | Path, mast
                   conf=conf, spark=spark, log=log)
     index: Path | None = None
     if report and summary.rows_total:
+        from solver.model.files import transaction
         from spark_runner.sweep.report import build_report
 
-        index = build_report(out, title=g.name)
+        with transaction():  # every report file, or none
+            index = build_report(out, title=g.name)
     return Sweep(summary, index)
 
 

@@ -33,6 +33,7 @@ import pandas as pd
 
 from heuristics.shipped import PROPOSALS, shipped
 from solver.errors import InstanceError, MissingFileError, Problem
+from solver.model.files import figure_bytes, write_atomic
 from solver.model.scoring import INVALID, SPLIT, VALID
 from spark_runner.sweep.evaluate import (
     EPS,
@@ -363,7 +364,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     # 1. gap distributions
     fig = _gap_boxplots(plt, df, heur, GAPS, "Gap to the optimum per step (0 = as good as the optimum)")
     fig.tight_layout()
-    fig.savefig(folder / "gaps.png", dpi=110)
+    write_atomic(folder / "gaps.png", figure_bytes(fig, "gaps.png"))
     plt.close(fig)
     made.append(("gaps.png", "Gap distributions per assignor (box: middle half of the steps; invalid steps left "
                               "out and counted in the label)"))
@@ -399,7 +400,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
                  + _counts_note(_step_counts(df[df["assignor"] == (OPTIMAL if opt_curve is not None else heur[0])]))
                  if heur else "no heuristic rows", fontsize=10)
     fig.tight_layout()
-    fig.savefig(folder / "moves.png", dpi=110)
+    write_atomic(folder / "moves.png", figure_bytes(fig, "moves.png"))
     plt.close(fig)
     made.append(("moves.png", "Cumulative moved topic-partitions over the steps, one panel per assignor"))
 
@@ -440,7 +441,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
         a2.legend(fontsize=8)
         a2.grid(alpha=0.3, which="both")
         fig.tight_layout()
-        fig.savefig(folder / "optimum.png", dpi=110)
+        write_atomic(folder / "optimum.png", figure_bytes(fig, "optimum.png"))
         plt.close(fig)
         made.append(("optimum.png", "The optimum: share proven and seconds per assignment against instance size "
                                     "(use it to pick solver_time_limit and instance sizes)"))
@@ -499,7 +500,7 @@ def write_worst_grid(out: Path, folder: Path, name: str, worst: dict[str, Any], 
             "seeds": [int(t.column("seed")[0].as_py())], "assignors": [name],
             "solver_time_limit": meta.get("solver_time_limit") or 10, "params": params}
     path = folder / f"worst-{tag + '-' if tag else ''}{name}.yaml"
-    path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
+    write_atomic(path, yaml.safe_dump(grid, sort_keys=False))
     return path
 
 
@@ -909,7 +910,7 @@ def _streams_plot(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     fig = _gap_boxplots(plt, df, heur, STREAMS_GAPS,
                         f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step (0 = as good as the optimum)")
     fig.tight_layout()
-    fig.savefig(folder / "streams_gaps.png", dpi=110)
+    write_atomic(folder / "streams_gaps.png", figure_bytes(fig, "streams_gaps.png"))
     plt.close(fig)
     return [("streams_gaps.png", "Kafka Streams gap distributions per assignor")]
 
@@ -950,8 +951,7 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     manifest = out / "manifest.json"
     meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
     title = title or meta.get("grid") or out.name
-    folder = out / "report"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = out / "report"  # created by the first write (solver.model.files.write_atomic)
     df = rows[rows["protocol"] != "streams"]
     st = rows[rows["protocol"] == "streams"]
     plots: list[tuple[str, str]] = []
@@ -965,12 +965,12 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
             sections.append(("Unproven optima by grid point", "Steps whose optimum is not proven (status feasible: "
                              "a stage hit the time limit), per grid point; gaps there are against the best "
                              "solution found.", unproven_by_point(out), ()))
-        summary_table(df).to_csv(folder / "summary.csv", index=False)
+        write_atomic(folder / "summary.csv", summary_table(df).to_csv(index=False))
     if len(st):
         plots += _streams_plot(st, folder)
         sections += _streams_sections(st)
         notes += _streams_notes(st)
-        streams_summary_table(st).to_csv(folder / "summary_streams.csv", index=False)
+        write_atomic(folder / "summary_streams.csv", streams_summary_table(st).to_csv(index=False))
     facts = _facts(df, st)
     for old in folder.glob("worst-*.yaml"):  # a rebuilt report names only its own worst steps
         old.unlink()
@@ -983,7 +983,7 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     for name, what, table, share_cols in sections:
         md += [f"## {name}", "", what, "", markdown_table(table, share_cols), ""]
     md += ["## Plots", ""] + [f"![{alt}]({png})" for png, alt in plots] + [""]
-    (folder / "summary.md").write_text("\n".join(md), encoding="utf-8")
+    write_atomic(folder / "summary.md", "\n".join(md))
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_CSS}</style></head><body>",
@@ -996,10 +996,10 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         parts.append(f"<h2>{html.escape(name)}</h2><p>{md_inline_html(what)}</p>{html_table(table, share_cols)}")
     parts.append("<h2>Plots</h2>")
     parts += [f"<h3>{html.escape(alt)}</h3><img src='{png}' alt='{html.escape(alt)}'>" for png, alt in plots]
-    csvs = " and ".join(f"<a href='{c}'>{c}</a>" for c in ("summary.csv", "summary_streams.csv")
-                        if (folder / c).exists())
+    csvs = " and ".join(f"<a href='{c}'>{c}</a>" for c, rows_of in (("summary.csv", df), ("summary_streams.csv", st))
+                        if len(rows_of))
     parts.append("<p>Rows: <code>rows/</code> (Parquet, partitioned by assignor); tables also in "
                  f"<a href='summary.md'>summary.md</a> and {csvs}.</p></body></html>")
     index = folder / "index.html"
-    index.write_text("\n".join(parts), encoding="utf-8")
+    write_atomic(index, "\n".join(parts))
     return index

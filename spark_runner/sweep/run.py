@@ -46,8 +46,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from solver.errors import InstanceError, Problem, json_path
-from solver.io import read_document
+from solver import runtime
+from solver.errors import InstanceError, Interrupted, KassignError, Problem, json_path
+from solver.io import read_document, write_atomic
 from spark_runner.scenarios.consumer import FIELD_CHECKS, ScenarioParams, scenario_id
 from spark_runner.scenarios.streams import (
     STREAMS_FIELD_CHECKS,
@@ -68,6 +69,15 @@ SPARK_LOG = "spark.log"
 FAIL_ONCE_ENV = "KASSIGN_SWEEP_FAIL_ONCE"
 #: Task attempts per task in local mode (Spark's local[N] default is 1: no retry).
 LOCAL_MAX_FAILURES = 4
+#: Grid limits (docs/sweeps.md, "Limits"), checked before Spark starts, also under ``--dry-run``.
+MAX_SEEDS = 1_000_000
+MAX_GRID_POINTS = 100_000
+MAX_SCENARIOS = 1_000_000
+#: Seeds go to Spark as a ``LongType`` column.
+SEED_MAX = 2**63 - 1
+#: YAML aliases (``*name``, merge keys ``<<: *name`` included) a grid may use, and values it may hold.
+MAX_GRID_ALIASES = 64
+MAX_GRID_VALUES = 100_000
 
 
 # --------------------------------------------------------------------------- grid
@@ -78,8 +88,8 @@ class SeedRange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: Annotated[int, Field(strict=True, ge=0)] = 0
-    count: Annotated[int, Field(strict=True, ge=1)]
+    start: Annotated[int, Field(strict=True, ge=0, le=SEED_MAX)] = 0
+    count: Annotated[int, Field(strict=True, ge=1, le=MAX_SEEDS)]
 
 
 class GridSpec(BaseModel):
@@ -89,9 +99,9 @@ class GridSpec(BaseModel):
 
     name: str = ""
     description: str | None = None
-    seeds: Annotated[int, Field(strict=True, ge=1)] | list[Annotated[int, Field(strict=True, ge=0)]] | SeedRange
+    seeds: Any  # a count, a list or a SeedRange: checked by _seeds, with messages a user reads
     assignors: Literal["all"] | Annotated[list[str], Field(min_length=1)]
-    solver_time_limit: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = 10.0
+    solver_time_limit: Annotated[float, Field(ge=1e-3, le=1e7, allow_inf_nan=False)] | None = 10.0  # as --time-limit
     params: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(default_factory=dict)
 
 
@@ -186,7 +196,8 @@ def _values(name: str, raw: Any) -> list[Any]:
     return [raw]
 
 
-def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: list[Problem]) -> list[AnyParams]:
+def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: list[Problem],
+            budget: int = MAX_GRID_POINTS) -> list[AnyParams]:
     """The grid points of one ``params`` mapping; ``protocol: streams`` selects the Streams generator."""
     proto = params.get("protocol", "consumer")
     if proto not in ("consumer", "streams"):
@@ -220,6 +231,11 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
     if problems:
         return []
     names = list(grid)
+    size = math.prod(len(grid[n]) for n in names)
+    if size > budget:  # counted before a single combination is built
+        problems.append(Problem(json_path(loc), f"{size:,} combinations of values, more than a grid's limit of "
+                                                f"{MAX_GRID_POINTS:,} points (split the grid)"))
+        return []
     out = []
     bad_combos = 0
     for combo in itertools.product(*(grid[n] for n in names)):
@@ -238,7 +254,51 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
         out.append(cls(**values))
     if bad_combos > 5:
         problems.append(Problem(json_path(loc), f"{bad_combos - 5} more invalid combination(s)"))
+    if bad_combos and not out:
+        problems.append(Problem(json_path(loc), f"every one of the {bad_combos:,} combination(s) is invalid"))
     return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _seeds(raw: Any, problems: list[Problem]) -> tuple[int, ...]:
+    """``seeds``: a count (seeds 0..N-1), a list of seeds, or ``{start, count}``; each a Java long >= 0."""
+    if _is_int(raw):
+        if not 1 <= raw <= MAX_SEEDS:
+            problems.append(Problem("seeds", f"a count of seeds must be between 1 and {MAX_SEEDS:,}, got "
+                                             f"{_short(raw)}"))
+            return ()
+        return tuple(range(raw))
+    if isinstance(raw, list):
+        if not raw or len(raw) > MAX_SEEDS:
+            problems.append(Problem("seeds", f"a list of 1 to {MAX_SEEDS:,} seeds expected, got {len(raw):,}"))
+            return ()
+        bad = [(i, v) for i, v in enumerate(raw) if not (_is_int(v) and 0 <= v <= SEED_MAX)]
+        for i, v in bad[:5]:
+            problems.append(Problem(f"seeds[{i}]", f"a seed is an integer between 0 and {SEED_MAX} (a Java long), "
+                                                   f"got {_short(v)}"))
+        return () if bad else tuple(dict.fromkeys(raw))
+    if isinstance(raw, dict):
+        try:
+            rng = SeedRange.model_validate(raw)
+        except ValidationError as e:
+            problems.extend(Problem(f"seeds.{p.path}" if p.path else "seeds", p.message)
+                            for p in _problems_from_pydantic(e))
+            return ()
+        last = rng.start + rng.count - 1
+        if last > SEED_MAX:
+            problems.append(Problem("seeds.count", f"the last seed would be {last}, beyond {SEED_MAX} (a Java long)"))
+            return ()
+        return tuple(range(rng.start, last + 1))
+    problems.append(Problem("seeds", f"expected a count, a list of seeds or {{start, count}}, got {_short(raw)}"))
+    return ()
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:39] + "..."
 
 
 def _known_assignors() -> dict[str, tuple[str, str]]:
@@ -267,7 +327,7 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     blocks = spec.params if isinstance(spec.params, list) else [spec.params]
     for i, block in enumerate(blocks):
         loc: tuple[str | int, ...] = ("params", i) if isinstance(spec.params, list) else ("params",)
-        points.extend(_expand(block, loc, problems))
+        points.extend(_expand(block, loc, problems, MAX_GRID_POINTS - len(points)))
     # The protocols the blocks declare, whether or not their values expanded cleanly; a block with a
     # bad protocol leaves it unknown, and the assignor-protocol checks would only repeat that error.
     declared = [b.get("protocol", "consumer") for b in blocks]
@@ -293,14 +353,11 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
         for proto in sorted(present if cross_check else ()):
             if not any(known.get(a, ("", ""))[1] == proto for a in assignors):
                 problems.append(Problem("assignors", f"no {proto} assignor listed for the {proto} scenarios"))
-    if isinstance(spec.seeds, int):
-        seeds = tuple(range(spec.seeds))
-    elif isinstance(spec.seeds, SeedRange):
-        seeds = tuple(range(spec.seeds.start, spec.seeds.start + spec.seeds.count))
-    else:
-        seeds = tuple(dict.fromkeys(spec.seeds))
-        if not seeds:
-            problems.append(Problem("seeds", "empty list of seeds"))
+    seeds = _seeds(spec.seeds, problems)
+    if len(points) * len(seeds) > MAX_SCENARIOS:
+        problems.append(Problem("seeds", f"{len(points):,} grid points x {len(seeds):,} seeds = "
+                                         f"{len(points) * len(seeds):,} scenarios, more than the limit of "
+                                         f"{MAX_SCENARIOS:,}"))
     if problems:
         raise InstanceError(source, problems)
     protocols = {a: known[a][1] for a in assignors}
@@ -309,8 +366,8 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
 
 
 def read_grid(path: str | Path) -> Grid:
-    """Read and validate a grid file (YAML or JSON)."""
-    return parse_grid(read_document(path), str(path))
+    """Read and validate a grid file (YAML or JSON); at most :data:`MAX_GRID_ALIASES` YAML aliases."""
+    return parse_grid(read_document(path, max_aliases=MAX_GRID_ALIASES, max_values=MAX_GRID_VALUES), str(path))
 
 
 # --------------------------------------------------------------------------- resume
@@ -447,7 +504,7 @@ def start_spark(
     local = is_local(m)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     settings = {"spark.master": m, "spark.app.name": app_name,
@@ -463,23 +520,56 @@ def start_spark(
         # a local run, or a cluster on this machine's loopback: the driver listens on 127.0.0.1 only
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(conf or {})
-    from pyspark import SparkContext
-
-    if log_path is not None and SparkContext._active_spark_context is None:
-        from pyspark.java_gateway import launch_gateway
-
-        spark_conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-        with open(log_path, "ab") as log:  # the JVM keeps its own copy of the descriptor
-            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
-        SparkContext(conf=spark_conf, gateway=gateway)
     b = SparkSession.builder
     for k, v in settings.items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    try:
+        _launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), SparkContext, log_path)
+        spark = b.getOrCreate()
+    except Exception as e:  # a bad --master or --conf, no Java: one line, not the JVM's stack trace
+        where = f" (Spark's own log: {log_path})" if log_path is not None else ""
+        raise SparkStartError(f"cannot start Spark (master {master or 'local[*]'}): {_first_line(e)}{where}") \
+            from None
     spark.sparkContext.setLogLevel("ERROR")
     if not local:
         spark.sparkContext.addPyFile(_code_zip())
     return spark
+
+
+class SparkStartError(KassignError):
+    """Spark did not start (a bad ``--master`` or ``--conf``, no Java): exit 69, ``EX_UNAVAILABLE``."""
+
+    exit_code = 69
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "py4j")):
+            return line[:300]
+    return text.splitlines()[0][:300]
+
+
+def _launch_gateway(spark_conf: Any, context: Any, log_path: str | Path | None) -> None:
+    """Start Spark's JVM in a session of its own (``setsid``), its output to ``log_path``, unless it runs.
+
+    Ctrl-C sends SIGINT to the terminal's whole process group; Spark's JVM ignores it, but the Python
+    workers it starts do not, and die with tracebacks mid-task.  In its own session nothing reaches
+    them: the driver alone gets the signal, cancels the jobs and stops Spark (the JVM still exits when
+    the driver dies: it watches its stdin).
+    """
+    if context._gateway is not None:
+        return
+    from pyspark.java_gateway import launch_gateway
+
+    kwargs: dict[str, Any] = {"start_new_session": True}
+    if log_path is None:
+        context._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs=kwargs))
+        return
+    with open(log_path, "ab") as log:  # the JVM keeps its own copy of the descriptor
+        context._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={**kwargs, "stdout": log,
+                                                                                      "stderr": log}))
 
 
 def spark_schema() -> str:
@@ -630,42 +720,103 @@ def run_sweep(
     log
         ``log(str)`` for progress lines (stderr by default).
     """
+    from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
+
+    check_optional(SWEEP_PARTITIONS, partitions)
+    check_optional(SWEEP_BATCH_SIZE, batch_size)
+    PROGRESS_EVERY.check(progress_every)
     t0 = time.monotonic()
     out = Path(out)
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
-    if overwrite:
-        for sub in (ROWS, REPORT):
-            shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    if clear_uncommitted(out):
-        say(f"[sweep] deleted the uncommitted output of an interrupted run under {out / ROWS}")
-    scenarios = grid.scenarios()
-    done = finished(out)
-    work = plan(grid, done)
-    skipped = len(scenarios) - len(work)
-    say(f"[sweep] {grid.name}: {len(scenarios)} scenario(s) x {len(grid.evaluated)} assignor(s) "
-        f"({', '.join(grid.evaluated)}); {skipped} already done, {len(work)} to evaluate")
-    fail = fail_once if fail_once is not None else os.environ.get(FAIL_ONCE_ENV) or None
-    batches = 0
-    if work:
-        own = spark is None
-        if own:
-            say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
-            spark = start_spark(master, conf, log_path=out / SPARK_LOG)
-        try:
-            batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every)
-        finally:
+    with sweep_lock(out):  # one sweep per output directory (a second one is refused, exit 75)
+        if overwrite:
+            for sub in (ROWS, REPORT):
+                shutil.rmtree(out / sub, ignore_errors=True)
+        if clear_uncommitted(out):
+            say(f"[sweep] deleted the uncommitted output of an interrupted run under {out / ROWS}")
+        scenarios = grid.scenarios()
+        done = finished(out)
+        work = plan(grid, done)
+        skipped = len(scenarios) - len(work)
+        say(f"[sweep] {grid.name}: {len(scenarios)} scenario(s) x {len(grid.evaluated)} assignor(s) "
+            f"({', '.join(grid.evaluated)}); {skipped} already done, {len(work)} to evaluate")
+        fail = fail_once if fail_once is not None else os.environ.get(FAIL_ONCE_ENV) or None
+        batches = 0
+        if work:
+            own = spark is None
             if own:
-                spark.stop()
-    rows_total = _count_rows(out)
-    _write_manifest(out, grid, len(scenarios), rows_total)
+                runtime.check()
+                say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
+                spark = start_spark(master, conf, log_path=out / SPARK_LOG)
+            committed = [0]
+            try:
+                batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every,
+                                       committed)
+            except Interrupted as e:
+                try:  # what is on disk: a batch committed just before the signal counts too
+                    written = len(scenarios) - len(plan(grid, finished(out)))
+                except Exception:  # unreadable now: what this run saw committed
+                    written = skipped + committed[0]
+                raise Interrupted(e.signum, interrupted_note(e.signum, out, written, len(scenarios))) from None
+            finally:
+                if own:
+                    with contextlib.suppress(Exception):  # a JVM that is already gone cannot be stopped
+                        spark.stop()
+        rows_total = _count_rows(out)
+        _write_manifest(out, grid, len(scenarios), rows_total)
     secs = time.monotonic() - t0
     say(f"[sweep] done in {_elapsed(secs)}: {rows_total} row(s) under {out / ROWS}")
     return SweepSummary(len(scenarios), skipped, len(work), batches, rows_total, secs, out)
 
 
+def interrupted_note(signum: int, out: Path, finished_scenarios: int, total: int) -> str:
+    """What an interrupted sweep says: what was written, and how to finish it."""
+    import signal as _signal
+
+    name = _signal.Signals(signum).name
+    return (f"interrupted ({name}): {finished_scenarios} of {total} scenario(s) are written under {out / ROWS} "
+            f"(every committed batch; the batch in progress was discarded); run the same command again to "
+            f"resume: finished scenarios are skipped")
+
+
+#: The lock file of a sweep's output directory (held with ``flock`` while a sweep writes there).
+LOCK = ".kassign-sweep.lock"
+
+
+@contextlib.contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold ``out``'s sweep lock for the block; another process holding it is a :class:`BusyError` (exit 75).
+
+    ``flock`` on ``out/.kassign-sweep.lock``: the kernel releases it when the holder exits, however it
+    ends (no stale lock after a crash).  The file says who holds it, for the message.
+    """
+    import fcntl
+
+    from solver.errors import BusyError, OutputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    except FileExistsError:
+        raise OutputError(str(out), "exists and is not a directory") from None
+    except OSError as e:
+        raise OutputError.from_os(str(out), e) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise BusyError(f"{out}: another sweep is writing to this directory ({holder}); wait for it to "
+                            f"finish, or give another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None, batch_size: int | None,
-                 fail: str | None, say: Any, every: float) -> int:
+                 fail: str | None, say: Any, every: float, committed: list[int] | None = None) -> int:
     from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
     cores = max(1, spark.sparkContext.defaultParallelism)
@@ -689,13 +840,25 @@ def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None
             data = [(w.scenario_id, w.seed, w.params.canonical_json(), json.dumps(list(w.evaluate)),
                      json.dumps(list(w.write)), w.time_limit) for w in ordered]
             prog.batch = (k, len(chunks), len(chunk))
-            df = spark.createDataFrame(spark.sparkContext.parallelize(data, slices), in_schema)
-            rows = df.mapInPandas(fn, schema)
-            (rows.write.mode("append").partitionBy("assignor")
-             .option("compression", "zstd").parquet(target))
+            runtime.check()
+            with runtime.stoppable(lambda: _cancel(spark)):  # a signal cancels the job: nothing of it is committed
+                df = spark.createDataFrame(spark.sparkContext.parallelize(data, slices), in_schema)
+                rows = df.mapInPandas(fn, schema)
+                (rows.write.mode("append").partitionBy("assignor")
+                 .option("compression", "zstd").parquet(target))
             prog.done += len(chunk)
+            if committed is not None:
+                committed[0] = prog.done
             say(f"[sweep] batch {k}/{len(chunks)} committed: {prog.done}/{prog.total} scenario(s)")
     return len(chunks)
+
+
+def _cancel(spark: Any) -> None:
+    """Cancel every Spark job, quietly: the job's abort is expected, not an error to print."""
+    sc = spark.sparkContext
+    with contextlib.suppress(Exception):
+        sc.setLogLevel("OFF")
+    sc.cancelAllJobs()
 
 
 def _count_rows(out: Path) -> int:
@@ -720,4 +883,4 @@ def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:
         "rows": rows,
         "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    (out / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_atomic(out / MANIFEST, json.dumps(doc, indent=1) + "\n")

@@ -16,6 +16,7 @@ from typing import Any
 
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
+from solver.runtime import run_mip
 
 SOLVER_IDS = {"highs": "HIGHS", "scip": "SCIP"}
 
@@ -107,7 +108,7 @@ class MipModel:
         s.SetTimeLimit(max(10, int(seconds * 1000)))
         s.SetNumThreads(1)
         t0 = time.perf_counter()
-        st = s.Solve()
+        st = run_mip(s)
         dt = time.perf_counter() - t0
         if st == pywraplp.Solver.INFEASIBLE:
             return "infeasible", None, None, dt

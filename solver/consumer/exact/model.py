@@ -30,6 +30,7 @@ from typing import Any
 from solver.consumer.exact.data import Scaled
 from solver.consumer.exact.topic_balance import topic_balance_terms
 from solver.consumer.items import ItemClasses
+from solver.runtime import run_cpsat
 
 #: Largest scaled load per capacity whose square enters the sum_sq stage exactly.
 MAX_SQUARED = 2**28
@@ -273,7 +274,7 @@ class ClassModel:
         p.max_deterministic_time = seconds
         p.max_time_in_seconds = seconds * 20.0 + 1.0 if deterministic else seconds
         t0 = time.perf_counter()
-        st = solver.solve(self.model)
+        st = run_cpsat(solver, self.model)
         dt = time.perf_counter() - t0
         self.det_spent += min(seconds, solver.deterministic_time)
         name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",

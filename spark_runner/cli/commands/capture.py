@@ -113,20 +113,24 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Assume this broker version (e.g. 2.3) instead of asking the broker.")
         ] = None,
         current: Annotated[
-            Path | None, typer.Option(help="Also write the group's current assignment here (for kassign score).")
+            str | None, typer.Option(help="Also write the group's current assignment here (for kassign score).")
         ] = None,
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+        output: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     ) -> None:
         """Capture a live group (read-only) as a kassign/v1 instance: members, subscriptions, owned partitions, lags."""
         from solver.io import dumps, parse_instance, write_atomic
+        from solver.model.files import check_output_path, transaction
+        from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT
         from spark_runner.cli.common import UsageError, stderr
         from spark_runner.live.broker import read_client_config
         from spark_runner.live.capture import capture as capture_group
 
         if weights not in ("none", "lag", "rate"):
             raise UsageError("--weights must be none, lag or rate")
-        if sample <= 0 or timeout <= 0:
-            raise UsageError("--sample and --timeout must be positive")
+        CAPTURE_SAMPLE.check(sample)
+        CAPTURE_TIMEOUT.check(timeout)
+        check_output_path(output)
+        check_output_path(current, "--current")
         if not group:
             raise UsageError("--group must not be empty")
         version = _api_version(api_version)
@@ -149,13 +153,14 @@ def register(app: typer.Typer) -> None:
             budget)
         inst = parse_instance(doc, f"capture of {group!r}")  # what we write must be a valid instance
         text = readable_json(doc)
-        if current is not None:
-            if inst.protocol != "consumer":
-                raise UsageError("--current is for consumer groups (a Streams capture carries its tasks itself)")
-            write_atomic(current, dumps(current_assignment(doc)) + "\n")
-        if output is not None:
-            write_atomic(output, text)
-        else:
+        if current is not None and inst.protocol != "consumer":
+            raise UsageError("--current is for consumer groups (a Streams capture carries its tasks itself)")
+        with transaction():  # the instance and today's assignment are published together, or neither
+            if current is not None:
+                write_atomic(current, dumps(current_assignment(doc)) + "\n")
+            if output is not None:
+                write_atomic(output, text)
+        if output is None:
             sys.stdout.write(text)
             sys.stdout.flush()
         what = (f"{len(doc['clients'])} Streams client(s)" if inst.protocol == "streams"

@@ -101,9 +101,10 @@ def register(app: typer.Typer) -> None:
             raise UsageError(str(e)) from None
 
         err = Console(stderr=True, highlight=False)
+        params = _params(time_limit, seed, balance_tolerance)  # every value in range, before the input is read
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
-        doc = compare_rows(inst, names, _params(time_limit, seed, balance_tolerance), err, settle=settle)
+        doc = compare_rows(inst, names, params, err, settle=settle)
         if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
             return
@@ -129,9 +130,9 @@ def register(app: typer.Typer) -> None:
     def frontier(
         file: Annotated[Path, typer.Argument(help="One instance, either protocol.")],
         out: Annotated[
-            Path | None, typer.Option("--output", "-o", help="Write the JSON here (default stdout).")
+            str | None, typer.Option("--output", "-o", help="Write the JSON here (default stdout).")
         ] = None,
-        plot: Annotated[Path | None, typer.Option(help="Write a PNG plot here.")] = None,
+        plot: Annotated[str | None, typer.Option(help="Write a PNG plot here (.png, .svg or .pdf).")] = None,
         assignors: Annotated[
             str | None, typer.Option(help="Heuristics to place on the frontier (default: all).")
         ] = None,
@@ -144,14 +145,16 @@ def register(app: typer.Typer) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
         from solver.api import frontier as frontier_fn
         from solver.io import dumps, write_atomic
-        from spark_runner.cli.common import UsageError
+        from solver.model.files import check_output_path, check_plot_path, transaction
+        from solver.options import FRONTIER_POINTS
         from spark_runner.comparison import heuristic_params, select
 
-        if points < 2:
-            raise UsageError("--points must be at least 2")
+        FRONTIER_POINTS.check(points)
+        check_output_path(out)
+        check_plot_path(plot)
         err = Console(stderr=True, highlight=False)
-        inst = _one_instance(file)
         params = _params(time_limit, seed)
+        inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
         doc = frontier_fn(inst, params, max_points=points)
@@ -178,11 +181,14 @@ def register(app: typer.Typer) -> None:
             doc["heuristics"] = place(inst, doc, specs, heuristic_params(params), err)
             plot_fn = plot_frontier
         text = dumps(doc) + "\n"
+        with transaction():  # the JSON and the plot are published together, or neither
+            if out is not None:
+                write_atomic(out, text)
+            if plot is not None:
+                plot_fn(doc, plot)
         if out is not None:
-            write_atomic(out, text)
             err.print(f"wrote {out}", markup=False)
         else:
             sys.stdout.write(text)
         if plot is not None:
-            plot_fn(doc, plot)
             err.print(f"wrote {plot}", markup=False)

@@ -121,7 +121,7 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     return "\n".join([*head, "", per_n.rstrip("\n"), "", base.rstrip("\n"), *notes]) + "\n"
 
 
-def plot(doc: dict[str, Any], path: Path) -> None:
+def plot(doc: dict[str, Any], path: str | Path) -> None:
     """PNG: utilisation of the busiest instance (plan, Kafka, after losing K) and moved state, per instance count.
 
     Units on both axes; today's instance count and the proven minimum marked; with ``--resilience K`` the
@@ -131,6 +131,8 @@ def plot(doc: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from solver.model.files import figure_bytes, write_atomic
 
     rows = doc["rows"]
     ns = [r["n"] for r in rows]
@@ -175,8 +177,9 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     per = doc.get("capacity_per", "instance")
     ax.set_title(f"{doc['name'] or 'plan'}: capacity {doc['capacity']:.4g} {doc['load_unit']} per {per}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    data = figure_bytes(fig, path, dpi=120)
     plt.close(fig)
+    write_atomic(path, data)
 
 
 def _pct(v: float | None) -> float:
@@ -203,7 +206,8 @@ def register(app: typer.Typer) -> None:
         standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
         fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP + " tsv: the per-count table.")] = None,
-        plot_out: Annotated[Path | None, typer.Option("--plot", help="Write a PNG plot here.")] = None,
+        plot_out: Annotated[str | None, typer.Option("--plot", help="Write a PNG plot here (.png, .svg or .pdf).")]
+        = None,
         time_limit: Annotated[float, typer.Option(
             help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
         seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
@@ -211,7 +215,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Capacity planning: minimum instances (with proof), utilisation, moves and N-K resilience per count."""
         from solver.io import dumps, read_instance
-        from solver.planning.plan import PlanConfig, PlanUsageError, parse_range
+        from solver.model.files import check_plot_path, transaction
+        from solver.planning.plan import PlanConfig, PlanUsageError, check_config, parse_range
         from solver.planning.plan import plan as plan_fn
         from spark_runner.cli.common import UsageError, located
 
@@ -220,13 +225,12 @@ def register(app: typer.Typer) -> None:
             out_fmt = choose_format(fmt, as_json)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        try:
+        check_plot_path(plot_out)
+        try:  # every value in its range (solver.options), before the instance is read
             rng = parse_range(range_) if range_ is not None else None
             cfg = PlanConfig(capacity=capacity, resilience=resilience, range=rng, catch_up_seconds=catch_up_seconds,
                              lag_threshold=lag_threshold, new_capacity=new_capacity, time_limit=time_limit,
                              seed=seed, active_load=active_load, standby_load=standby_load)
-            from solver.planning.plan import check_config
-
             check_config(cfg)
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
@@ -237,10 +241,13 @@ def register(app: typer.Typer) -> None:
                 doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
+        text = dumps(doc) + "\n" if out_fmt == "json" else render(doc, out_fmt, terminal_width())
+        with transaction():  # the plot is published only once the table is ready
+            if plot_out is not None:
+                plot(doc, plot_out)
         if plot_out is not None:
-            plot(doc, plot_out)
             err.print(f"wrote plot to {plot_out}", markup=False)
         if out_fmt == "json":
-            sys.stdout.write(dumps(doc) + "\n")
+            sys.stdout.write(text)
         else:
-            emit(render(doc, out_fmt, terminal_width()))
+            emit(text)

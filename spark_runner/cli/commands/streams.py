@@ -27,14 +27,10 @@ def read_subscription_bytes(path: Path, encoding: str = "auto") -> bytes:
     Raw subscriptions start with a big-endian version int (``00 00 00 0v``),
     whose zero bytes are never base64 text, so ``auto`` cannot confuse them.
     """
-    from solver.errors import InstanceError, MissingFileError, Problem
+    from solver.errors import InstanceError, Problem
+    from solver.model.files import read_bytes
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MissingFileError(str(path), [Problem("", "no such file")]) from None
-    except OSError as e:
-        raise InstanceError(str(path), [Problem("", f"cannot read: {e}")]) from None
+    raw = read_bytes(path)  # bounded by the input limit; a missing file is exit 66
     if encoding == "binary" or (encoding == "auto" and not _B64.fullmatch(raw)):
         return raw
     try:
@@ -128,7 +124,7 @@ def register(app: typer.Typer) -> None:
         acceptable_recovery_lag: Annotated[int | None, typer.Option(help="config.acceptable_recovery_lag")] = None,
         max_warmup_replicas: Annotated[int | None, typer.Option(help="config.max_warmup_replicas")] = None,
         name: Annotated[str, typer.Option(help="Instance name.")] = "",
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+        output: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     ) -> None:
         """Decode Kafka Streams SubscriptionInfo bytes into a Streams instance (JSON), or print their fields."""
         from solver.consumer.protocol import consumer_fields, decode_consumer_subscription
@@ -153,6 +149,13 @@ def register(app: typer.Typer) -> None:
             raise _Usage("--kind must be streams or consumer")
         if fields and layout != "kafka":
             raise _Usage("--fields reads Kafka's own layouts: use it with --layout kafka")
+        from solver.model.files import check_output_path
+        from solver.options import ACCEPTABLE_RECOVERY_LAG, MAX_WARMUP_REPLICAS, NUM_STANDBY_REPLICAS, check_optional
+
+        check_optional(NUM_STANDBY_REPLICAS, num_standby_replicas)
+        check_optional(ACCEPTABLE_RECOVERY_LAG, acceptable_recovery_lag)
+        check_optional(MAX_WARMUP_REPLICAS, max_warmup_replicas)
+        check_output_path(output)
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         if fields:
             lines = []

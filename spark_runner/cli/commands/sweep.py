@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,22 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 class _Usage(KassignError):
     exit_code = 2
+
+
+#: Seconds a sweep gets, after Ctrl-C or SIGTERM, to cancel its Spark job and stop Spark.
+SIGNAL_GRACE = 15.0
+
+
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,3})?\])?|(spark|k8s)://\S+|yarn")
+
+
+def _master(master: str | None) -> str | None:
+    """``--master`` must name a Spark master (``local[N]``, ``spark://``, ``k8s://``, ``yarn``): checked here, a
+    typo would otherwise reach the JVM and come back as its stack trace."""
+    if master is not None and not _MASTER.fullmatch(master.strip()):
+        raise _Usage(f"--master {master!r}: expected local, local[N], local[*], local[N,F], spark://HOST:PORT, "
+                     f"k8s://URL or yarn")
+    return master
 
 
 def _conf(pairs: list[str] | None) -> dict[str, str]:
@@ -37,21 +54,30 @@ def register(app: typer.Typer) -> None:
         master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
         overwrite: Annotated[bool, typer.Option(help="Start over instead of skipping finished scenarios.")] = False,
         partitions: Annotated[
-            int | None, typer.Option(min=1, help="Spark tasks per batch (default: 4 per core).")] = None,
+            int | None, typer.Option(help="Spark tasks per batch (default: 4 per core).")] = None,
         batch_size: Annotated[
-            int | None, typer.Option(min=1, help="Scenarios per Spark job; each is committed on its own.")] = None,
+            int | None, typer.Option(help="Scenarios per Spark job; each is committed on its own.")] = None,
         conf: Annotated[
             list[str] | None, typer.Option("--conf", help="Extra Spark configuration KEY=VALUE (repeatable).")
         ] = None,
         report: Annotated[bool, typer.Option(help="Build the report when the rows are written.")] = True,
         dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
         progress_every: Annotated[
-            float, typer.Option(min=0.1, help="Seconds between progress lines on stderr.")] = 5.0,
+            float, typer.Option(help="Seconds between progress lines on stderr.")] = 5.0,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
+        from solver.errors import OutputError
+        from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
+        from spark_runner.cli import supervise
         from spark_runner.sweep.run import finished, plan, read_grid, run_sweep
 
+        check_optional(SWEEP_PARTITIONS, partitions)
+        check_optional(SWEEP_BATCH_SIZE, batch_size)
+        PROGRESS_EVERY.check(progress_every)
         spark_conf = _conf(conf)
+        _master(master)
+        if out.exists() and not out.is_dir():
+            raise OutputError(str(out), "exists and is not a directory (--out names the sweep's directory)")
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
         if dry_run:
             todo = plan(g, finished(out))
@@ -61,12 +87,17 @@ def register(app: typer.Typer) -> None:
                          f"assignors {', '.join(g.evaluated)}; {len(todo)} pending "
                          f"(<= {steps} scenario-steps)", markup=False)
             return
+        # Ctrl-C cancels the Spark job and stops Spark: give it time to do so cleanly before exiting anyway
+        supervise.set_grace(SIGNAL_GRACE, lambda: f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches "
+                                                  f"stay under {out}/rows: run the same command again to resume")
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
                             batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:
+            from solver.model.files import transaction
             from spark_runner.sweep.report import build_report
 
-            index = build_report(out, title=g.name)
+            with transaction():  # every report file, or none
+                index = build_report(out, title=g.name)
             stderr.print(f"report: {index}", markup=False)
 
     @app.command("report", short_help="Rebuild a sweep's report from its rows.")
@@ -75,7 +106,9 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str | None, typer.Option(help="Report title (default: the grid name).")] = None,
     ) -> None:
         """Rebuild DIR/report/ (index.html, summary.md, PNG plots) from the sweep's Parquet rows."""
+        from solver.model.files import transaction
         from spark_runner.sweep.report import build_report
 
-        index = build_report(out, title=title)
+        with transaction():  # every report file, or none
+            index = build_report(out, title=title)
         stderr.print(f"report: {index}", markup=False)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from solver.consumer.exact.scaling import as_rational, capacity_ratios, integer_scale
 from solver.consumer.optimal import WEIGHTED_ORDER, ObjectiveError, solve
+from solver.errors import OptionError
 from solver.io import parse_instance
 from solver.model.scoring import score
 from solver.result import Params, Status
@@ -122,7 +123,7 @@ def test_tolerance_needs_max_load_first_and_a_valid_value():
                            "members": [{"id": "a", "topics": ["T"]}]})
     with pytest.raises(ObjectiveError, match="first objective stage"):
         solve(inst, Params(objective=("moves", "max_load"), balance_tolerance=0.1))
-    with pytest.raises(ObjectiveError, match=">= 0"):
+    with pytest.raises(OptionError, match="between 0 and 1000"):  # the option schema, before any work
         solve(inst, Params(balance_tolerance=-1.0))
     with pytest.raises(ObjectiveError, match="backend"):
         solve(inst, Params(options={"backend": "glpk"}))

@@ -23,14 +23,14 @@ def inst(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--seed", "-1"], "--seed must be between 0 and 2147483647, got -1"),
-    (["--seed", "1" * 23], "--seed must be between 0 and 2147483647, got 11111111111111111111111"),
-    (["-O", "workers=abc"], '-O workers="abc": expected a positive integer'),
-    (["-O", "workers=0"], "-O workers=0: expected a positive integer"),
+    (["--seed", "-1"], "--seed must be an integer between 0 and 2147483647, got -1"),
+    (["--seed", "1" * 23], "--seed must be an integer between 0 and 2147483647, got 11111111111111111111111"),
+    (["-O", "workers=abc"], '-O workers must be an integer between 1 and 64, got "abc"'),
+    (["-O", "workers=0"], "-O workers must be an integer between 1 and 64, got 0"),
     (["-O", "colour=red"], "-O colour: unknown option for 'optimal' (its options: backend, deterministic, "
                            "interleave, max_vars, workers)"),
-    (["--time-limit", "nan"], "--time-limit must be a positive number of seconds, got nan"),
-    (["--time-limit", "inf"], "--time-limit must be a positive number of seconds, got inf"),
+    (["--time-limit", "nan"], "--time-limit must be a number between 0.001 and 10000000 seconds, got nan"),
+    (["--time-limit", "inf"], "--time-limit must be a number between 0.001 and 10000000 seconds, got inf"),
 ])
 def test_bad_option_values_exit_2(inst: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str],
                                   registry_loaded: None) -> None:

@@ -3,6 +3,7 @@ of an uninterrupted run: no duplicates from the crashed job's uncommitted task o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -36,8 +37,27 @@ def _raw_rows(out: Path) -> int:
     return int(ds.dataset(str(out / "rows"), format="parquet", partitioning="hive").count_rows())
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, grandchildren ...), read from /proc."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
 def _kill_mid_batch(grid: Path, out: Path) -> None:
-    """Run the sweep CLI in its own process group; SIGKILL the group once a later batch has committed tasks."""
+    """Run the sweep CLI in its own process group; SIGKILL it and every process below it (Spark's JVM runs in a
+    session of its own, and its Python workers with it) once a later batch has committed tasks."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
     log = (out.parent / "crash.log").open("w")  # 8 scenarios in 2 batches of 4 tasks on 2 cores
     proc = subprocess.Popen(
@@ -54,7 +74,11 @@ def _kill_mid_batch(grid: Path, out: Path) -> None:
             time.sleep(0.02)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and the Python workers: one group
+            below = descendants(proc.pid)  # the JVM and the Python workers, before the driver is gone
+            os.killpg(proc.pid, signal.SIGKILL)
+            for pid in below:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=30)
         log.close()
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.exact.primal.local import Data
+from solver.runtime import run_cpsat
 
 #: Members in a window at first (grown while windows end quickly without a gain, shrunk when they time out).
 WINDOW = 10
@@ -143,7 +144,7 @@ def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, 
         p.max_time_in_seconds = seconds * 20 + 1
     else:
         p.max_time_in_seconds = max(0.01, seconds)
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if run_cpsat(solver, model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     out = np.zeros_like(counts)
     for (c, m), v in ys.items():

@@ -1,0 +1,208 @@
+"""Process-wide state of one run: a stop request, the stop hooks of running solvers, temporary files.
+
+A signal (SIGINT, SIGTERM) must end a run within a second and leave every
+output as it was.  Long native calls (a CP-SAT or MIP solve, a Spark job) do
+not return to Python until they finish, so the signal is turned into
+:func:`request_stop`: every running solver's stop hook is called (CP-SAT's
+``stop_search``, ``MPSolver.InterruptSolve``, a MathOpt interrupter, Spark's
+``cancelAllJobs``), the call returns early, and :func:`stoppable` raises
+:class:`~solver.errors.Interrupted` instead of letting a partial answer be
+used.  The atomic writer (:mod:`solver.model.files`) registers its temporary
+files here and refuses to publish anything once a stop was requested, so
+what a command writes is either complete or absent.
+
+The CLI installs the signal handlers (``spark_runner/cli/supervise.py``);
+from Python (a notebook) nothing is installed and nothing here changes
+behaviour until :func:`request_stop` is called.
+
+Examples
+--------
+>>> reset()
+>>> stopped = []
+>>> with stoppable(lambda: stopped.append("cp-sat")):
+...     request_stop(2)
+Traceback (most recent call last):
+...
+solver.errors.Interrupted: interrupted (SIGINT); nothing was written
+>>> stopped
+['cp-sat']
+>>> reset()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from solver.errors import Interrupted
+
+_lock = threading.RLock()
+_signum: int | None = None
+_hooks: dict[int, Callable[[], Any]] = {}
+_ids = itertools.count()
+_temps: set[str] = set()
+
+
+#: Seconds after a stop request at which the hooks still registered are called again: a solver whose
+#: ``stop_search`` came just before its native search started would otherwise run its whole budget.
+RETRY_AFTER = (0.2, 1.0)
+
+
+def request_stop(signum: int) -> None:
+    """Ask the run to stop (``signum``: the signal that asked); calls every registered stop hook.
+
+    The hooks still registered are called again after :data:`RETRY_AFTER` seconds (from a daemon thread).
+    """
+    global _signum
+    with _lock:
+        first = _signum is None
+        if first:
+            _signum = signum
+    if not first:
+        return
+    _call_hooks()
+    threading.Thread(target=_retry_hooks, name="kassign-stop-retry", daemon=True).start()
+
+
+def _call_hooks() -> None:
+    with _lock:
+        hooks = list(_hooks.values())
+    for hook in hooks:
+        with contextlib.suppress(Exception):  # a solver that already finished may refuse to stop
+            hook()
+
+
+def _retry_hooks() -> None:
+    last = 0.0
+    for at in RETRY_AFTER:
+        time.sleep(at - last)
+        last = at
+        if _signum is None:  # reset in the meantime (a new run in this process)
+            return
+        _call_hooks()
+
+
+def stop_requested() -> int | None:
+    """The signal number of the stop request, or ``None`` while the run may go on."""
+    return _signum
+
+
+def check() -> None:
+    """Raise :class:`~solver.errors.Interrupted` when a stop was requested (call between units of work)."""
+    if _signum is not None:
+        raise Interrupted(_signum)
+
+
+@contextlib.contextmanager
+def stoppable(stop: Callable[[], Any]) -> Iterator[None]:
+    """Register ``stop`` (ends the call inside early) while the block runs; raise ``Interrupted`` after it.
+
+    A call ended by ``stop`` returns a partial answer, or fails (a cancelled Spark job); either way the
+    block's outcome must not be used, so a stop request during (or before) the block raises
+    :class:`~solver.errors.Interrupted` when it ends, in place of whatever the block raised.
+    """
+    check()  # asked to stop already: do not start the call at all
+    key = next(_ids)
+    with _lock:
+        _hooks[key] = stop
+    try:
+        yield
+    except Exception:
+        if _signum is not None:
+            raise Interrupted(_signum) from None
+        raise
+    finally:
+        with _lock:
+            _hooks.pop(key, None)
+    check()
+
+
+def track_temp(path: str) -> None:
+    """Remember a temporary file, so that a hard exit on a signal removes it."""
+    with _lock:
+        _temps.add(path)
+
+
+def untrack_temp(path: str) -> None:
+    """Forget a temporary file (renamed into place or removed)."""
+    with _lock:
+        _temps.discard(path)
+
+
+def remove_temps() -> None:
+    """Remove every tracked temporary file (before a hard exit)."""
+    with _lock:
+        paths = list(_temps)
+        _temps.clear()
+    for p in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+
+
+def reset() -> None:
+    """Forget a stop request and every hook (tests; a new run in the same process)."""
+    global _signum
+    with _lock:
+        _signum = None
+        _hooks.clear()
+
+
+def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:
+    """``solver.solve(model)`` bounded in memory and stoppable; returns the CP-SAT status.
+
+    ``max_memory_in_mb`` (CP-SAT ends its search when it is crossed, instead of failing to allocate) is
+    set to what this process may still use (:func:`solver.resources.solver_memory_mb`); the workers are
+    as many as the memory left holds (each thread has its stack and its own copy of the model: under
+    ``ulimit -v`` eight of them do not fit where one does); and a stop request ends the search at once
+    (``stop_search``) and raises :class:`~solver.errors.Interrupted`.
+    """
+    from solver.resources import SOLVER_BASE, SOLVER_PER_WORKER, available_memory, solver_memory_mb
+
+    prm = solver.parameters
+    prm.max_memory_in_mb = min(int(prm.max_memory_in_mb), solver_memory_mb())
+    # CP-SAT's own SIGINT handler would replace the process's (and abort in std::bad_function_call from
+    # Python): signals are the process's business, a stop reaches the search through stop_search
+    prm.catch_sigint_signal = False
+    proto = model.proto
+    per_worker = SOLVER_PER_WORKER + BYTES_PER_WORKER_ITEM * (len(proto.variables) + len(proto.constraints))
+    fit = max(1, (available_memory() - SOLVER_BASE) // per_worker)
+    wanted = int(prm.num_workers) or DEFAULT_WORKERS
+    if wanted > fit:
+        prm.num_workers = int(fit)
+    with stoppable(solver.stop_search):
+        return solver.solve(model, callback) if callback is not None else solver.solve(model)
+
+
+#: CP-SAT's own worker count when ``num_workers`` is 0 (it uses the cores, at most 8 on this size of machine).
+DEFAULT_WORKERS = 8
+#: Bytes one more CP-SAT worker needs per model variable or constraint (measured: a second worker on a
+#: 60,000-variable model adds about 19 MB).
+BYTES_PER_WORKER_ITEM = 512
+
+
+def run_mip(lp: Any) -> Any:
+    """``lp.Solve()`` for a ``pywraplp`` solver, stoppable (``InterruptSolve``); SCIP also gets a memory bound."""
+    from solver.resources import solver_memory_mb
+
+    if lp.SolverVersion().upper().startswith("SCIP"):
+        lp.SetSolverSpecificParametersAsString(f"limits/memory = {solver_memory_mb()}\n")
+    with stoppable(lp.InterruptSolve):
+        return lp.Solve()
+
+
+def run_mathopt(solve: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``mathopt.solve(*args, **kwargs)`` with an interrupter a stop request triggers."""
+    from ortools.util.python.solve_interrupter import SolveInterrupter
+
+    interrupter = SolveInterrupter()
+    with stoppable(interrupter.interrupt):
+        return solve(*args, interrupter=interrupter, **kwargs)
+
+
+__all__ = ["check", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip", "stop_requested",
+           "stoppable", "track_temp", "untrack_temp"]

@@ -1,0 +1,212 @@
+"""The ``kassign`` process around a command: signals, stdout, exit codes.
+
+A command runs in a worker thread; the main thread only waits and handles
+signals.  Python runs signal handlers in the main thread between bytecodes, so
+a command blocked in a native call (a CP-SAT solve, a Spark job through py4j)
+would otherwise not see Ctrl-C until the call returned -- the run went on and
+replaced its output.  Here a SIGINT or SIGTERM:
+
+1. asks the run to stop (:func:`solver.runtime.request_stop`): running
+   solvers stop their search, Spark cancels its jobs, and nothing is published
+   any more (the atomic writer and stdout refuse);
+2. waits for the command to end by itself for a short grace period
+   (:data:`GRACE`, longer for a sweep, which stops Spark and says how to
+   resume), then
+3. removes the temporary files of unfinished writes and exits ``128 + N``
+   (130 for SIGINT, 143 for SIGTERM), whatever the command was doing.
+
+A second signal exits at once.  Signals that were ignored when kassign started
+(``nohup``, a background job) stay ignored.
+
+stdout is wrapped so that a failed write (``/dev/full``, a closed pipe) is an
+:class:`~solver.errors.OutputError` naming ``stdout`` (exit 74), or for a
+reader that went away (``kassign list | head -1``) a quiet exit 141, never a
+traceback at interpreter exit.  ``SIGXFSZ`` is ignored, so a file size limit
+(``ulimit -f``) is a write error (exit 74), not a signal death.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from solver import runtime
+from solver.errors import Interrupted, OutputError
+
+#: Seconds a command gets to end by itself after a signal before the process exits anyway.
+GRACE = 0.8
+#: Exit code when stdout's reader went away (EPIPE): what a shell reports for a command killed by SIGPIPE.
+EXIT_PIPE = 141
+#: Signals that stop a run (SIGHUP: the terminal went away; left alone when ignored, as under ``nohup``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_grace = GRACE
+_hard_exit_note: Callable[[], str] | None = None
+
+
+def set_grace(seconds: float, note: Callable[[], str] | None = None) -> None:
+    """Give the running command ``seconds`` to stop by itself (a sweep stopping Spark); ``note()`` is printed
+    if it does not and the process exits anyway."""
+    global _grace, _hard_exit_note
+    _grace = seconds
+    _hard_exit_note = note
+
+
+class StdoutError(Exception):
+    """A write to stdout failed.  Not an ``OSError``: kept apart from the command's own OS errors (and from
+    click, which would turn a broken pipe into exit 1)."""
+
+    def __init__(self, err: OSError) -> None:
+        super().__init__(err.strerror or str(err))
+        self.os_error = err
+
+
+class _GuardedStdout(io.RawIOBase):
+    """File descriptor 1, refusing to write once a stop was requested; its errors name stdout."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: Any) -> int:
+        signum = runtime.stop_requested()
+        if signum is not None:
+            raise Interrupted(signum)
+        try:
+            return os.write(self._fd, data)
+        except OSError as e:
+            raise StdoutError(e) from None
+
+
+def guard_stdout() -> None:
+    """Replace ``sys.stdout`` with a guarded text stream on the same descriptor (same encoding, buffering)."""
+    old = sys.stdout
+    if old is None or isinstance(getattr(getattr(old, "buffer", None), "raw", None), _GuardedStdout):
+        return
+    try:
+        fd = old.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real descriptor (captured by a test): leave it
+    with contextlib.suppress(Exception):
+        old.flush()
+    utf8 = (old.encoding or "").lower().replace("-", "") == "utf8"
+    # a narrower encoding (PYTHONIOENCODING=ascii) escapes what it cannot say instead of failing mid-output
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=old.encoding,
+                                  errors=old.errors if utf8 else "backslashreplace",
+                                  line_buffering=bool(old.line_buffering))
+
+
+def _silence_stdout() -> None:
+    """After a failed stdout, point it at /dev/null so that the interpreter's final flush stays quiet."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+
+
+def stdout_exit(e: OSError, say: Callable[[str], None]) -> int:
+    """The exit code for a failed stdout (and its message): 141 quietly for a closed pipe, else 74."""
+    _silence_stdout()
+    if e.errno == errno.EPIPE:
+        return EXIT_PIPE
+    err = OutputError.from_os("stdout", e, partial=True)
+    say(f"error: {err}")
+    return err.exit_code
+
+
+def _hard_exit(code: int) -> None:
+    runtime.remove_temps()
+    note = _hard_exit_note() if _hard_exit_note is not None else ""
+    name = signal.Signals(code - 128).name
+    msg = f"interrupted ({name}): {note}" if note else f"interrupted ({name}); nothing was written"
+    with contextlib.suppress(Exception):
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
+    """Run ``body()`` (returns an exit code) in a worker thread; return its code, or exit on a signal.
+
+    ``say(line)`` prints a diagnostic on stderr.
+    """
+    guard_stdout()
+    runtime.reset()
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    state: dict[str, Any] = {"deadline": None, "code": None}
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if state["deadline"] is not None:  # a second signal: out now
+            _hard_exit(state["code"])
+        state["code"] = 128 + signum
+        state["deadline"] = time.monotonic() + _grace
+        # the stop hooks talk to solvers and to Spark's JVM: never block the handler on them
+        threading.Thread(target=runtime.request_stop, args=(signum,), name="kassign-stop", daemon=True).start()
+
+    previous: dict[int, Any] = {}
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            current = signal.getsignal(sig)
+            if current in (signal.SIG_DFL, signal.default_int_handler) or getattr(current, "kassign_early", False):
+                previous[sig] = signal.signal(sig, on_signal)
+    box: list[int] = []
+
+    def work() -> None:
+        box.append(_guarded(body, say))
+
+    worker = threading.Thread(target=work, name="kassign-command", daemon=True)
+    try:
+        try:
+            worker.start()
+        except RuntimeError:  # no memory for a thread's stack (ulimit -v): run here, stoppable between steps only
+            work()
+        while worker.is_alive():
+            worker.join(0.05)
+            deadline = state["deadline"]
+            if deadline is not None and time.monotonic() > deadline and worker.is_alive():
+                _hard_exit(state["code"])
+    finally:
+        for signum, handler in previous.items():  # in-process callers (tests) get their handlers back
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signum, handler)
+    # a command that ended with 0 after a signal had published everything before it: it did finish
+    return box[0] if box else 1
+
+
+def _guarded(body: Callable[[], int], say: Callable[[str], None]) -> int:
+    """``body()``, with stdout failures and stop requests turned into exit codes."""
+    try:
+        code = body()
+        sys.stdout.flush()
+        return code
+    except StdoutError as e:
+        return stdout_exit(e.os_error, say)
+    except Interrupted as e:
+        say(str(e))
+        return e.exit_code
+    except MemoryError:  # raised while an error was being reported: the documented refusal still
+        with contextlib.suppress(OSError):
+            os.write(2, b"error: out of memory; nothing was written\n")
+        return 65
+
+
+__all__ = ["EXIT_PIPE", "GRACE", "StdoutError", "guard_stdout", "run", "set_grace", "stdout_exit"]

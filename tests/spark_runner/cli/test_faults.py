@@ -1,0 +1,393 @@
+"""Faults and hostile input, end to end through the console script: outputs that cannot be written, inputs that
+never end, option values at their limits, low memory, signals.  Every case ends with a documented exit code and a
+one-line message -- never exit 1, a traceback, a death by signal -- and leaves no output, half or whole."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.spark_runner.cli.test_cli import REPO, kassign
+
+EXAMPLES = REPO / "examples"
+ORDERS = EXAMPLES / "orders-group.json"
+EXE = Path(sys.executable).parent / "kassign"
+CMD = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "spark_runner"]
+
+
+def _clean(r: subprocess.CompletedProcess[str], *codes: int) -> None:
+    assert r.returncode in codes, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-2000:]
+
+
+def _files(d: Path) -> list[str]:
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+
+
+def weighted_group(partitions: int, members: int, seed: int = 7) -> dict[str, object]:
+    """Lognormal loads, scattered owners: the exact engine works on it for its whole time limit."""
+    rng = np.random.default_rng(seed)
+    w = np.round(rng.lognormal(0.0, 1.0, partitions) * 1000).clip(1).astype(int).tolist()
+    owned: list[list[int]] = [[] for _ in range(members + 5)]
+    for p in range(partitions):
+        owned[int(rng.integers(members + 5))].append(p)
+    return {"format": "kassign/v1", "name": "busy", "topics": {"T": {"partitions": partitions, "weights": w}},
+            "members": [{"id": f"m{i:03d}", "topics": ["T"], "owned": {"T": owned[i]}, "generation": 1}
+                        for i in range(members)]}
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> Path:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "l1").symlink_to(tmp_path / "l2")
+    (tmp_path / "l2").symlink_to(tmp_path / "l1")
+    return tmp_path
+
+
+UNWRITABLE = {  # name -> (path below the test directory, exit code, what the message says)
+    "a directory": ("dir", 2, "is a directory; give a file name"),
+    "newdir/": ("newdir/", 2, "is a directory; give a file name"),
+    "below a regular file": ("file/out", 73, "Not a directory"),
+    "a symlink loop": ("l1", 73, "Too many levels of symbolic links"),
+    "a name too long": ("a" * 300, 73, "File name too long"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNWRITABLE))
+@pytest.mark.parametrize("command", ["assign", "frontier -o", "frontier --plot", "plan --plot", "decode -o"])
+def test_unwritable_outputs_fail_before_any_work_and_write_nothing(places: Path, case: str, command: str) -> None:
+    rel, code, message = UNWRITABLE[case]
+    target = f"{places}/{rel}"
+    args = {"assign": ["assign", str(ORDERS), "-a", "range", "-o", target],
+            "frontier -o": ["frontier", str(ORDERS), "-o", target],
+            "frontier --plot": ["frontier", str(ORDERS), "--plot", target],
+            "plan --plot": ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--plot", target],
+            "decode -o": ["decode-subscription", str(EXAMPLES / "subscriptions" / "host-a-thread-1.bin"), "-o",
+                          target]}[command]
+    before = _files(places)
+    r = kassign(*args)
+    _clean(r, code)
+    assert message in r.stderr and (target in r.stderr or target.rstrip("/") in r.stderr), r.stderr
+    assert r.stderr.count("\n") == 1
+    assert _files(places) == before  # no file named newdir, no temporary, no 0-byte PNG
+
+
+def test_invalid_input_leaves_no_output(tmp_path: Path) -> None:
+    out, png = tmp_path / "out.json", tmp_path / "f.png"
+    for args in (["assign", str(EXAMPLES / "bad-instance.json"), "-a", "range", "-o", str(out)],
+                 ["frontier", str(EXAMPLES / "bad-instance.json"), "-o", str(out), "--plot", str(png)]):
+        _clean(kassign(*args), 65)
+    assert _files(tmp_path) == []
+
+
+def test_an_unknown_plot_format_is_a_usage_error(tmp_path: Path) -> None:
+    r = kassign("frontier", str(ORDERS), "--plot", str(tmp_path / "f.xyz"))
+    _clean(r, 2)
+    assert "unknown plot format '.xyz'" in r.stderr and _files(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [["list"], ["assign", str(ORDERS), "-a", "range"],
+                                  ["compare", str(ORDERS), "--json", "--assignors", "range"]])
+def test_stdout_on_dev_full_is_exit_74(args: list[str]) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*CMD, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, cwd=REPO)
+    _clean(r, 74)
+    assert r.stderr.strip().endswith("error: cannot write stdout: No space left on device (what was written before "
+                                     "may be incomplete)"), r.stderr
+
+
+def test_a_closed_stdout_pipe_is_a_quiet_exit_141() -> None:
+    p = subprocess.Popen([*CMD, "list", "--format", "tsv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=REPO)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # the reader goes away before kassign writes
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 141 and err == ""
+
+
+def _big_instance(tmp_path: Path) -> Path:
+    f = tmp_path / "big.json"
+    f.write_text(json.dumps({"format": "kassign/v1", "topics": {f"T{i}": 2000 for i in range(20)},
+                             "members": [{"id": f"c{i}", "topics": [f"T{j}" for j in range(20)]}
+                                         for i in range(50)]}))
+    return f
+
+
+def test_a_file_size_limit_is_exit_74_and_keeps_the_previous_output(tmp_path: Path) -> None:
+    """``ulimit -f``: the unprivileged stand-in for a full disk (the write fails with EFBIG, SIGXFSZ is ignored)."""
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    big = _big_instance(tmp_path)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+
+    r = subprocess.run([*CMD, "assign", str(big), "-a", "range", "-o", str(out)], capture_output=True, text=True,
+                       timeout=300, cwd=REPO, preexec_fn=limit)
+    _clean(r, 74)
+    assert f"cannot write {out}: File too large" in r.stderr
+    assert out.read_text() == "previous" and _files(tmp_path) == ["big.json", "out.json"]
+
+
+def test_a_full_tmpfs_is_exit_74_and_keeps_the_previous_output(tmp_path: Path) -> None:
+    """A real full disk: a 64 KiB tmpfs mounted in a user and mount namespace (``unshare -rm``), where the
+    kernel allows unprivileged ones; otherwise skipped (the file size limit above covers the same path)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare")
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64k none {tmp_path}"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.strip()}")
+    big = _big_instance(tmp_path)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = (f"mount -t tmpfs -o size=64k none {disk} && echo previous > {disk}/out.json && "
+              f"{' '.join(CMD)} assign {big} -a range -o {disk}/out.json; echo rc=$?; "
+              f"cat {disk}/out.json; ls -A {disk}")
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=300,
+                       cwd=REPO)
+    assert "rc=74" in r.stdout, (r.stdout, r.stderr)
+    assert f"cannot write {disk}/out.json: No space left on device" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout.splitlines()[1:] == ["previous", "out.json"]  # the old file, and no temporary beside it
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+@pytest.mark.parametrize("name", ["in.json", "in.yaml", "in.jsonl"])
+def test_endless_devices_are_refused_at_once(tmp_path: Path, device: str, name: str) -> None:
+    link = tmp_path / name
+    link.symlink_to(device)
+    t0 = time.monotonic()
+    for args in (["validate", str(link)], ["assign", str(link), "-a", "range"]):
+        r = kassign(*args)
+        _clean(r, 65)
+        assert r.stderr.startswith(f"{link}: ")
+    assert time.monotonic() - t0 < 60
+
+
+def test_stdin_from_dev_zero_is_refused() -> None:
+    with open("/dev/zero", "rb") as zero:
+        r = subprocess.run([*CMD, "validate", "-"], stdin=zero, capture_output=True, text=True, timeout=120,
+                           cwd=REPO)
+    _clean(r, 65)
+    assert r.stderr.startswith("-: a NUL byte at offset 0")
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1 GiB of blank lines in about 1 MB of gzip."""
+    f = tmp_path_factory.mktemp("bomb") / "bomb.jsonl.gz"
+    with gzip.open(f, "wb", compresslevel=9) as out:
+        chunk = b" " * ((1 << 20) - 1) + b"\n"
+        for _ in range(1024):
+            out.write(chunk)
+    return f
+
+
+def _peak(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run kassign under a fresh wrapper process; return the result and kassign's peak memory (KiB)."""
+    wrapper = ("import resource, subprocess, sys, json\n"
+               "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "print(json.dumps([r.returncode, r.stderr, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n")
+    out = subprocess.run([sys.executable, "-c", wrapper, *CMD, *args], capture_output=True, text=True, timeout=300,
+                         cwd=REPO, env=env)
+    code, err, peak = json.loads(out.stdout)
+    return subprocess.CompletedProcess(args, code, "", err), peak
+
+
+def test_a_gzip_bomb_stops_at_the_input_limit(bomb: Path) -> None:
+    t0 = time.monotonic()
+    r, peak = _peak(["validate", str(bomb)])
+    _clean(r, 65)
+    assert f"{bomb}: after line 64: more than 64.0 MB of text (the input limit" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 60 and peak < 1 << 20  # under 1 GiB: the bomb was not expanded
+
+
+def test_raising_the_input_limit_reads_further(bomb: Path) -> None:
+    r, _ = _peak(["validate", str(bomb)], env={**os.environ, "KASSIGN_INPUT_LIMIT": "2M"})
+    _clean(r, 65)
+    assert "after line 2: more than 2.0 MB of text" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad-crc", "trailing-garbage"])
+def test_broken_gzip_batches_are_format_errors(tmp_path: Path, damage: str) -> None:
+    line = json.dumps({"format": "kassign/v1", "topics": {"T": 4}, "members": [{"id": "a", "topics": ["T"]}]})
+    good = gzip.compress((line + "\n").encode() * 200)
+    data = {"truncated": good[: len(good) - 20], "bad-crc": good[:-8] + bytes([good[-8] ^ 1]) + good[-7:],
+            "trailing-garbage": good + b"\x00garbage"}[damage]
+    f = tmp_path / "batch.jsonl.gz"
+    f.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (["validate", str(f)], ["assign", str(f), "-a", "range", "-o", str(out)]):
+        r = kassign(*args)
+        _clean(r, 65)
+        assert "not a valid gzip file" in r.stderr and str(f) in r.stderr
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- option values
+
+
+HOSTILE_OPTIONS = [
+    ["assign", str(ORDERS), "-a", "optimal", "--balance-tolerance", "1e308"],
+    ["assign", str(ORDERS), "-a", "optimal", "--balance-tolerance", "nan"],
+    ["assign", str(ORDERS), "-a", "optimal", "--balance-tolerance", "-1"],
+    ["assign", str(ORDERS), "-a", "optimal", "--time-limit", "1e308"],
+    ["assign", str(ORDERS), "-a", "optimal", "--time-limit", "-0"],
+    ["assign", str(ORDERS), "-a", "optimal", "-O", "workers=1e400"],
+    ["assign", str(ORDERS), "-a", "optimal", "-O", "workers=" + "9" * 5000],
+    ["assign", str(ORDERS), "-a", "optimal", "-O", "workers=" + "[" * 5000 + "]" * 5000],
+    ["assign", str(ORDERS), "-a", "optimal", "-O", "max_vars=99999999999999"],
+    ["assign", str(ORDERS), "-a", "optimal", "-O", "workers=1", "-O", "workers=2"],
+    ["assign", str(ORDERS), "-a", "optimal", "--objective", "weighted:balance=1e308"],
+    ["assign", str(ORDERS), "-a", "cooperative-sticky", "--settle", "-O", "settle=false"],
+    ["assign", str(ORDERS), "-a", "cooperative-sticky", "-O", "rounds=settle", "-O", "settle=0"],
+    ["assign", str(EXAMPLES / "streams-app.json"), "-a", "optimal-streams", "-O", "full_restore_lag=1e30"],
+    ["compare", str(ORDERS), "--balance-tolerance", "inf"],
+    ["score", str(ORDERS), str(ORDERS), "--time-limit", "nan"],
+    ["frontier", str(ORDERS), "--points", "1000000000"],
+    *[["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", v] for v in
+      ("0", "-0", "1e308", "inf", "nan", "-5", "5e-324", "1e-310")],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--active-load", "1e308"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--new-capacity", "0"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--catch-up-seconds", "inf"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--lag-threshold", "nan"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--resilience", "1000"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--resilience", "8", "--range", "3:8"],
+    ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000", "--range", "1:99999999999"],
+    ["sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", "/tmp/x", "--dry-run", "--progress-every", "inf"],
+    ["sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", "/tmp/x", "--dry-run", "--batch-size", "0"],
+    ["capture", "--bootstrap-server", "127.0.0.1:1", "--group", "g", "--timeout", "nan"],
+    ["decode-subscription", str(EXAMPLES / "subscriptions" / "host-a-thread-1.bin"), "--acceptable-recovery-lag",
+     str(2**64)],
+]
+
+
+@pytest.mark.parametrize("args", HOSTILE_OPTIONS, ids=lambda a: " ".join(a[:1] + a[3:])[:60])
+def test_option_values_out_of_range_are_usage_errors(args: list[str]) -> None:
+    t0 = time.monotonic()
+    r = kassign(*args)
+    _clean(r, 2)
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize(("value", "code"), [("abc", 2), ("0", 2), ("12", 2), ("9" * 40 + "T", 2), ("1P", 0),
+                                             ("4G", 0)])
+def test_memory_limit_variable(value: str, code: int) -> None:
+    r = subprocess.run([*CMD, "assign", str(ORDERS), "-a", "optimal"], capture_output=True, text=True, timeout=300,
+                       cwd=REPO, env={**os.environ, "KASSIGN_MEMORY_LIMIT": value})
+    _clean(r, code)
+    if code:
+        assert r.stderr.startswith("error: KASSIGN_MEMORY_LIMIT="), r.stderr
+
+
+def test_score_refuses_another_format_version(tmp_path: Path) -> None:
+    asg = tmp_path / "asg.json"
+    asg.write_text(json.dumps({"format": "kassign/v2", "assignor": "range", "assignment": {"C1": {}}}))
+    r = kassign("score", str(ORDERS), str(asg), "--no-gaps")
+    _clean(r, 65)
+    assert r.stderr.strip() == f"{asg}: format: expected 'kassign/v1'"
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def _under_ulimit_v(args: list[str], megabytes: int) -> subprocess.CompletedProcess[str]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return subprocess.run([*CMD, *args], capture_output=True, text=True, timeout=600, cwd=REPO, preexec_fn=limit)
+
+
+def test_a_512_mib_address_space_runs_small_instances_and_refuses_large_ones(tmp_path: Path) -> None:
+    """``ulimit -v 512M``: the examples solve; a weighted group too large is refused (65), not std::bad_alloc."""
+    busy = tmp_path / "busy.json"
+    busy.write_text(json.dumps(weighted_group(10_000, 200)))
+    for args in (["assign", str(ORDERS), "-a", "optimal"],
+                 ["assign", str(EXAMPLES / "streams-app.json"), "-a", "optimal-streams"],
+                 ["plan", str(EXAMPLES / "plan-orders.json"), "--capacity", "5000000"],
+                 ["compare", str(ORDERS)]):
+        _clean(_under_ulimit_v(args, 512), 0)
+    r = _under_ulimit_v(["assign", str(busy), "-a", "optimal", "--time-limit", "10"], 512)
+    _clean(r, 65)
+    assert "needs about" in r.stderr and "is available" in r.stderr
+
+
+@pytest.mark.parametrize("megabytes", [200, 300, 400, 450])
+def test_lower_address_space_limits_end_cleanly(megabytes: int) -> None:
+    for args in (["assign", str(ORDERS), "-a", "optimal"], ["validate", str(ORDERS)]):
+        r = _under_ulimit_v(args, megabytes)
+        _clean(r, 0, 65)
+        assert r.returncode >= 0  # not a death by signal
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    f = tmp_path_factory.mktemp("busy") / "busy.json"
+    f.write_text(json.dumps(weighted_group(3000, 60)))
+    return f
+
+
+def _interrupt(args: list[str], sig: int, after: float) -> Iterator[float]:
+    p = subprocess.Popen([*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        time.sleep(after)
+        assert p.poll() is None, "the command ended before the signal"
+        t0 = time.monotonic()
+        p.send_signal(sig)
+        _out, err = p.communicate(timeout=60)
+        yield time.monotonic() - t0
+        assert p.returncode == 128 + sig, (p.returncode, err)
+        assert err.strip() == f"interrupted ({signal.Signals(sig).name}); nothing was written", err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("after", [0.3, 4.0])  # while starting up; while CP-SAT searches
+def test_a_signal_stops_a_solve_within_a_second_and_keeps_the_previous_output(busy: Path, tmp_path: Path,
+                                                                               sig: int, after: float) -> None:
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    for took in _interrupt(["assign", str(busy), "-a", "optimal", "--time-limit", "60", "-o", str(out)], sig,
+                           after):
+        assert took < 2.0  # the grace is 0.8 s; the rest is a loaded machine's slack
+    assert out.read_text() == "previous" and _files(tmp_path) == ["out.json"]
+
+
+@pytest.mark.slow
+def test_a_signal_stops_compare_and_prints_nothing(busy: Path) -> None:
+    p = subprocess.Popen([*CMD, "compare", str(busy), "--time-limit", "60", "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=REPO)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and out == "" and "Traceback" not in err
