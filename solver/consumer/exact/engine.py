@@ -47,6 +47,7 @@ from solver.consumer.exact.large import TAKES as LARGE_TAKES
 from solver.consumer.exact.large import solve_large
 from solver.consumer.exact.model import MAX_SQUARED, ClassModel, Solution
 from solver.consumer.exact.primal.local import MAX_ITEMS, improve, level
+from solver.consumer.exact.primal.search import STEPS_PER_SECOND
 from solver.consumer.exact.topic_balance import topic_balance_terms, topic_balance_value
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
@@ -64,8 +65,6 @@ MIP_MAX_VARS = 2_000
 MAX_VARS = 60_000
 #: Share of the time limit the local search may take before a CP-SAT-only solve (it usually ends sooner).
 LOCAL_SHARE = 0.4
-#: Local-search work per second of the time limit in deterministic mode (about a second's work on 2 cores).
-LOCAL_STEPS_PER_SECOND = 20_000
 #: Share of the time limit the primal stages take before CP-SAT, on models small enough for one CP-SAT model:
 #: small ones (up to :data:`SMALL_VARS` variables), where CP-SAT proves fast, and the others, where the primal
 #: side finds more in the time (on ws411-0, 10,143 variables, the CP-SAT stages after a 30% share ended at
@@ -200,7 +199,7 @@ class _CpsatStages:
             # restricted model (neighbourhoods only) keeps most of what its start decides
             data = local_data(ic, sc)
             if deterministic:  # a step budget instead of the clock: the same start on every run
-                local = improve(data, self.lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
+                local = improve(data, self.lb_z, max_steps=int(LOCAL_SHARE * time_limit * STEPS_PER_SECOND))
             else:
                 local = improve(data, self.lb_z, deadline=t_start + LOCAL_SHARE * (deadline - t_start))
             w_arr = np.asarray(W, dtype=np.int64)  # loads as w @ counts: no classes x members temporary
@@ -429,7 +428,7 @@ class _CpsatStages:
             t_l = time.perf_counter()
             self.current = _levelled(self.current, self.cand, self.ic, self.sc, zcap, int(m.dom["moves"][1]),
                                      None if self.deterministic else t_l + LEVEL_SHARE * t_b,
-                                     int(LEVEL_SHARE * t_b * LOCAL_STEPS_PER_SECOND) if self.deterministic else None)
+                                     int(LEVEL_SHARE * t_b * STEPS_PER_SECOND) if self.deterministic else None)
             if not self.deterministic:
                 t_b = max(0.02, t_b - (time.perf_counter() - t_l))
         if name in LINEAR and name != "topic_balance":

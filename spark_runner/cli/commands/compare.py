@@ -110,13 +110,14 @@ def register(app: typer.Typer) -> None:
             return
         opt = doc["optimal"]
         from spark_runner.cli.compare_table import columns, notes, table_rows, verdict_line
+        from spark_runner.units import number
 
         rows = table_rows(inst, doc)
         cols, cell = columns(inst, rows)
         width = terminal_width()
         gap = opt.get("gap")
         proof = "proven optimal" if opt["status"] == "optimal" else (
-            f"{opt['status']}, not proven{'' if gap is None else f': gap {100 * float(gap):.2g}%'}")
+            f"{opt['status']}, not proven{'' if gap is None else f': worst stage gap {number(100 * float(gap), 3)}%'}")
         text = render(rows, cols, out_fmt, width=width, cell=cell,
                       title=f"{inst.name or file.name}: every assignor against the optimum ({proof})")
         if out_fmt == "table":

@@ -6,10 +6,11 @@
   most loaded members); the lowest max load wins, then the lower moved cost.
   Stops as soon as a start reaches the bound; every solution found is kept
   (a later stage may start from any that fits its cap).
-* :func:`fewer_moves_at` -- at a cap: the best of the given solutions and
-  shed-and-refill (a sticky start built for that cap), the focused model
-  when shed-and-refill finds nothing, then window re-solves
-  (:func:`.lns.fewer_moves`) and items sent home by short chains.
+* :func:`fewer_moves_at` -- at a cap: the best of the given solutions,
+  shed-and-refill both ways and the sticky local search aimed at the cap
+  (starts built for that cap), then, while the moved-cost bound is not met,
+  the focused model, window re-solves (:func:`.lns.fewer_moves`) and items
+  sent home by short chains.
 
 Work is bounded by a wall-clock deadline, or, with ``deterministic``, by
 step and window counts derived from the time limit (the same result on
@@ -28,7 +29,8 @@ from solver.consumer.exact.primal.lns import Budget, fewer_moves, focused
 from solver.consumer.exact.primal.local import Data, give_back, improve, level
 from solver.consumer.exact.primal.start import lpt, shed_refill
 
-#: Local-search steps per second of budget in deterministic mode (about a second's work on 2 cores).
+#: Local-search work units per second of budget in deterministic mode (about a second's work on 2 cores:
+#: a unit is a step or 2,000 candidate steps evaluated, :data:`.local.WORK_CELLS`).
 STEPS_PER_SECOND = 20_000
 #: Windows per second of budget in deterministic mode.
 WINDOWS_PER_SECOND = 4
