@@ -43,6 +43,11 @@ class Params:
         Exact consumer solvers: ``EPS >= 0`` trades balance for movement --
         the fewest moves among assignments whose max load is at most
         ``(1 + EPS)`` times the optimal max load (``None``: no trade).
+    kafka_version
+        The Kafka release whose rules the Kafka-named assignors follow
+        (``"4.3.1"``, ``"4.4"``; :mod:`solver.kafka_version`); ``None``: the
+        instance's ``kafka_version``, else the newest release modelled.
+        Solvers ignore it.
     """
 
     time_limit: float | None = None
@@ -50,6 +55,7 @@ class Params:
     objective: tuple[str, ...] | None = None
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     balance_tolerance: float | None = None
+    kafka_version: str | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from heuristics.kip848.common import (
     topic_id_map,
     uuid_compare_key,
 )
+from heuristics.versions import KAFKA_18688, UNIFORM
+from solver.kafka_version import DEFAULT, KafkaVersion
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -85,7 +87,7 @@ class _Flat:
         return Assignment.from_lists(data)
 
 
-def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
+def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool = True) -> _Flat:
     """``UniformHomogeneousAssignmentBuilder.build``; member numbers are positions in ``order``.
 
     Parameters
@@ -94,6 +96,12 @@ def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
         The group; all members subscribe to the same topics.
     order
         Member indices in the coordinator's member map order.
+    stable_extra
+        Kafka 4.0.1 and later (KAFKA-18688): a member offered one of the
+        ``total % members`` extra partitions keeps the extra slot only when the
+        partitions it keeps fill it, or when it is one of the last members
+        walked that must take the slots still left.  ``False``: Kafka 4.0.0,
+        the first ``total % members`` members walked take them.
     """
     ids = topic_id_map(instance)
     topic_order = subscribed_id_order(instance, order[0], ids)
@@ -114,20 +122,57 @@ def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
 
     n_members = len(order)
     min_quota, extra = divmod(flat.owner.size, n_members)
-    quota = np.full(n_members, min_quota, dtype=np.int64)
-    quota[:extra] += 1  # the first members in map order take the extra partitions
+    claims = np.bincount(mem, minlength=n_members)
+    quota, remaining = _quotas(claims, min_quota, extra, stable_extra)
     # a member keeps claims in iteration order until its quota is reached, then revokes the rest
     start = np.searchsorted(mem, np.arange(n_members))
     rank = np.arange(mem.size) - start[mem]
     keep = rank < quota[mem]
     flat.give(idx[keep], mem[keep])
-    remaining = quota - np.bincount(mem[keep], minlength=n_members)
 
     queue = np.concatenate((np.flatnonzero(~claimed), idx[~keep]))  # never owned, then revoked
     needy = np.flatnonzero(remaining > 0)
     receivers = np.repeat(needy, remaining[needy])[:queue.size]
     flat.give(queue[:receivers.size], receivers)
     return flat
+
+
+def _quotas(claims: np.ndarray, min_quota: int, extra: int, stable_extra: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``maybeRevokePartitions``' quotas: how many claims each member keeps, and how many it still takes.
+
+    Members are walked in map order; one offered an extra slot (``extra``
+    left) keeps up to ``min_quota + 1`` claims.  From Kafka 4.0.1
+    (``stable_extra``) it gives the slot back when its kept claims do not fill
+    it and more members are left than slots.
+
+    Examples
+    --------
+    7 partitions, 3 members, nobody owns anything: 4.0.0 gives the extra one to
+    the first member walked, 4.0.1 to the last.
+
+    >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, False)]
+    [[3, 2, 2], [3, 2, 2]]
+    >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, True)]
+    [[3, 2, 2], [2, 2, 3]]
+    """
+    n = claims.size
+    keep = np.full(n, min_quota, dtype=np.int64)
+    take = np.zeros(n, dtype=np.int64)
+    left_extra = extra
+    for k in range(n):
+        quota = min_quota
+        has_extra = left_extra > 0
+        if has_extra:
+            quota += 1
+        keep[k] = quota
+        left = quota - min(int(claims[k]), quota)
+        if stable_extra and left > 0 and has_extra and n - k > left_extra:
+            left -= 1  # give the extra slot up for a later member
+            has_extra = False
+        take[k] = left
+        if has_extra:
+            left_extra -= 1
+    return keep, take
 
 
 MAX_ITERATION_COUNT = 16  # Kafka's cap on balancing passes over the topics
@@ -336,11 +381,13 @@ def _balance_topic(members: np.ndarray, own: np.ndarray, balancer: _Balancer) ->
     return moved
 
 
-def uniform_assign(instance: Instance) -> Assignment:
+def uniform_assign(instance: Instance, stable_extra: bool = True) -> Assignment:
     """The group coordinator's ``UniformAssignor.assign`` on ``instance``.
 
     Members' ``owned`` partitions are their current assignment; topic ``id`` s
     (UUIDs) decide orders where Kafka iterates or sorts topics.
+    ``stable_extra``: Kafka 4.0.1 and later (KAFKA-18688, see
+    :func:`homogeneous_assign`); ``False`` gives Kafka 4.0.0's answer.
 
     Examples
     --------
@@ -353,16 +400,17 @@ def uniform_assign(instance: Instance) -> Assignment:
     """
     if not instance.members:
         return Assignment.from_lists({})
-    order, flat = uniform_flat(instance)
+    order, flat = uniform_flat(instance, stable_extra)
     ids = instance.member_ids
     return flat.assignment([ids[i] for i in order])
 
 
-def uniform_flat(instance: Instance) -> tuple[list[int], _Flat]:
+def uniform_flat(instance: Instance, stable_extra: bool = True) -> tuple[list[int], _Flat]:
     """Run the builder Kafka picks; returns the member map order and the flat owner layout."""
     order = member_map_order(instance)
-    build = homogeneous_assign if is_homogeneous(instance, order) else heterogeneous_assign
-    return order, build(instance, order)
+    if is_homogeneous(instance, order):
+        return order, homogeneous_assign(instance, order, stable_extra)
+    return order, heterogeneous_assign(instance, order)
 
 
 @register(
@@ -370,8 +418,10 @@ def uniform_flat(instance: Instance) -> tuple[list[int], _Flat]:
     kind="heuristic",
     protocol="consumer",
     summary="Kafka KIP-848 server-side uniform assignor: balanced, sticky to current assignment",
-    source="org.apache.kafka.coordinator.group.assignor.UniformAssignor (KIP-848)",
+    source="org.apache.kafka.coordinator.group.assignor.UniformAssignor (KIP-848); KAFKA-18688 in 4.0.1",
+    versions=UNIFORM,
 )
 def uniform_assignor(instance: Instance, params: Params) -> Result:
-    """Registry entry for :func:`uniform_assign` (``params`` are not used)."""
-    return Result(assignment=uniform_assign(instance))
+    """Registry entry for :func:`uniform_assign` at the release in ``params.kafka_version``."""
+    version = KafkaVersion.parse(params.kafka_version or str(DEFAULT))
+    return Result(assignment=uniform_assign(instance, stable_extra=version >= KAFKA_18688))

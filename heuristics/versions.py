@@ -1,0 +1,59 @@
+"""The Kafka releases each Kafka-named assignor is modelled at, and the rule in force at each.
+
+Read in Kafka's sources (release branches 3.0 to 4.4).  A release follows the
+last rule that starts at or before it; docs/algorithms.md prints this table.
+``kassign list --json`` and every result's ``stats.kafka_version`` say which
+release an assignor followed.
+"""
+
+from __future__ import annotations
+
+from solver.kafka_version import KafkaVersion, VersionRules
+
+#: KIP-848's homogeneous ``uniform`` keeps balanced groups still (KAFKA-18688, 4.0.1 and 4.1.0).
+KAFKA_18688 = KafkaVersion(4, 0, 1)
+#: The group coordinator's Streams ``sticky`` skips previous standby holders whose process has the task (4.3.2).
+KAFKA_20899 = KafkaVersion(4, 3, 2)
+#: 4.4.0: members' current tasks (KAFKA-20790) and reported offsets (KAFKA-20719); computeIfAbsent process map.
+KAFKA_20719 = KafkaVersion(4, 4, 0)
+#: KIP-924's ``StickyTaskAssignor``: a ceiling of the proportional share of actives per client (4.4.0).
+KAFKA_20198 = KafkaVersion(4, 4, 0)
+#: KIP-881: ``range``, ``sticky`` and ``cooperative-sticky`` read member racks from 3.5.0.
+KIP_881 = KafkaVersion(3, 5, 0)
+
+_KIP_848_BEFORE = ("KIP-848's server-side assignors were early access in 3.7 and preview in 3.8-3.9, "
+                   "with code kassign does not model; generally available from 4.0.0")
+
+UNIFORM = VersionRules(
+    "4.0.0",
+    (("4.0.0", "4.0.0: the first total % members members walked take the extra partitions"),
+     ("4.0.1", "4.0.1+: a member keeps an extra partition only if its kept ones fill it (KAFKA-18688)")),
+    before=_KIP_848_BEFORE,
+)
+SERVER_RANGE = VersionRules("4.0.0", (("4.0.0", "4.0.0+"),), before=_KIP_848_BEFORE)
+
+STREAMS_SERVER_STICKY = VersionRules(
+    "4.2.0",
+    (("4.2.0", "4.2.0-4.3.1: previous target assignment; a standby's previous holders give up at the first "
+               "whose process has the task"),
+     ("4.3.2", "4.3.2: holders whose process has the task are skipped (KAFKA-20899)"),
+     ("4.4.0", "4.4.0: current tasks and reported offsets make candidates (KAFKA-20719, KAFKA-20790); "
+               "process map filled by computeIfAbsent")),
+    before="the Streams rebalance protocol (KIP-1071) was early access in 4.1 with another assignor "
+           "(task pairs); generally available from 4.2.0",
+)
+KIP924_STICKY = VersionRules(
+    "3.8.0",
+    (("3.8.0", "3.8.0-4.3.2: a client keeps previous actives up to threads x floor(tasks / total threads)"),
+     ("4.4.0", "4.4.0: up to ceil(tasks x threads / total threads) (KAFKA-20198)")),
+)
+
+RANGE = VersionRules(
+    "3.0.0",
+    (("3.0.0", "3.0.0-3.4.1: racks not read"),
+     ("3.5.0", "3.5.0+: rack-aware when members and partitions have racks (KIP-881)")),
+)
+ROUNDROBIN = VersionRules("3.0.0", (("3.0.0", "3.0.0+"),))
+
+__all__ = ["KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899", "KIP924_STICKY", "KIP_881", "RANGE",
+           "ROUNDROBIN", "SERVER_RANGE", "STREAMS_SERVER_STICKY", "UNIFORM"]
