@@ -510,7 +510,7 @@ def server_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) ->
     ...     "config": {"num_standby_replicas": 1}})
     >>> out = server_sticky_assign(inst).to_json_dict()
     >>> {m: (v["active"], v["standby"]) for m, v in out["members"].items()}
-    {'a1': (['0_0'], ['0_2']), 'a2': (['0_1'], []), 'b1': (['0_2'], ['0_0', '0_1'])}
+    {'a1': (['0_0'], ['0_1']), 'a2': (['0_2'], []), 'b1': (['0_1'], ['0_0', '0_2'])}
     """
     spec: StreamsSpec = instance.streams
     if instance.protocol != "streams" or not isinstance(spec, StreamsSpec):
