@@ -147,13 +147,14 @@ def _quotas(claims: np.ndarray, min_quota: int, extra: int, stable_extra: bool) 
 
     Examples
     --------
-    7 partitions, 3 members, nobody owns anything: 4.0.0 gives the extra one to
-    the first member walked, 4.0.1 to the last.
+    7 partitions, 3 members, nobody owns anything (``(keep, take)``): 4.0.0
+    gives the extra one to the first member walked, 4.0.1 to the last; a member
+    offered the slot may still keep that many claims.
 
     >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, False)]
     [[3, 2, 2], [3, 2, 2]]
     >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, True)]
-    [[3, 2, 2], [2, 2, 3]]
+    [[3, 3, 3], [2, 2, 3]]
     """
     n = claims.size
     keep = np.full(n, min_quota, dtype=np.int64)

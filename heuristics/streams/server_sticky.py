@@ -512,12 +512,17 @@ def server_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) ->
     >>> {m: (v["active"], v["standby"]) for m, v in out["members"].items()}
     {'a1': (['0_0'], ['0_1']), 'a2': (['0_2'], []), 'b1': (['0_1'], ['0_0', '0_2'])}
     """
+    return assign_with_rule(instance, Rule.at(version))
+
+
+def assign_with_rule(instance: Instance, rule: Rule) -> StreamsAssignment:
+    """:func:`server_sticky_assign` with the release-dependent parts given one by one."""
     spec: StreamsSpec = instance.streams
     if instance.protocol != "streams" or not isinstance(spec, StreamsSpec):
         raise UnsupportedInstanceError("a Streams task assignor needs a protocol 'streams' instance")
     if not spec.clients:
         return StreamsAssignment.from_lists({}, False, {})
-    run = _Assignor(spec, Rule.at(version))
+    run = _Assignor(spec, rule)
     run.assign_active()
     if run.standbys > 0:
         run.assign_standby()
