@@ -105,9 +105,10 @@ def test_releases_before_3_8_do_not_have_it(registry_loaded: None) -> None:
 
 def test_standby_walk_order_without_standby_task_order_is_task_order() -> None:
     inst = group(6, [(1, [0, 1], []), (1, [2, 3], []), (1, [4, 5], [])], standbys=1)
-    given_order = parse_instance({**streams_instance_to_dict(inst), "standby_task_order": [f"0_{p}" for p in range(6)]})
+    doc = streams_instance_to_dict(inst)
+    given_order = parse_instance({**doc, "standby_task_order": [f"0_{p}" for p in range(6)]})
     assert kip924_sticky_assign(inst) == kip924_sticky_assign(given_order)
-    other = parse_instance({**streams_instance_to_dict(inst), "standby_task_order": [f"0_{p}" for p in (5, 3, 1, 0, 2, 4)]})
+    other = parse_instance({**doc, "standby_task_order": [f"0_{p}" for p in (5, 3, 1, 0, 2, 4)]})
     a, b = kip924_sticky_assign(inst), kip924_sticky_assign(other)
     assert {c: ca.active for c, ca in a.clients.items()} == {c: ca.active for c, ca in b.clients.items()}
 
