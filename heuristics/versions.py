@@ -26,34 +26,34 @@ _KIP_848_BEFORE = ("KIP-848's server-side assignors were early access in 3.7 and
 
 UNIFORM = VersionRules(
     "4.0.0",
-    (("4.0.0", "4.0.0: the first total % members members walked take the extra partitions"),
-     ("4.0.1", "4.0.1+: a member keeps an extra partition only if its kept ones fill it (KAFKA-18688)")),
+    (("4.0.0", "the first (partitions % members) members walked take the extra partitions"),
+     ("4.0.1", "a member keeps an extra partition only if its kept ones fill it, else the last members walked take them (KAFKA-18688)")),
     before=_KIP_848_BEFORE,
 )
-SERVER_RANGE = VersionRules("4.0.0", (("4.0.0", "4.0.0+"),), before=_KIP_848_BEFORE)
+SERVER_RANGE = VersionRules("4.0.0", (("4.0.0", "one rule (KAFKA-16944's rewrite)"),), before=_KIP_848_BEFORE)
 
 STREAMS_SERVER_STICKY = VersionRules(
     "4.2.0",
-    (("4.2.0", "4.2.0-4.3.1: previous target assignment; a standby's previous holders give up at the first "
-               "whose process has the task"),
-     ("4.3.2", "4.3.2: holders whose process has the task are skipped (KAFKA-20899)"),
-     ("4.4.0", "4.4.0: current tasks and reported offsets make candidates (KAFKA-20719, KAFKA-20790); "
-               "process map filled by computeIfAbsent")),
+    (("4.2.0", "previous target assignment; a standby's previous holders give up when the first one's "
+               "process has the task"),
+     ("4.3.2", "previous holders whose process has the task are skipped (KAFKA-20899)"),
+     ("4.4.0", "current tasks, and reported offsets, make candidates (KAFKA-20790, KAFKA-20719); process "
+               "map filled by computeIfAbsent")),
     before="the Streams rebalance protocol (KIP-1071) was early access in 4.1 with another assignor "
            "(task pairs); generally available from 4.2.0",
 )
 KIP924_STICKY = VersionRules(
     "3.8.0",
-    (("3.8.0", "3.8.0-4.3.2: a client keeps previous actives up to threads x floor(tasks / total threads)"),
-     ("4.4.0", "4.4.0: up to ceil(tasks x threads / total threads) (KAFKA-20198)")),
+    (("3.8.0", "a client keeps previous actives up to threads x floor(tasks / total threads)"),
+     ("4.4.0", "up to ceil(tasks x threads / total threads) (KAFKA-20198)")),
 )
 
 RANGE = VersionRules(
     "3.0.0",
-    (("3.0.0", "3.0.0-3.4.1: racks not read"),
-     ("3.5.0", "3.5.0+: rack-aware when members and partitions have racks (KIP-881)")),
+    (("3.0.0", "member racks not read"),
+     ("3.5.0", "rack-aware when members and partitions have racks (KIP-881)")),
 )
-ROUNDROBIN = VersionRules("3.0.0", (("3.0.0", "3.0.0+"),))
+ROUNDROBIN = VersionRules("3.0.0", (("3.0.0", "one rule"),))
 
 __all__ = ["KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899", "KIP924_STICKY", "KIP_881", "RANGE",
            "ROUNDROBIN", "SERVER_RANGE", "STREAMS_SERVER_STICKY", "UNIFORM"]

@@ -153,6 +153,15 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
                instance.name or "instance")
 
 
+def _kafka_version(kafka_assignor: Any, cfg: PlanConfig, instance: Instance) -> str | None:
+    """The Kafka release the compared assignor follows (``None`` without one)."""
+    if kafka_assignor is None or getattr(kafka_assignor, "versions", None) is None:
+        return None
+    from solver.kafka_version import resolve
+
+    return str(resolve(cfg.kafka_version, instance.kafka_version))
+
+
 def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Capacity plan of ``instance`` (see this module's docstring); returns the JSON document.
@@ -237,6 +246,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "rows": rows,
         "baselines": baselines(pl, mn, cfg, instance.protocol),
         "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
+        "kafka_version": _kafka_version(kafka_assignor, cfg, instance),
         "notes": list(items.notes) + late + ([] if pl.ints.exact else [
             "loads are not exact decimals: integer rounding is conservative (sizes up for packings, down for "
             "proofs)"]),

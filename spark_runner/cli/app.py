@@ -37,9 +37,11 @@ from spark_runner.cli.common import (
     _fmt,
     _params,
     _parse_options,
+    KAFKA_VERSION_HELP,
     _progress,
     _records,
     _run,
+    check_kafka_version,
     check_options,
     check_output,
     stderr,
@@ -135,6 +137,7 @@ def assign(
     option: Annotated[
         list[str] | None, typer.Option("--option", "-O", help="Assignor option KEY=VALUE (repeatable).")
     ] = None,
+    kafka_version: Annotated[str | None, typer.Option("--kafka-version", help=KAFKA_VERSION_HELP)] = None,
 ) -> None:
     """Assign partitions with one assignor; writes the assignment JSON (JSON lines for a batch)."""
     check_output(out)
@@ -142,7 +145,9 @@ def assign(
     opts = check_options(assignor, _parse_options(option))
     if settle:
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts, balance_tolerance)
+    params = _params(time_limit, seed, objective, opts, balance_tolerance, kafka_version)
+    if kafka_version is not None:
+        spec.rule(params)  # an assignor the release does not have fails before any input is read
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line
@@ -183,6 +188,9 @@ def score(
                                        "(max_load_gap, sum_sq_gap, excess_moves; Streams: the three balance and "
                                        "restoration gaps). --no-gaps skips the solve.")] = True,
     time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use (gaps).")] = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", help="The Kafka release the assignment follows (X.Y[.Z]): reported as `kafka_version`, "
+                                "checked against the assignment's own stats.kafka_version.")] = None,
 ) -> None:
     """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
     from solver.api import score as score_fn
@@ -204,8 +212,11 @@ def score(
     else:
         asg = read_assignment(assignment)
     metrics = score_fn(inst, asg)
+    release = _scored_release(assignment, kafka_version, inst)
     if gaps:
         metrics.update(_gap_columns(inst, asg, metrics, _params(time_limit, 0, None, {})))
+    if release is not None:
+        metrics["kafka_version"] = release
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
@@ -213,6 +224,30 @@ def score(
     emit(render(rows, [Column("metric", align="left"), Column("value")], out_fmt,
                 title=f"{inst.name or instance.name}: score of {assignment.name}", width=terminal_width(),
                 cell=lambda _k, v: _fmt(v)))
+
+
+def _scored_release(assignment: Path, flag: str | None, inst: Any) -> str | None:
+    """The Kafka release the scored assignment followed: its ``stats.kafka_version``, else the flag or the
+    instance's field; a flag that contradicts the document is a usage error (exit 2)."""
+    from solver.kafka_version import KafkaVersion
+
+    check_kafka_version(flag)
+    stated = None
+    if str(assignment) != "-":
+        from solver.model.files import read_document
+
+        try:
+            doc = read_document(assignment)
+        except (InstanceError, OSError):  # the assignment reader reports a bad file
+            doc = None
+        stats = doc.get("stats") if isinstance(doc, dict) else None
+        stated = stats.get("kafka_version") if isinstance(stats, dict) else None
+    if flag is not None and isinstance(stated, str) and KafkaVersion.parse(flag) != KafkaVersion.parse(stated):
+        raise UsageError(f"--kafka-version {flag}: {assignment} was made following Kafka {stated}")
+    if isinstance(stated, str):
+        return stated
+    chosen = flag or inst.kafka_version
+    return str(KafkaVersion.parse(chosen)) if chosen is not None else None
 
 
 def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], params: Params) -> dict[str, Any]:
@@ -259,18 +294,37 @@ def _format(fmt: str | None, as_json: bool) -> str:
 def list_assignors(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+    versions: Annotated[bool, typer.Option(
+        "--versions", help="One row per Kafka rule of each Kafka-named assignor: the releases it holds for.")] = False,
 ) -> None:
-    """Assignors and solvers available."""
+    """Assignors and solvers available (with the Kafka releases each Kafka-named assignor is modelled at)."""
     out_fmt = _format(fmt, as_json)
     specs = load_all()
-    rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol, "summary": s.summary, "source": s.source}
-            for s in specs]
+    if versions:
+        vrows = [{"name": s.name, "releases": first if first == last else f"{first}-{last}", "rule": rule}
+                 for s in specs if s.versions is not None for first, last, rule in s.versions.table()]
+        if out_fmt == "json":
+            sys.stdout.write(dumps(vrows) + "\n")
+            return
+        vcols = [Column("name", align="left"), Column("releases", align="left"),
+                 Column("rule", align="left", wrap=True)]
+        emit(render(vrows, vcols, out_fmt, title="Kafka releases of the Kafka-named assignors",
+                    width=terminal_width()))
+        return
+    rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol,
+             "kafka": f"{s.versions.since}+" if s.versions is not None else "-",
+             "summary": s.summary, "source": s.source} for s in specs]
     if out_fmt == "json":
+        for r, s in zip(rows, specs, strict=True):
+            r["kafka"] = None if s.versions is None else [
+                {"from": a, "to": b, "rule": rule} for a, b, rule in s.versions.table()]
         sys.stdout.write(dumps(rows) + "\n")
         return
     cols = [Column("name", align="left"), Column("kind", align="left"), Column("protocol", align="left"),
-            Column("summary", align="left", wrap=True), Column("source", align="left", wrap=True)]
-    emit(render(rows, cols, out_fmt, title="kassign assignors and solvers", width=terminal_width()))
+            Column("kafka", align="left"), Column("summary", align="left", wrap=True),
+            Column("source", align="left", wrap=True)]
+    emit(render(rows, cols, out_fmt, title="kassign assignors and solvers (kafka: releases modelled)",
+                width=terminal_width()))
 
 
 # --------------------------------------------------------------------------- plug-in commands

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from spark_runner.cli.common import KAFKA_VERSION_HELP
 from spark_runner.cli.tables import FORMAT_HELP
 
 COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
@@ -43,10 +44,11 @@ def _one_instance(path: Path) -> Any:
     return inst
 
 
-def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None) -> Any:
+def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None,
+            kafka_version: str | None = None) -> Any:
     from spark_runner.cli.common import _params as common_params
 
-    return common_params(time_limit, seed, None, {}, balance_tolerance)
+    return common_params(time_limit, seed, None, {}, balance_tolerance, kafka_version)
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
@@ -95,6 +97,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Run cooperative assignors' follow-up rounds until settled (see `rounds`).")
         ] = True,
         fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+        kafka_version: Annotated[str | None, typer.Option("--kafka-version", help=KAFKA_VERSION_HELP)] = None,
     ) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
@@ -109,7 +112,8 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True, highlight=False)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
-        doc = compare_rows(inst, names, _params(time_limit, seed, balance_tolerance), err, settle=settle)
+        doc = compare_rows(inst, names, _params(time_limit, seed, balance_tolerance, kafka_version), err,
+                           settle=settle)
         if out_fmt == "json":
             sys.stdout.write(dumps(doc) + "\n")
             return
@@ -118,9 +122,11 @@ def register(app: typer.Typer) -> None:
         rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
         cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
         # cells are scalars: the default cell text (tables.plain)
+        releases = sorted({r["kafka_version"] for r in doc["rows"] if r.get("kafka_version")})
+        kafka = f"; Kafka {', '.join(releases)} rules" if releases else ""
         emit(render(rows, cols, out_fmt, width=terminal_width(),
                     title=f"{inst.name or file.name}: assignors vs the optimum "
-                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g})"))
+                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g}{kafka})"))
 
     @app.command()
     def frontier(
