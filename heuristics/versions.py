@@ -27,7 +27,8 @@ _KIP_848_BEFORE = ("KIP-848's server-side assignors were early access in 3.7 and
 UNIFORM = VersionRules(
     "4.0.0",
     (("4.0.0", "the first (partitions % members) members walked take the extra partitions"),
-     ("4.0.1", "a member keeps an extra partition only if its kept ones fill it, else the last members walked take them (KAFKA-18688)")),
+     ("4.0.1", "a member keeps an extra partition only if its kept ones fill it, else the last members walked "
+               "take them (KAFKA-18688)")),
     before=_KIP_848_BEFORE,
 )
 SERVER_RANGE = VersionRules("4.0.0", (("4.0.0", "one rule (KAFKA-16944's rewrite)"),), before=_KIP_848_BEFORE)

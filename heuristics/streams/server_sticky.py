@@ -57,6 +57,7 @@ from solver.kafka_version import DEFAULT, KafkaVersion
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
 from solver.result import Params, Result
+from solver.streams.members import synthetic_members
 from solver.streams.model import StreamsAssignment, StreamsMember, StreamsSpec, parse_task_id
 
 
@@ -225,8 +226,8 @@ class GroupMembers:
     def of(cls, spec: StreamsSpec) -> GroupMembers:
         """Members in the coordinator's order (clients without ``members`` get synthetic ones)."""
         entries: list[tuple[StreamsMember, int]] = []
-        for c, cl in enumerate(spec.clients):
-            for m in cl.members if cl.members is not None else synthetic_members(spec, c):
+        for c in range(len(spec.clients)):
+            for m in synthetic_members(spec, c):
                 entries.append((m, c))
         table = JavaHashMap(java_string_hash)
         for m, _ in entries:
@@ -239,35 +240,6 @@ class GroupMembers:
                                            "without 'members' is named '<client id>#<k>')")
         ordered = [entries[pos[mid]] for mid in table.order()]
         return cls([m.id for m, _ in ordered], [c for _, c in ordered], [m for m, _ in ordered])
-
-
-def synthetic_members(spec: StreamsSpec, c: int) -> tuple[StreamsMember, ...]:
-    """``capacity`` members ``<client id>#<k>`` of a client given without ``members``.
-
-    The client's previous actives, then its standbys, are dealt round-robin in
-    task order (a documented stand-in: Kafka would know each thread's tasks).
-
-    Examples
-    --------
-    >>> from solver.io import parse_instance
-    >>> inst = parse_instance({"format": "kassign/v1", "protocol": "streams",
-    ...     "tasks": [{"id": "0_0"}, {"id": "0_1"}, {"id": "0_2"}],
-    ...     "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001", "capacity": 2,
-    ...                  "active": ["0_2", "0_0"], "standby": ["0_1"]}]})
-    >>> [(m.id, m.active, m.standby) for m in synthetic_members(inst.streams, 0)]
-    [('a#0', ('0_0',), ('0_1',)), ('a#1', ('0_2',), ())]
-    """
-    from solver.streams.model import task_sort_key
-
-    cl = spec.clients[c]
-    active: list[list[str]] = [[] for _ in range(cl.capacity)]
-    standby: list[list[str]] = [[] for _ in range(cl.capacity)]
-    k = 0
-    for kind, tasks in ((active, cl.active), (standby, cl.standby)):
-        for t in sorted(tasks, key=task_sort_key):
-            kind[k % cl.capacity].append(t)
-            k += 1
-    return tuple(StreamsMember(f"{cl.id}#{j}", tuple(active[j]), tuple(standby[j])) for j in range(cl.capacity))
 
 
 class _Assignor:

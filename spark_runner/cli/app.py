@@ -32,12 +32,12 @@ from spark_runner.cli.common import (
     EXIT_INTERNAL,
     EXIT_NOINPUT,
     EXIT_USAGE,
+    KAFKA_VERSION_HELP,
     UsageError,
     _describe,
     _fmt,
     _params,
     _parse_options,
-    KAFKA_VERSION_HELP,
     _progress,
     _records,
     _run,
@@ -311,7 +311,7 @@ def list_assignors(
         emit(render(vrows, vcols, out_fmt, title="Kafka releases of the Kafka-named assignors",
                     width=terminal_width()))
         return
-    rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol,
+    rows: list[dict[str, Any]] = [{"name": s.name, "kind": s.kind, "protocol": s.protocol,
              "kafka": f"{s.versions.since}+" if s.versions is not None else "-",
              "summary": s.summary, "source": s.source} for s in specs]
     if out_fmt == "json":

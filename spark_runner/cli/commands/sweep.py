@@ -47,12 +47,18 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
         progress_every: Annotated[
             float, typer.Option(min=0.1, help="Seconds between progress lines on stderr.")] = 5.0,
+        kafka_version: Annotated[str | None, typer.Option(
+            "--kafka-version", help="Kafka release the Kafka-named assignors follow (X.Y[.Z]; overrides the grid's "
+                                    "kafka_version; default 4.4.0). An assignor listed as NAME@X.Y.Z follows its "
+                                    "own.")] = None,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
-        from spark_runner.sweep.run import finished, plan, read_grid, run_sweep
+        from spark_runner.sweep.run import finished, plan, read_grid, run_sweep, with_kafka_version
 
         spark_conf = _conf(conf)
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
+        if kafka_version is not None:
+            g = with_kafka_version(g, kafka_version)
         if dry_run:
             todo = plan(g, finished(out))
             total = len(g.scenarios())

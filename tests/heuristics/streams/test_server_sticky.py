@@ -19,12 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heuristics._java import JavaHashMap, java_string_hash
-from heuristics.streams.server_sticky import server_sticky_assign, synthetic_members
+from heuristics.streams.server_sticky import server_sticky_assign
 from solver.io import parse_instance
 from solver.kafka_version import KafkaVersion, KafkaVersionError
 from solver.registry import get
 from solver.result import Params
 from solver.streams.format import streams_instance_to_dict
+from solver.streams.members import synthetic_members
 
 DATA = Path(__file__).parent / "data" / "server_sticky_kafka_tests.json"
 
