@@ -56,5 +56,21 @@ RANGE = VersionRules(
 )
 ROUNDROBIN = VersionRules("3.0.0", (("3.0.0", "one rule"),))
 
-__all__ = ["KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899", "KIP924_STICKY", "KIP_881", "RANGE",
-           "ROUNDROBIN", "SERVER_RANGE", "STREAMS_SERVER_STICKY", "UNIFORM"]
+
+_STICKY_BEFORE = ("kassign models AbstractStickyAssignor as it stands from 3.7.1 to 4.4; earlier releases differ: "
+                  "KAFKA-16277 and KAFKA-15170 (3.7.1), KAFKA-15106 (3.5.2), KIP-881 racks (3.5.0), "
+                  "KAFKA-14639 (3.4.1)")
+STICKY = VersionRules("3.7.1", (("3.7.1", "one rule (KAFKA-16277, KAFKA-15170 and KIP-881 in)"),),
+                      before=_STICKY_BEFORE)
+COOPERATIVE_STICKY = STICKY
+
+_STREAMS_BEFORE = ("kassign models Kafka Streams' classic assignors as they stand from 3.8.0 to 4.4 (after KIP-924 "
+                   "reworked their inputs); earlier releases differ: 3.6-3.7 in code kassign has not checked "
+                   "line by line, and before 3.6.0 there is no rack awareness (KIP-925)")
+HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925)"),), before=_STREAMS_BEFORE)
+STICKY_TASK = VersionRules("3.8.0", (("3.8.0", "one rule (LegacyStickyTaskAssignor, KIP-925)"),),
+                           before=_STREAMS_BEFORE)
+
+__all__ = ["COOPERATIVE_STICKY", "HIGH_AVAILABILITY", "KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899",
+           "KIP924_STICKY", "KIP_881", "RANGE", "ROUNDROBIN", "SERVER_RANGE", "STICKY", "STICKY_TASK",
+           "STREAMS_SERVER_STICKY", "UNIFORM"]

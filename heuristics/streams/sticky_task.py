@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from heuristics._java import hashmap_order
 from heuristics.streams.common import ClientState, StreamsContext
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
+from heuristics.versions import STICKY_TASK
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -235,6 +236,7 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
     protocol="streams",
     summary="Kafka Streams (Legacy)StickyTaskAssignor: previous owners first, quota per thread, task pairs",
     source="Kafka LegacyStickyTaskAssignor (StickyTaskAssignor before 3.8), with KIP-925 rack awareness",
+    versions=STICKY_TASK,
 )
 def sticky_task(instance: Instance, params: Params) -> Result:
     """Kafka Streams' sticky task assignor (see the module docstring)."""

@@ -339,7 +339,18 @@ def test_kafka_18688_case_fails_at_4_0_0() -> None:
 @given(homogeneous_groups())
 def test_own_output_is_a_fixed_point_from_4_0_1(i: Any) -> None:
     """Kafka's CommonAssignorTests.testReassignmentStickiness / testAssignmentReuse for the homogeneous builder:
-    given its own assignment back (in any member order, here: under any member ids), 4.0.1+ moves nothing."""
+    given its own (valid) assignment back, in any member order (here: under any member ids), 4.0.1+ moves
+    nothing -- from a fresh group, and from the drawn claims when they leave every partition to one member."""
+    fresh = inst({t: {"partitions": v.partitions, "id": v.id} for t, v in i.topics.items()},
+                 [{"id": m.id, "topics": list(m.topics)} for m in i.members])
+    _check_fixed_point(fresh)
+    first = canon(i)
+    held = sorted((t, p) for v in first.values() for t, ps in v.items() for p in ps)
+    if held == sorted({(t, p) for t in i.members[0].topics for p in range(i.topics[t].partitions)}):
+        _check_fixed_point(i)
+
+
+def _check_fixed_point(i: Any) -> None:
     first = canon(i)
     again = inst({t: {"partitions": v.partitions, "id": v.id} for t, v in i.topics.items()},
                  [{"id": m.id, "topics": list(m.topics), "owned": first[m.id]} for m in i.members])
