@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from heuristics._java import JavaHashMap, java_string_hash
 from heuristics.versions import KAFKA_20719, KAFKA_20899, STREAMS_SERVER_STICKY
@@ -58,7 +59,7 @@ from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
 from solver.result import Params, Result
 from solver.streams.members import synthetic_members
-from solver.streams.model import StreamsAssignment, StreamsMember, StreamsSpec, parse_task_id
+from solver.streams.model import ClientAssignment, StreamsAssignment, StreamsMember, StreamsSpec
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,9 @@ class Topology:
     @classmethod
     def of(cls, spec: StreamsSpec) -> Topology:
         """The topology of ``spec``; refuses tasks Kafka's topology cannot describe."""
+        keys = [t.key for t in spec.tasks]
         subs: dict[int, list[tuple[int, bool]]] = {}
-        for t in spec.tasks:
-            s, p = parse_task_id(t.id)
+        for t, (s, p) in zip(spec.tasks, keys, strict=True):
             subs.setdefault(s, []).append((p, t.stateful))
         for s, parts in subs.items():
             if [p for p, _ in parts] != list(range(len(parts))):
@@ -195,8 +196,7 @@ class Topology:
                     f"KIP-1071's assignor reads statefulness per subtopology: subtopology {s} mixes stateful and "
                     "stateless tasks")
         ids, sub, part, stateful = [], [], [], []
-        for t in spec.tasks:
-            s, p = parse_task_id(t.id)
+        for t, (s, p) in zip(spec.tasks, keys, strict=True):
             ids.append(t.id)
             sub.append(str(s))
             part.append(p)
@@ -499,17 +499,18 @@ def assign_with_rule(instance: Instance, rule: Rule) -> StreamsAssignment:
     if run.standbys > 0:
         run.assign_standby()
     active, standby = run.result()
-    ids = run.top.ids
-    members: dict[str, dict[str, list[str]]] = {}
-    clients: dict[str, dict[str, list[str]]] = {c.id: {"active": [], "standby": []} for c in spec.clients}
+    ids = run.top.ids  # task numbers follow Kafka's task order: sorting numbers sorts the ids
+    members: dict[str, ClientAssignment] = {}
+    per_client: list[tuple[list[int], list[int]]] = [([], []) for _ in spec.clients]
     for m, mid in enumerate(run.group.ids):
-        a = [ids[t] for t in active[m]]
-        s = [ids[t] for t in standby[m]]
-        members[mid] = {"active": a, "standby": s}
-        client = clients[spec.clients[run.group.client[m]].id]
-        client["active"].extend(a)
-        client["standby"].extend(s)
-    return StreamsAssignment.from_lists(clients, False, members)
+        members[mid] = ClientAssignment(tuple(ids[t] for t in sorted(active[m])),
+                                        tuple(ids[t] for t in sorted(standby[m])))
+        a, s = per_client[run.group.client[m]]
+        a.extend(active[m])
+        s.extend(standby[m])
+    clients = {cl.id: ClientAssignment(tuple(ids[t] for t in sorted(set(a))), tuple(ids[t] for t in sorted(set(s))))
+               for cl, (a, s) in zip(spec.clients, per_client, strict=True)}
+    return StreamsAssignment(MappingProxyType(clients), False, MappingProxyType(members))
 
 
 def _version(params: Params) -> KafkaVersion:
