@@ -309,7 +309,7 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
         members = None
         if c.members is not None:
             members = _members(c, i, tasks, member_ids, bad)
-            c = _with_member_view(c, i, members, bad)
+            c = _with_member_view(c, i, members, tasks, bad)
         if c.id in ids:
             bad(("clients", i, "id"), f"duplicate client id {c.id!r} (also clients[{ids[c.id]}])")
         ids.setdefault(c.id, i)
@@ -354,6 +354,7 @@ def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, t
     if not c.members:
         bad(("clients", i, "members"), "a process has at least one member (one per stream thread)")
     out = []
+    process_held: dict[str, str] = {}  # target task -> member id, over the process
     for j, m in enumerate(c.members):
         here = ("clients", i, "members", j)
         if m.id in seen:
@@ -371,6 +372,11 @@ def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, t
                         bad(at, f"task {tid!r} already listed in {held[tid]}")
                     elif kind == standby_key and not tasks[tid].stateful:
                         bad(at, f"task {tid!r} is stateless and cannot have a standby")
+                    elif kind in ("active", "standby") and process_held.get(tid, m.id) != m.id:
+                        bad(at, f"task {tid!r} is also in the target of member {process_held[tid]!r} of this "
+                                "process: a process holds a task once")
+                    elif kind in ("active", "standby"):
+                        process_held.setdefault(tid, m.id)
                     held.setdefault(tid, kind)
         for tid in m.task_offsets:
             at = (*here, "task_offsets", tid)
@@ -386,19 +392,29 @@ def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, t
     return tuple(out)
 
 
-def _with_member_view(c: ClientSpec, i: int, members: tuple[StreamsMember, ...], bad: Any) -> ClientSpec:
+def _with_member_view(c: ClientSpec, i: int, members: tuple[StreamsMember, ...], tasks: Mapping[str, Task],
+                      bad: Any) -> ClientSpec:
     """The process-level fields of a client with members: ``capacity`` = members, ``active`` / ``standby``
-    = the union of their targets (checked against what the client states, derived when it states nothing)."""
+    = the union of their targets (checked against what the client states, derived when it states nothing).
+
+    The union keeps only what the members' own checks let through (each problem is reported there, once):
+    known tasks, standbys of stateful tasks, a task once over the process.
+    """
     updates: dict[str, Any] = {}
     if "capacity" in c.model_fields_set and members and c.capacity != len(members):
         bad(("clients", i, "capacity"), f"is {c.capacity}, the process has {len(members)} members "
                                         "(one per stream thread)")
     elif members:
         updates["capacity"] = len(members)
-    for kind in ("active", "standby"):
-        union: list[str] = []
-        for m in members:
-            union.extend(t for t in getattr(m, kind) if t not in union)
+    taken: set[str] = set()
+    unions: dict[str, list[str]] = {"active": [], "standby": []}
+    for m in members:
+        for kind in ("active", "standby"):
+            for t in getattr(m, kind):
+                if t in tasks and t not in taken and (kind == "active" or tasks[t].stateful):
+                    taken.add(t)
+                    unions[kind].append(t)
+    for kind, union in unions.items():
         stated = getattr(c, kind)
         if stated and set(stated) != set(union):
             bad(("clients", i, kind), f"differs from the union of the members' {kind} tasks "
