@@ -155,7 +155,7 @@ def test_share_is_balanced_and_keeps_the_most(n: int, a: int, s: int, data: st.D
     standby = [f"1_{k}" for k in range(s)]
     members = []
     for m in range(n):
-        own_a = data.draw(st.lists(st.sampled_from(active + ["9_9"]), unique=True, max_size=2)) if active else []
+        own_a = data.draw(st.lists(st.sampled_from([*active, "9_9"]), unique=True, max_size=2)) if active else []
         own_s = data.draw(st.lists(st.sampled_from(standby + active), unique=True, max_size=2)) if standby else []
         members.append(StreamsMember(f"m{m}", tuple(own_a), tuple(t for t in own_s if t not in own_a)))
     out = share(members, active, standby)

@@ -73,8 +73,8 @@ def test_a_directory_of_another_release_is_not_resumed(tmp_path: Path) -> None:
     (tmp_path / "rows").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"kafka_version": "4.3.1"}))
     check_release(tmp_path, parse_grid(_grid(kafka_version="4.3.1"), "g.yaml"))  # same release: fine
-    with pytest.raises(ReleaseMismatchError, match="holds rows made following Kafka 4.3.1; this sweep follows "
-                                                   "Kafka 4.4.0"):
+    with pytest.raises(ReleaseMismatchError, match=r"holds rows made following Kafka 4\.3\.1; this sweep follows "
+                                                   r"Kafka 4\.4\.0"):
         check_release(tmp_path, parse_grid(_grid(), "g.yaml"))
 
 
