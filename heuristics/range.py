@@ -301,9 +301,9 @@ def without_member_racks(instance: Instance) -> Instance:
 def follows_kip_881(params: Params) -> bool:
     """Whether the release in ``params.kafka_version`` reads member racks (3.5.0 and later)."""
     from heuristics.versions import KIP_881
-    from solver.kafka_version import DEFAULT, KafkaVersion
+    from solver.kafka_version import release
 
-    return KafkaVersion.parse(params.kafka_version or str(DEFAULT)) >= KIP_881
+    return release(params.kafka_version) >= KIP_881
 
 
 @register(

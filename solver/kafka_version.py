@@ -125,6 +125,18 @@ class KafkaVersion:
 DEFAULT = KafkaVersion.parse(RELEASES[-1])
 
 
+def release(version: str | None) -> KafkaVersion:
+    """The release an assignor runs at, from ``Params.kafka_version`` (resolved by the registry): ``None`` is
+    :data:`DEFAULT`.
+
+    Examples
+    --------
+    >>> str(release("4.3.1")), str(release(None))
+    ('4.3.1', '4.4.0')
+    """
+    return KafkaVersion.parse(version) if version is not None else DEFAULT
+
+
 def resolve(flag: str | None, instance_field: str | None) -> KafkaVersion:
     """The release to follow: the flag (``Params.kafka_version``), else the instance's field, else :data:`DEFAULT`.
 
@@ -204,5 +216,5 @@ class VersionRules:
         return out
 
 
-__all__ = ["DEFAULT", "RELEASES", "KafkaVersion", "KafkaVersionError", "VersionRules", "resolve",
+__all__ = ["DEFAULT", "RELEASES", "KafkaVersion", "KafkaVersionError", "VersionRules", "release", "resolve",
            "supported_text"]

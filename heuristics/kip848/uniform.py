@@ -38,7 +38,7 @@ from heuristics.kip848.common import (
     uuid_compare_key,
 )
 from heuristics.versions import KAFKA_18688, UNIFORM
-from solver.kafka_version import DEFAULT, KafkaVersion
+from solver.kafka_version import release
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -424,5 +424,5 @@ def uniform_flat(instance: Instance, stable_extra: bool = True) -> tuple[list[in
 )
 def uniform_assignor(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`uniform_assign` at the release in ``params.kafka_version``."""
-    version = KafkaVersion.parse(params.kafka_version or str(DEFAULT))
+    version = release(params.kafka_version)
     return Result(assignment=uniform_assign(instance, stable_extra=version >= KAFKA_18688))

@@ -41,11 +41,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from heuristics._java import JavaHashMap
-from heuristics.streams.common import StreamsContext
+from heuristics.streams.common import StreamsContext, best_client
 from heuristics.streams.rack_aware import RackAwareTasks
 from heuristics.streams.sticky_task import task_java_hash
 from heuristics.versions import KAFKA_20198, KIP924_STICKY
-from solver.kafka_version import DEFAULT, KafkaVersion
+from solver.kafka_version import DEFAULT, KafkaVersion, release
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
 from solver.result import Params, Result
@@ -164,19 +164,8 @@ class _Sticky:
 
     def _best_client(self, task: int, within: list[int]) -> int:
         """``findBestClientForTask``."""
-        if len(within) == 1:
-            return within[0]
-        prev = self.prev_active.get(task)
-        previous = prev if prev is not None and prev in within else self._least_loaded_standby_holder(task, within)
-        if previous is None:
-            found = self._least_loaded(task, within)
-        elif self._should_balance(previous):
-            standby = self._least_loaded_standby_holder(task, within)
-            found = self._least_loaded(task, within) if standby is None or self._should_balance(standby) else standby
-        else:
-            found = previous
-        assert found is not None  # `within` is not empty
-        return found
+        return best_client(task, within, self.prev_active.get(task), self._least_loaded_standby_holder,
+                           self._least_loaded, self._should_balance)
 
     # ---------------------------------------------------------------- passes
 
@@ -273,7 +262,7 @@ def kip924_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) ->
 )
 def kip924_sticky(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`kip924_sticky_assign` at the release in ``params.kafka_version``."""
-    version = KafkaVersion.parse(params.kafka_version or str(DEFAULT))
+    version = release(params.kafka_version)
     order = "given" if instance.streams is not None and instance.streams.standby_task_order is not None else "task"
     return Result(kip924_sticky_assign(instance, version),
                   extra={"probing_rebalance": False, "standby_task_order": order})

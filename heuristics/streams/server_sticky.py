@@ -54,7 +54,7 @@ from types import MappingProxyType
 
 from heuristics._java import JavaHashMap, java_string_hash
 from heuristics.versions import KAFKA_20719, KAFKA_20899, STREAMS_SERVER_STICKY
-from solver.kafka_version import DEFAULT, KafkaVersion
+from solver.kafka_version import DEFAULT, KafkaVersion, release
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
 from solver.result import Params, Result
@@ -368,24 +368,9 @@ class _Assignor:
     def assign_active(self) -> None:
         top = self.top
         tasks = sorted(range(len(top.ids)), key=lambda t: (top.part[t], top.sub[t]))
-        left = []
-        for t in tasks:  # 1. back to the previous active member, below the active quota
-            m = self.prev_active.get(t)
-            if m is not None and self.proc_of[m].counts[m] < self.active_quota:
-                count = self._give(m, t, True)
-                self._active_placed(count)
-                self._task_placed(count)
-            else:
-                left.append(t)
-        rest = []
-        for t in left:  # 2. to a previous standby holder, below the active quota
-            m = self._least_loaded_holder(self.prev_standby.get(t), None)
-            if m is not None and self.proc_of[m].counts[m] < self.active_quota:
-                count = self._give(m, t, True)
-                self._active_placed(count)
-                self._task_placed(count)
-            else:
-                rest.append(t)
+        # 1. back to the previous active member, 2. else to a previous standby holder; below the active quota
+        left = [t for t in tasks if not self._keep_active(self.prev_active.get(t), t)]
+        rest = [t for t in left if not self._keep_active(self._least_loaded_holder(self.prev_standby.get(t), None), t)]
         rest.sort(key=lambda t: (top.sub[t], top.part[t]))
         heap, key = self._process_heap()
         procs = self.processes
@@ -396,6 +381,15 @@ class _Assignor:
             self._active_placed(count)
             self._task_placed(count)
             _sift_up(heap, p, key)
+
+    def _keep_active(self, m: int | None, task: int) -> bool:
+        """Give ``task`` as an active to member ``m`` if it is below the active quota; whether it did."""
+        if m is None or self.proc_of[m].counts[m] >= self.active_quota:
+            return False
+        count = self._give(m, task, True)
+        self._active_placed(count)
+        self._task_placed(count)
+        return True
 
     def assign_standby(self) -> None:
         top = self.top
@@ -514,7 +508,7 @@ def assign_with_rule(instance: Instance, rule: Rule) -> StreamsAssignment:
 
 
 def _version(params: Params) -> KafkaVersion:
-    return KafkaVersion.parse(params.kafka_version or str(DEFAULT))
+    return release(params.kafka_version)
 
 
 @register(
