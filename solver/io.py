@@ -450,8 +450,11 @@ def assignment_document(
 
 def read_assignment(path: str | Path) -> Assignment:
     """Read an assignment document (``{"assignment": {...}}``) or a bare mapping."""
-    source = str(path)
-    data = read_document(path)
+    return parse_assignment(read_document(path), str(path))
+
+
+def parse_assignment(data: Any, source: str = "<input>") -> Assignment:
+    """Validate a decoded assignment document (``{"assignment": {...}}``) or a bare mapping."""
     if isinstance(data, dict) and "assignment" not in data:
         data = {"assignment": data}
     try:
@@ -463,6 +466,7 @@ def read_assignment(path: str | Path) -> Assignment:
 
 __all__ = [  # the document layer is re-exported: callers read and write through this one module
     "Record", "assignment_document", "consumer_problems", "dumps", "instance_to_dict", "is_batch",
-    "iter_records", "json_safe", "merge_errors", "parse_instance", "read_assignment", "read_document",
+    "iter_records", "json_safe", "merge_errors", "parse_assignment", "parse_instance", "read_assignment",
+    "read_document",
     "read_instance", "read_instances", "write_atomic",
 ]

@@ -1,10 +1,13 @@
-"""Kafka's KIP-848 server-side ``UniformAssignor`` (group coordinator, October 2024).
+"""Kafka's KIP-848 server-side ``UniformAssignor`` (group coordinator, Kafka 4.0.0 to 4.4).
 
 Two builders, chosen by whether every member subscribes to the same topics:
 
 - homogeneous (``UniformHomogeneousAssignmentBuilder``): quotas
-  ``total // members``, the first ``total % members`` members in the
-  coordinator's member ``HashMap`` order get one more; each member keeps its
+  ``total // members`` and ``total % members`` members get one more: at
+  Kafka 4.0.0 the first ones in the coordinator's member ``HashMap`` order,
+  from 4.0.1 (KAFKA-18688) a member keeps the larger quota only when its kept
+  partitions fill it or when the last members walked must take the slots
+  left (:func:`_quotas`); each member keeps its
   current partitions up to its quota (topics in ``HashMap<Uuid>`` order,
   partitions in ``HashSet<Integer>`` order) and the rest is revoked; free
   partitions (never-owned ones by topic in ``HashSet<Uuid>`` order, then the
@@ -17,7 +20,7 @@ Two builders, chosen by whether every member subscribes to the same topics:
   the most- to the least-loaded subscribers of each topic until each topic's
   subscribers differ by at most one.
 
-Racks are ignored at that commit (rack awareness was removed in 2024).  The
+Racks are ignored (rack awareness was removed in 2024, before 4.0.0).  The
 work is done on one flat array over all topic-partitions, so a million
 partitions take seconds, not minutes.
 """

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from solver.errors import InstanceError, KassignError, Problem
-from solver.io import Record, dumps, is_batch, iter_records, read_assignment, write_atomic
+from solver.io import Record, dumps, is_batch, iter_records, write_atomic
 from solver.registry import UnknownAssignorError, UnsupportedInstanceError
 from solver.result import Params
 from spark_runner.assignors import get as get_assignor
@@ -205,14 +205,17 @@ def score(
     from solver.resources import check_fits, instance_need
 
     check_fits(instance_need(inst, "score", "score"), str(instance))
-    if inst.protocol == "streams":
-        from solver.streams.format import read_streams_assignment
+    from solver.io import parse_assignment, read_document
 
-        asg: Any = read_streams_assignment(assignment, inst)
+    raw = read_document(assignment)  # read once: it may be stdin
+    if inst.protocol == "streams":
+        from solver.streams.format import parse_streams_assignment
+
+        asg: Any = parse_streams_assignment(raw, inst, str(assignment))
     else:
-        asg = read_assignment(assignment)
+        asg = parse_assignment(raw, str(assignment))
     metrics = score_fn(inst, asg)
-    release = _scored_release(assignment, kafka_version, inst)
+    release = _scored_release(raw, assignment, kafka_version, inst)
     if gaps:
         metrics.update(_gap_columns(inst, asg, metrics, _params(time_limit, 0, None, {})))
     if release is not None:
@@ -226,22 +229,19 @@ def score(
                 cell=lambda _k, v: _fmt(v)))
 
 
-def _scored_release(assignment: Path, flag: str | None, inst: Any) -> str | None:
-    """The Kafka release the scored assignment followed: its ``stats.kafka_version``, else the flag or the
-    instance's field; a flag that contradicts the document is a usage error (exit 2)."""
-    from solver.kafka_version import KafkaVersion
+def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> str | None:
+    """The Kafka release the scored assignment (document ``doc``) followed: its ``stats.kafka_version``, else
+    the flag or the instance's field; a flag that contradicts the document is a usage error (exit 2)."""
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
 
     check_kafka_version(flag)
-    stated = None
-    if str(assignment) != "-":
-        from solver.model.files import read_document
-
+    stats = doc.get("stats") if isinstance(doc, dict) else None
+    stated = stats.get("kafka_version") if isinstance(stats, dict) else None
+    if isinstance(stated, str):
         try:
-            doc = read_document(assignment)
-        except (InstanceError, OSError):  # the assignment reader reports a bad file
-            doc = None
-        stats = doc.get("stats") if isinstance(doc, dict) else None
-        stated = stats.get("kafka_version") if isinstance(stats, dict) else None
+            KafkaVersion.parse(stated)
+        except KafkaVersionError:
+            stated = None  # not a release kassign knows: the document says nothing usable
     if flag is not None and isinstance(stated, str) and KafkaVersion.parse(flag) != KafkaVersion.parse(stated):
         raise UsageError(f"--kafka-version {flag}: {assignment} was made following Kafka {stated}")
     if isinstance(stated, str):
