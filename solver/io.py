@@ -33,9 +33,9 @@ from solver.model.files import (
 )
 from solver.model.schema import (
     MAX_TOTAL,
-    META_KEYS,
     AssignmentSpec,
     ConsumerInstanceSpec,
+    meta_of,
     pydantic_problems,
 )
 
@@ -377,7 +377,7 @@ def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
             Member(m.id, tuple(m.topics), OwnedMap.from_lists(m.owned), m.generation, m.instance_id, m.rack,
                    m.capacity)
         )
-    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    meta = meta_of(spec)
     groups = tuple(tuple(g) for g in spec.copartition)
     return Instance(spec.name, "consumer", topics, tuple(members), groups, None, meta, spec.kafka_version)
 

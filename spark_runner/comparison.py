@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from solver.model import Instance
@@ -199,7 +200,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         tol = get(ref).run(instance, p)
         s = score(instance, tol.assignment)
         row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
-        row.update(gap_metrics(instance, tol.assignment, opt, scores=s))
+        row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s)))
         rows.insert(1, row)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
 
@@ -241,8 +242,27 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
             rows.append({"assignor": name, "error": res})
             continue
         s = score(instance, res.assignment)
-        rows.append({**_run_row(name, res), **s, **gaps(res, s)})
+        rows.append({**_run_row(name, res), **s, **defined_gaps(s, partial(gaps, res, s))})
     return rows
 
 
-__all__ = ["REFERENCE", "Comparison", "available", "compare", "heuristic_params", "select"]
+#: Every gap column of either protocol.
+GAP_KEYS = ("max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "active_balance_gap",
+            "total_balance_gap", "restoration_gap", "member_balance_gap")
+
+
+def defined_gaps(scores: Mapping[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()`` when the assignment's ``outcome`` is ``valid``, else every gap ``None``.
+
+    An invalid assignment, or one that splits co-partitioned units (``outcome`` ``split``), is outside the
+    set the optimum is the best of: a gap against it (often negative) says nothing.  ``compare``, ``score``,
+    sweeps and the report all go through this rule.
+    """
+    if scores.get("outcome", "valid") == "valid":
+        return compute()
+    keys = GAP_KEYS[:4] if "max_load" in scores else GAP_KEYS[4:]
+    return {k: None for k in keys} | ({"balance_optimal": False} if "max_load" not in scores else {})
+
+
+__all__ = ["GAP_KEYS", "REFERENCE", "Comparison", "available", "compare", "defined_gaps", "heuristic_params",
+           "select"]

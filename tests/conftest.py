@@ -18,6 +18,12 @@ settings.register_profile("random", print_blob=True)
 settings.load_profile(os.environ.get("KASSIGN_HYPOTHESIS", "ci" if os.environ.get("CI") else "random"))
 
 REPO = Path(__file__).resolve().parents[1]
+# `kassign score` caches optima under the user's cache directory: tests (and the commands they start)
+# use a folder of their own, never the developer's ~/.cache/kassign
+if "KASSIGN_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["KASSIGN_CACHE_DIR"] = tempfile.mkdtemp(prefix="kassign-test-cache-")
 SHARED = Path(os.environ.get("KASSIGN_SHARED", REPO.parent / "shared"))
 
 

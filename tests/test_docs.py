@@ -2,8 +2,10 @@
 
 A block fenced as ```console holds commands (``$ ...``) each followed by the
 exact stdout it prints; a line ``[exit N]`` after the output states a non-zero
-exit code (stderr is then compared instead of stdout).  Commands run from the
-repository root with the installed ``kassign`` on PATH.
+exit code (stderr is then compared instead of stdout).  Commands run in order, as
+in a user's shell, in a scratch folder where ``examples/`` is the repository's
+(so files they write, e.g. ``-o assignment.json``, land there), with the installed
+``kassign`` on PATH.
 
 A block fenced as ```pycon is a Python session (``>>>`` prompts, each followed
 by what it prints): the blocks of one document run in order in one namespace,
@@ -57,8 +59,13 @@ def examples() -> list[Example]:
 
 @pytest.fixture(scope="module")
 def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One output folder shared by the examples of a run, as in a user's shell session."""
-    return tmp_path_factory.mktemp("docs-out")
+    """One folder shared by the examples of a run, as a user's shell session: the commands run there, and
+    ``examples``, ``docs`` and ``benchmarks`` are the repository's."""
+    d = tmp_path_factory.mktemp("docs-out")
+    for name in ("examples", "docs", "benchmarks"):
+        (d / name).symlink_to(REPO / name)
+    (d / "out").mkdir()
+    return d
 
 
 @pytest.mark.parametrize("ex", examples(), ids=lambda e: f"{e.doc}:{e.command[:60]}")
@@ -68,7 +75,7 @@ def test_console_example(ex: Example, out_dir: Path):
     bindir = Path(sys.executable).parent  # the venv's kassign and python come first
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "120",
            "KASSIGN_OUT": str(out_dir)}
-    r = subprocess.run(ex.command, shell=True, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(ex.command, shell=True, cwd=out_dir, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == ex.exit_code, f"{ex.command}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     got = (r.stdout if ex.exit_code == 0 else r.stderr).rstrip("\n").splitlines()
     assert [g.rstrip() for g in got] == ex.expected
@@ -79,6 +86,26 @@ def test_output_paths_in_examples_have_a_default() -> None:
     for ex in examples():
         for m in re.finditer(r"\$\{?KASSIGN_OUT(:-[^}]+)?\}?", ex.command):
             assert m.group(1), f"{ex.doc}: {ex.command}"
+
+
+def test_the_readme_shows_real_output_not_one_liners() -> None:
+    """A reader sees the commands and what they print: no ``python -c`` pipes, no variable only the tests set."""
+    for ex in examples():
+        if ex.doc == "README.md":
+            assert "python -c" not in ex.command and "KASSIGN_OUT" not in ex.command, ex.command
+
+
+def test_the_readme_walks_through_one_story() -> None:
+    """capture or write a group -> compare -> what to deploy and how -> plan, each step a tested command."""
+    commands = [ex.command for ex in examples() if ex.doc == "README.md"]
+    story = ["kassign validate examples/clickstream-group.json", "kassign compare examples/clickstream-group.json",
+             "kassign assign examples/clickstream-group.json --assignor optimal -o assignment.json",
+             "kassign score examples/clickstream-group.json assignment.json",
+             "kassign plan examples/clickstream-group.json"]
+    found = [next(i for i, c in enumerate(commands) if c.startswith(step)) for step in story]
+    assert found == sorted(found)
+    compare = next(ex for ex in examples() if ex.command == story[1])
+    assert compare.expected[-1].startswith("Best Kafka assignor here: ")
 
 
 def _sessions() -> list[Path]:

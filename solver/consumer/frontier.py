@@ -207,13 +207,25 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
         moved = float(s["moved_cost"])
         best = point_at(pts, moved)
         h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
-        out.append({"assignor": name, "valid": s["valid"], **h, "frontier_max_load": best["max_load"],
+        out.append({"assignor": name, "valid": s["valid"], "outcome": s["outcome"], **h,
+                    "frontier_max_load": best["max_load"],
                     "frontier_sum_sq": best["sum_sq"],
                     # an assignment outside the optimum's feasible set (invalid, split co-partition units) is
                     # never on the frontier, even when it looks more balanced
                     "on_frontier": bool(s["valid"]) and not s.get("copartition_violations")
                     and dominating(h, pts, doc.get("dominance", ("moved", "max_load", "sum_sq"))) is None})
     return out
+
+
+#: How each outcome is drawn: an assignment outside the optimum's feasible set (invalid, or splitting
+#: co-partitioned units) is marked and labelled, never read as a point below the frontier.
+_MARKER = {"valid": "o", "split": "D", "invalid": "x"}
+_TAG = {"valid": "", "split": " (split)", "invalid": " (invalid)"}
+_LEGEND = {"split": "splits co-partitioned units: not comparable", "invalid": "invalid: not comparable"}
+
+
+def _outcome(h: dict[str, Any]) -> str:
+    return str(h.get("outcome") or ("valid" if h["valid"] else "invalid"))
 
 
 def label_positions(heur: Sequence[dict[str, Any]], key: str,
@@ -234,7 +246,7 @@ def label_positions(heur: Sequence[dict[str, Any]], key: str,
     groups: dict[tuple[float, float], list[str]] = {}
     for h in heur:
         pt = (float(h["moved"]), float(h[key]))
-        groups.setdefault(pt, []).append(h["assignor"] + ("" if h["valid"] else " (invalid)"))
+        groups.setdefault(pt, []).append(h["assignor"] + _TAG[_outcome(h)])
     order = sorted(groups, key=lambda p: (p[1], p[0]))
     ys = [p[1] for p in order]
     span = (max(ys) - min(ys)) if ys else 0.0
@@ -252,7 +264,8 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
                 title: str, merge_labels: bool = True) -> None:
     """PNG: one panel per ``(point key, axis label)``, the frontier as a step line against the budget.
 
-    ``doc["heuristics"]`` are drawn as points (``x``: invalid), labelled by
+    ``doc["heuristics"]`` are drawn as points (red ``x``: invalid; red diamond: splits co-partitioned
+    units, labelled "not comparable": the frontier keeps units together), labelled by
     :func:`label_positions` (``merge_labels``) or each beside its point.
     """
     import matplotlib
@@ -270,9 +283,11 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
         # beyond the optimum's moves the best balance stays the optimum's
         ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
         for h in heur:
-            ax.scatter([h["moved"]], [h[key]], zorder=3, marker="o" if h["valid"] else "x")
+            kind = _outcome(h)
+            ax.scatter([h["moved"]], [h[key]], zorder=3, marker=_MARKER[kind],
+                       **({} if kind == "valid" else {"color": "tab:red", "alpha": 0.6}))
             if not merge_labels:
-                ax.annotate(h["assignor"] + ("" if h["valid"] else " (invalid)"), (h["moved"], h[key]),
+                ax.annotate(h["assignor"] + _TAG[kind], (h["moved"], h[key]),
                             textcoords="offset points", xytext=(4, 4), fontsize=8)
         if merge_labels:
             for (x, y), text, ty in label_positions(heur, key):
@@ -281,7 +296,9 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize=8)
+    for kind in sorted({_outcome(h) for h in heur} - {"valid"}):
+        axes[0].scatter([], [], marker=_MARKER[kind], color="tab:red", alpha=0.6, label=_LEGEND[kind])
+    axes[0].legend(loc="best", fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(str(path), dpi=110)

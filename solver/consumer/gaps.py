@@ -118,7 +118,8 @@ def _flow_sum_sq(ic: Any, flows: Any, caps: np.ndarray) -> float:
 
 
 def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = None, *, time_limit: float = 10.0,
-                 seed: int = 0, not_joinable: bool = True, upper: float | None = None) -> tuple[float, bool]:
+                 seed: int = 0, not_joinable: bool = True, upper: float | None = None,
+                 deterministic: bool = False) -> tuple[float, bool]:
     """Fewest moved cost of a valid assignment with every load ``<= max_load`` and sum of squares ``<= sum_sq``.
 
     The moved cost is the scorer's ``moved_cost`` and the optimum's ``moves``
@@ -127,6 +128,8 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
     with an assignment that leaves them unassigned, as KIP-315 does).
     ``upper``: the moved cost of an assignment known to meet both caps (the
     one being measured); it only prunes the search, the answer is the same.
+    ``deterministic``: CP-SAT's limit counts deterministic time, so the same
+    inputs give the same answer on a busy machine (sweeps set it).
 
     Returns
     -------
@@ -161,7 +164,7 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
             if _close_le(sum_sq, _flow_sum_sq(ic, out.flows, caps)):
                 return out.moved_cost_int / out.move_scale, True
     cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
-                       load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
+                       deterministic=deterministic, load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
                        moves_cap=None if upper is None else upper * (1 + 1e-12) + 1e-9)
     rep = cout.stages[0]
     return rep.value, rep.proven and cout.exact
@@ -180,6 +183,7 @@ def gap_metrics(
     *,
     scores: Mapping[str, Any] | None = None,
     time_limit: float = 10.0,
+    deterministic: bool = False,
 ) -> dict[str, Any]:
     """The three gap metrics of ``assignment`` (see module docstring).
 
@@ -199,6 +203,8 @@ def gap_metrics(
     time_limit
         CP-SAT limit for ``excess_moves`` on instances with items of
         different loads.
+    deterministic
+        Count that limit in CP-SAT's deterministic time (same answer on a busy machine).
 
     Returns
     -------
@@ -245,7 +251,7 @@ def gap_metrics(
         out.update(excess_moves=0, excess_moves_proven=True)
         return out
     fewest, proven = fewest_moves(cmp_inst, cur_max, cur_sq, time_limit=time_limit, not_joinable=not idle,
-                                  upper=own)
+                                  upper=own, deterministic=deterministic)
     excess = own - fewest
     if excess < -1e-9 * max(1.0, fewest) and proven:
         raise AssertionError(f"internal: fewest moved cost {fewest} above the assignment's own {scores['moved_cost']}")

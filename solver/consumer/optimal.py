@@ -400,7 +400,7 @@ def _solve_weighted_sum(instance: Instance, ic: ItemClasses, racks: list[str | N
 
 @register("optimal", kind="solver", protocol="consumer",
           summary="Proven optimum: balance (max load first for weighted items), then moves, then racks",
-          source="design.md Objectives; min-cost flow / CP-SAT")
+          source="docs/algorithms.md (objectives, exact models); min-cost flow / CP-SAT")
 def optimal(instance: Instance, params: Params) -> Result:
     """The optimal assignor (engine chosen automatically)."""
     return solve(instance, params, "auto")
@@ -408,7 +408,7 @@ def optimal(instance: Instance, params: Params) -> Result:
 
 @register("optimal-flow", kind="solver", protocol="consumer",
           summary="Proven optimum by min-cost flow only (unit weights, equal capacities)",
-          source="design.md Solvers")
+          source="docs/algorithms.md (exact models)")
 def optimal_flow(instance: Instance, params: Params) -> Result:
     """The optimal assignor, min-cost flow engine forced."""
     return solve(instance, params, "flow")
@@ -416,7 +416,7 @@ def optimal_flow(instance: Instance, params: Params) -> Result:
 
 @register("optimal-cpsat", kind="solver", protocol="consumer",
           summary="Optimum by the exact class-count engine only (weights, capacities, mixed co-partition units)",
-          source="design.md Solvers")
+          source="docs/algorithms.md (exact models)")
 def optimal_cpsat(instance: Instance, params: Params) -> Result:
     """The optimal assignor, CP-SAT engine forced."""
     return solve(instance, params, "cpsat")

@@ -94,12 +94,26 @@ def limit_message(error: Any) -> str:
             return f"{msg} ({why})"
     return msg
 
-#: Documentation keys accepted at the top level and carried along unchanged.
-META_KEYS = ("source", "notes", "expected", "facts", "description")
+#: Documentation keys accepted at the top level and carried along unchanged (``units`` is checked).
+META_KEYS = ("source", "notes", "expected", "facts", "description", "units")
+
+#: A unit's name: short free text (``bytes/s``, ``records``, ``records/s`` ...).
+UnitName = Annotated[str, Field(strict=True, min_length=1, max_length=40)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UnitsSpec(_Strict):
+    """What the numbers of an instance measure: ``{"weights": "bytes/s", "move_costs": "bytes"}``.
+
+    Only presentation reads it: ``bytes`` and ``bytes/s`` are shown with a decimal prefix (kB, MB, GB),
+    any other unit as given.
+    """
+
+    weights: UnitName | None = None
+    move_costs: UnitName | None = None
 
 
 class TopicSpec(_Strict):
@@ -149,6 +163,7 @@ class ConsumerInstanceSpec(_Strict):
     expected: Any = None
     facts: Any = None
     description: Any = None
+    units: UnitsSpec | None = None
 
 
 class AssignmentSpec(BaseModel):
@@ -157,6 +172,16 @@ class AssignmentSpec(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     assignment: dict[str, dict[str, list[PartitionNo]]]
+
+
+def meta_of(spec: BaseModel) -> dict[str, Any]:
+    """The documentation keys of a parsed document (:data:`META_KEYS`), ``units`` as a plain dict."""
+    out: dict[str, Any] = {}
+    for k in META_KEYS:
+        v = getattr(spec, k, None)
+        if v is not None:
+            out[k] = v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
+    return out
 
 
 def pydantic_problems(err: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:

@@ -2,7 +2,7 @@
 
 Metric names are stable (they are Parquet columns and JSON keys):
 
-``valid``, ``violations``, ``unassigned``, ``not_joinable``,
+``valid``, ``outcome``, ``violations``, ``unassigned``, ``not_joinable``,
 ``copartition_violations``, ``max_load``, ``min_load``, ``spread``,
 ``sum_sq_load``, ``weighted_max_load``, ``moved``, ``moved_cost``,
 ``cross_rack``, ``locally_balanced``.
@@ -26,8 +26,14 @@ from solver.model.semantics import GroupView
 #: At most this many violation messages are listed; the rest are counted.
 MAX_VIOLATIONS_LISTED = 50
 
+#: ``outcome`` of an assignment: valid; valid partition by partition but splitting co-partitioned units
+#: (a stream-stream join reads wrong data, and the optimum, which keeps units together, is no yardstick:
+#: its gaps are not defined); invalid.
+VALID, SPLIT, INVALID = "valid", "split", "invalid"
+
 METRIC_NAMES = (
     "valid",
+    "outcome",
     "violations",
     "unassigned",
     "not_joinable",
@@ -94,6 +100,11 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
     and is not a violation.  Co-partition violations (a unit spread over more
     than one member) are counted in ``copartition_violations`` and do not
     affect ``valid``.
+
+    ``outcome`` sorts the assignment into one of three kinds that every
+    report treats alike (:func:`outcome`): ``valid``; ``split`` (valid, but
+    splits co-partitioned units); ``invalid``.  Gaps to the optimum are
+    defined for ``valid`` ones only.
 
     ``moved`` counts partitions that had a previous owner and are now held by
     another member (a partition revoked and left unassigned is not moved: it
@@ -225,6 +236,7 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
 
     return {
         "valid": viol.count == 0,
+        "outcome": outcome(viol.count == 0, co_viol),
         "violations": viol.listing(),
         "unassigned": unassigned,
         "not_joinable": not_joinable,
@@ -239,6 +251,25 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
         "cross_rack": cross_rack,
         "locally_balanced": _locally_balanced(instance, counts, owner, subs),
     }
+
+
+def outcome(valid: Any, copartition_violations: Any = 0) -> str:
+    """The assignment's kind: ``valid``, ``split`` (splits co-partitioned units) or ``invalid``.
+
+    Missing values (``None``, NaN: an older row without the column) count as 0 violations.
+
+    Examples
+    --------
+    >>> outcome(True, 0), outcome(True, 3), outcome(False, 3)
+    ('valid', 'split', 'invalid')
+    """
+    if valid is None or not bool(valid):
+        return INVALID
+    try:
+        split = float(copartition_violations or 0) > 0  # NaN > 0 is False
+    except (TypeError, ValueError):
+        split = False
+    return SPLIT if split else VALID
 
 
 def _locally_balanced(

@@ -21,12 +21,13 @@ def _first_of_group(groups: Any) -> Any:
     return np.sort(first)
 
 
-def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[dict[str, Any]]:
+def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str,
+              weights_are_lag: bool = True) -> list[dict[str, Any]]:
     """Instance counts people's rules of thumb ask for, against the proven minimum.
 
     - ``keda``: KEDA's Kafka scaler, ``ceil(total lag / lagThreshold)`` capped
-      at the partition count (its default without ``allowIdleConsumers``).
-      The weights are read as lag (meaningful with ``--catch-up-seconds``).
+      at the partition count (its default without ``allowIdleConsumers``);
+      only when ``weights_are_lag`` (the weights count records behind: bytes/s are no lag).
     - ``first-fit-decreasing``, ``best-fit-decreasing``: the classic greedy packings.
     - ``one-partition-per-consumer``: one instance per item (a co-partition unit
       counts once: its partitions must sit together).
@@ -57,11 +58,10 @@ def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str) -> list[
     lag = items.raw[_first_of_group(items.groups)] if streams and items.groups is not None else items.raw
     total_lag = float(lag.sum())
     keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), cap) if total_lag > 0 else 0
-    out.append({"name": "keda", "instances": int(keda),
-                "rule": f"ceil(total lag {total_lag:g} / lagThreshold {cfg.lag_threshold:g}), "
-                        f"capped at {cap} {what}"
-                        + ("" if cfg.catch_up_seconds is not None else " (weights read as lag)"),
-                "weights_as_lag": cfg.catch_up_seconds is not None})
+    if weights_are_lag:
+        out.append({"name": "keda", "instances": int(keda),
+                    "rule": f"ceil(total lag {total_lag:,.0f} / lagThreshold {cfg.lag_threshold:,g}), "
+                            f"capped at {cap:,} {what}", "weights_as_lag": True})
     for name, bf in (("first-fit-decreasing", False), ("best-fit-decreasing", True)):
         cnt, _ = greedy_count(pl, best_fit=bf)
         out.append({"name": name, "instances": int(cnt), "rule": "greedy packing, largest item first"})

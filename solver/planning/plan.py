@@ -162,6 +162,44 @@ def _kafka_version(kafka_assignor: Any, cfg: PlanConfig, instance: Instance) -> 
     return str(resolve(cfg.kafka_version, instance.kafka_version))
 
 
+def row_order(lo: int, hi: int, minimum: int | None, today: int, k: int) -> list[int]:
+    """The counts ``lo..hi`` in the order they are computed: what a user asks about first.
+
+    The minimum, then the counts that survive losing ``k`` instances (minimum + 1 .. minimum + k), then
+    today's count, then the others ascending -- so that a time limit cuts the rows that matter least.
+
+    >>> row_order(15, 20, 16, 20, 2)
+    [16, 17, 18, 20, 15, 19]
+    """
+    wanted = [minimum, *(minimum + j for j in range(1, k + 1))] if minimum else []
+    first = [n for n in [*wanted, today] if lo <= n <= hi]
+    ordered = list(dict.fromkeys(first))
+    return ordered + [n for n in range(lo, hi + 1) if n not in ordered]
+
+
+#: Units (an instance's ``units.weights``) that count records behind: lag.
+LAG_UNITS = ("records", "lag", "offsets", "messages")
+
+
+def weights_unit(instance: Instance) -> str:
+    """The unit of the instance's weights (``units.weights``; ``weight`` when it says none).
+
+    >>> from solver.io import parse_instance
+    >>> weights_unit(parse_instance({"format": "kassign/v1", "topics": {"T": 1}, "units": {"weights": "bytes/s"}}))
+    'bytes/s'
+    """
+    if instance.protocol == "streams":
+        return "weight"  # --active-load / --standby-load per replica
+    units = (instance.meta or {}).get("units") or {}
+    return str(units.get("weights") or "weight")
+
+
+def weights_are_lag(instance: Instance, cfg: PlanConfig) -> bool:
+    """True when the weights count records behind: ``--catch-up-seconds``, a lag unit, or Streams task lags."""
+    return (cfg.catch_up_seconds is not None or instance.protocol == "streams"
+            or weights_unit(instance) in LAG_UNITS)
+
+
 def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Capacity plan of ``instance`` (see this module's docstring); returns the JSON document.
@@ -197,20 +235,25 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
     if cfg.time_limit is not None:
         pl.deadline = t0 + cfg.time_limit  # the whole command, reading the items included
     check_items(pl)
-    say(f"{items.n_items} items, total load {items.raw.sum() / items.divisor:g}: proving the minimum")
+    say(f"{items.n_items:,} items: proving the minimum")
     mn = minimum(pl)
     lo, hi = cfg.range if cfg.range is not None else default_range(mn, pl.m, cfg.resilience)
     rows: list[dict[str, Any]] = []
     kafka_fn = kafka_streams if instance.protocol == "streams" else kafka_consumer
     late: list[str] = []
-    for n in range(lo, hi + 1):
+    order = row_order(lo, hi, mn.min_instances, pl.m, cfg.resilience)
+    for i, n in enumerate(order):
         if rows and pl.expired():
-            late = [f"time limit ({cfg.time_limit:g} s) reached: rows {n}..{hi} not computed (raise --time-limit)"]
+            left = sorted(order[i:])
+            late = [f"time limit ({cfg.time_limit:g} s) reached: rows {', '.join(map(str, left))} not computed "
+                    "(raise --time-limit)"]
             say(late[0])
-            hi = n - 1
             break
         say(f"n = {n}")
         rows.append(plan_row(pl, instance, mn, n, cfg, kafka_assignor, kafka_fn))
+    rows.sort(key=lambda r: r["n"])
+    if rows:
+        lo, hi = rows[0]["n"], rows[-1]["n"]
     doc: dict[str, Any] = {
         "format": "kassign/v1",
         "kind": "plan",
@@ -224,7 +267,9 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "instance_capacity": ([float(items.multipliers.min() * cfg.capacity),
                                float(items.multipliers.max() * cfg.capacity)] if pl.m else None),
         "new_instance_capacity": float(cfg.new_capacity * cfg.capacity),
-        "load_unit": "lag/s" if cfg.catch_up_seconds else "weight",
+        "load_unit": "lag/s" if cfg.catch_up_seconds else weights_unit(instance),
+        "weights_are_lag": weights_are_lag(instance, cfg),
+        "state_unit": str(((instance.meta or {}).get("units") or {}).get("move_costs") or "move_costs"),
         "catch_up_seconds": cfg.catch_up_seconds,
         "items": items.n_items,
         "partitions": items.partitions,
@@ -244,7 +289,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "resilience": cfg.resilience,
         "range": [lo, hi],
         "rows": rows,
-        "baselines": baselines(pl, mn, cfg, instance.protocol),
+        "baselines": baselines(pl, mn, cfg, instance.protocol, weights_are_lag(instance, cfg)),
         "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
         "kafka_version": _kafka_version(kafka_assignor, cfg, instance),
         "notes": list(items.notes) + late + ([] if pl.ints.exact else [

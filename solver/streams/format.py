@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import INT32_MAX, META_KEYS, KafkaVersionField, pydantic_problems
+from solver.model.schema import INT32_MAX, KafkaVersionField, UnitsSpec, meta_of, pydantic_problems
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -134,6 +134,7 @@ class StreamsInstanceSpec(_Strict):
     expected: Any = None
     facts: Any = None
     description: Any = None
+    units: UnitsSpec | None = None
 
 
 
@@ -201,7 +202,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
                            c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
                            c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost)
     streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies, order)
-    meta = {k: getattr(spec, k) for k in META_KEYS if getattr(spec, k) is not None}
+    meta = meta_of(spec)
     return Instance(spec.name, "streams", {}, (), (), streams, meta, spec.kafka_version)
 
 

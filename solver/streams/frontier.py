@@ -138,7 +138,8 @@ def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any],
         moved = int(s["moved_actives"])
         best = point_at(pts, moved)
         act, tot = float(s["max_active_load"]), float(s["max_total_load"])
-        out.append({"assignor": name, "valid": bool(s["valid"]), "moved": moved, "max_active_load": act,
+        out.append({"assignor": name, "valid": bool(s["valid"]), "outcome": s["outcome"],
+                    "moved": moved, "max_active_load": act,
                     "max_total_load": tot, "frontier_max_active_load": best["max_active_load"],
                     "frontier_max_total_load": best["max_total_load"],
                     "on_frontier": bool(s["valid"]) and dominating(

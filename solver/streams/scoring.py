@@ -2,7 +2,7 @@
 
 Stable names (JSON keys / Parquet columns):
 
-``valid``, ``violations``, ``unassigned_tasks``, ``duplicate_actives``,
+``valid``, ``outcome``, ``violations``, ``unassigned_tasks``, ``duplicate_actives``,
 ``standby_shortfall``, ``not_caught_up_actives``, ``max_active_load``,
 ``min_active_load``, ``active_spread``, ``max_total_load``, ``min_total_load``,
 ``total_spread``, ``restoration_cost``, ``moved_actives``, ``standbys``,
@@ -36,6 +36,7 @@ from solver.streams.model import StreamsAssignment, StreamsSpec, is_caught_up, r
 
 STREAMS_METRIC_NAMES = (
     "valid",
+    "outcome",
     "violations",
     "unassigned_tasks",
     "duplicate_actives",
@@ -78,12 +79,19 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
 
     Notes
     -----
-    ``valid`` holds when every task has exactly one active, no client holds a
-    task twice (active, standby, warm-up), no stateless task has a standby or
-    warm-up, every stateful task has at least ``min(num_standby_replicas,
-    clients - 1)`` standbys (warm-ups not counted), and every stateful active
-    is on a caught-up client whenever the task has one.  ``violations`` lists
-    the broken rules (at most 50 lines).  ``moved_actives`` counts tasks that
+    ``valid`` holds what Kafka Streams itself enforces
+    (``TaskAssignmentUtils.validateTaskAssignment``, and a client's task map
+    that holds each task once): every task has exactly one active, every
+    task and client is known, no client holds a task twice (active, standby,
+    warm-up), and no stateless task has a standby or warm-up.
+    ``violations`` lists the broken rules (at most 50 lines); ``outcome`` is
+    ``valid`` or ``invalid``.
+
+    What Kafka allows but costs something is counted, not called invalid:
+    ``standby_shortfall`` (standbys missing below ``min(num_standby_replicas,
+    clients - 1)`` per stateful task; warm-ups not counted) and
+    ``not_caught_up_actives`` (stateful actives on a client that is not caught
+    up while another is; their restoration shows in ``restoration_cost``).  ``moved_actives`` counts tasks that
     had a previous active and now run on another client.
 
     Examples
@@ -150,12 +158,10 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
         else:
             if len(holders_standby[task.id]) < required:
                 shortfall += required - len(holders_standby[task.id])
-                bad(f"task {task.id}: {len(holders_standby[task.id])} standbys, {required} required")
             caught = [c for c, cl in enumerate(clients) if is_caught_up(spec, cl, task)]
             for c in act:
                 if caught and c not in caught:
                     not_caught += 1
-                    bad(f"task {task.id}: active on {clients[c].id}, which is not caught up")
             costs = restore_costs(spec, task)
             restore += sum(costs[c] for c in act + holders_standby[task.id] + holders_warm[task.id])
             for c in holders_standby[task.id] + holders_warm[task.id]:
@@ -174,6 +180,7 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
     extra = n_viol - len(viol)
     return {
         "valid": n_viol == 0,
+        "outcome": "valid" if n_viol == 0 else "invalid",
         "violations": viol + ([f"... and {extra} more"] if extra > 0 else []),
         "unassigned_tasks": unassigned,
         "duplicate_actives": dup,

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from solver.errors import InstanceError, KassignError, Problem
-from solver.io import Record, dumps, is_batch, iter_records, write_atomic
+from solver.io import Record, dumps, is_batch, iter_records, read_document, write_atomic
 from solver.registry import UnknownAssignorError, UnsupportedInstanceError
 from solver.result import Params
 from spark_runner.assignors import get as get_assignor
@@ -33,9 +33,9 @@ from spark_runner.cli.common import (
     EXIT_NOINPUT,
     EXIT_USAGE,
     KAFKA_VERSION_HELP,
+    TIME_LIMIT_HELP,
     UsageError,
     _describe,
-    _fmt,
     _params,
     _parse_options,
     _progress,
@@ -85,7 +85,7 @@ def _root(
 # --------------------------------------------------------------------------- validate
 
 
-@app.command()
+@app.command(short_help="Check instances; every problem with its JSON path.")
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Instance files (.json, .yaml, .jsonl, .jsonl.gz).")],
 ) -> None:
@@ -116,12 +116,12 @@ def validate(
 # --------------------------------------------------------------------------- assign
 
 
-@app.command()
+@app.command(short_help="Assign with one assignor or the optimum.")
 def assign(
     file: Annotated[Path, typer.Argument(help="One instance (.json/.yaml) or many (.jsonl, .jsonl.gz).")],
     assignor: Annotated[str, typer.Option("--assignor", "-a", help="Assignor or solver name (see `kassign list`).")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds a solver may use.")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
     seed: Annotated[
         int | None, typer.Option(help="Random seed (same seed, same result; exact solvers then run deterministically).")
     ] = None,
@@ -178,7 +178,7 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     return lines
 
 
-@app.command()
+@app.command(short_help="Every metric of an assignment, and its gaps.")
 def score(
     instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml).")],
     assignment: Annotated[Path, typer.Argument(help="An assignment document (output of `kassign assign`).")],
@@ -187,12 +187,21 @@ def score(
     gaps: Annotated[bool, typer.Option("--gaps/--no-gaps", help="Solve the optimum and add the gap metrics "
                                        "(max_load_gap, sum_sq_gap, excess_moves; Streams: the three balance and "
                                        "restoration gaps). --no-gaps skips the solve.")] = True,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use (gaps).")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
+    optimum: Annotated[Path | None, typer.Option(
+        "--optimum", help="The optimum to measure against (output of `kassign assign --assignor optimal`) "
+                          "instead of solving it.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Solve again: neither read nor write the cache of "
+                                           "optima and gaps (~/.cache/kassign, or $KASSIGN_CACHE_DIR).")] = False,
     kafka_version: Annotated[str | None, typer.Option(
         "--kafka-version", help="The Kafka release the assignment follows (X.Y[.Z]): reported as `kafka_version`, "
                                 "checked against the assignment's own stats.kafka_version.")] = None,
 ) -> None:
-    """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment)."""
+    """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment).
+
+    The optimum and the gaps are cached under the user's cache directory, keyed by the instance's content,
+    the assignment's and the options: a second call on the same files answers at once.
+    """
     from solver.api import score as score_fn
 
     if str(instance) == "-" and str(assignment) == "-":
@@ -205,28 +214,26 @@ def score(
     from solver.resources import check_fits, instance_need
 
     check_fits(instance_need(inst, "score", "score"), str(instance))
-    from solver.io import parse_assignment, read_document
-
     raw = read_document(assignment)  # read once: it may be stdin
-    if inst.protocol == "streams":
-        from solver.streams.format import parse_streams_assignment
-
-        asg: Any = parse_streams_assignment(raw, inst, str(assignment))
-    else:
-        asg = parse_assignment(raw, str(assignment))
+    asg = _read_assignment(assignment, inst, raw)
     metrics = score_fn(inst, asg)
     release = _scored_release(raw, assignment, kafka_version, inst)
     if gaps:
-        metrics.update(_gap_columns(inst, asg, metrics, _params(time_limit, 0, None, {})))
+        from spark_runner.cli.cache import Cache
+
+        params = _params(time_limit, 0, None, {})
+        metrics.update(_cached_gaps(inst, asg, metrics, params, optimum, None if no_cache else Cache()))
     if release is not None:
         metrics["kafka_version"] = release
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
-    rows = [{"metric": k, "value": v} for k, v in metrics.items()]
-    emit(render(rows, [Column("metric", align="left"), Column("value")], out_fmt,
-                title=f"{inst.name or instance.name}: score of {assignment.name}", width=terminal_width(),
-                cell=lambda _k, v: _fmt(v)))
+    from spark_runner.cli.compare_table import metric_rows
+
+    rows = metric_rows(inst, metrics)
+    cols = [Column("metric", align="left"), Column("value"), Column("unit", align="left")]
+    emit(render(rows, cols, out_fmt, title=f"{inst.name or instance.name}: score of {assignment.name}",
+                width=terminal_width(), cell=lambda _k, v: str(v)))
 
 
 def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> str | None:
@@ -250,16 +257,99 @@ def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> 
     return str(KafkaVersion.parse(chosen)) if chosen is not None else None
 
 
-def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], params: Params) -> dict[str, Any]:
-    """The gap metrics of ``asg`` against the optimum of ``inst`` (solved here), with the optimum's status.
+def _read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
+    """The assignment document ``path`` of ``inst`` (``raw``: its decoded content, when already read)."""
+    from solver.io import parse_assignment
 
+    doc = read_document(path) if raw is None else raw
+    if inst.protocol == "streams":
+        from solver.streams.format import parse_streams_assignment
+
+        return parse_streams_assignment(doc, inst, str(path))
+    return parse_assignment(doc, str(path))
+
+
+def _optimum_result(inst: Any, path: Path) -> Any:
+    """``--optimum FILE`` as a Result: its assignment, and its ``stats`` when it has them."""
+    from solver.errors import Problem
+    from solver.result import Result, Status
+
+    doc = read_document(path)
+    stats = doc.get("stats", {}) if isinstance(doc, dict) else {}
+    asg = _read_assignment(path, inst)
+    from solver.api import score as score_fn
+
+    s = score_fn(inst, asg)
+    if s.get("outcome") != "valid":
+        raise InstanceError(str(path), [Problem("assignment", f"--optimum is not a valid assignment of the "
+                                                              f"instance ({s.get('outcome')})")])
+    try:
+        status = Status(stats.get("status", "feasible"))
+    except ValueError:
+        status = Status.FEASIBLE
+    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
+    return Result(asg, status, tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
+                  float(stats.get("seconds", 0.0)), extra)
+
+
+def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, optimum: Path | None,
+                 cache: Any) -> dict[str, Any]:
+    """:func:`_gap_columns`, read from the cache when the same instance, assignment and options were scored."""
+    from spark_runner.cli.cache import instance_key
+    from spark_runner.cli.output import result_document
+
+    parts: dict[str, Any] = {"instance": instance_key(inst), "time_limit": params.time_limit, "seed": params.seed}
+    opt = None
+    if optimum is not None:
+        opt = _optimum_result(inst, optimum)
+        parts["optimum"] = result_document(inst, "optimum", opt)["assignment"]
+    mine = asg.to_lists() if hasattr(asg, "to_lists") else asg.to_json_dict()
+    gkey = cache.key("gaps", {**parts, "assignment": mine}) if cache is not None else ""
+    if cache is not None and (hit := cache.get(gkey)) is not None:
+        return dict(hit)
+    if opt is None:
+        okey = cache.key("optimum", parts) if cache is not None else ""
+        doc = cache.get(okey) if cache is not None else None
+        if doc is not None:
+            opt = _optimum_from_doc(inst, doc)
+        else:
+            opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
+            if cache is not None:
+                cache.put(okey, result_document(inst, "optimal", opt))
+    g = _gap_columns(inst, asg, metrics, opt, params.time_limit)
+    if cache is not None:
+        cache.put(gkey, g)
+    return g
+
+
+def _optimum_from_doc(inst: Any, doc: dict[str, Any]) -> Any:
+    from solver.model import Assignment
+    from solver.result import Result, Status
+
+    if inst.protocol == "streams":
+        from solver.streams.format import parse_streams_assignment
+
+        asg: Any = parse_streams_assignment(doc, inst, "the cache")
+    else:
+        asg = Assignment.from_lists(doc["assignment"])
+    stats = doc.get("stats", {})
+    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
+    return Result(asg, Status(stats["status"]), tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
+                  float(stats.get("seconds", 0.0)), extra)
+
+
+def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,
+                 time_limit: float | None = None) -> dict[str, Any]:
+    """The gap metrics of ``asg`` against the optimum ``opt`` of ``inst``, with the optimum's status.
+
+    Gaps are defined for a ``valid`` outcome only (:func:`spark_runner.comparison.defined_gaps`).
     Consumer: ``max_load_gap``, ``sum_sq_gap``, ``excess_moves``, ``excess_moves_proven`` (``excess_moves``
-    is ``None`` for an invalid assignment, or when no valid assignment is as balanced as this one).
+    is also ``None`` when no valid assignment is as balanced as this one).
     Streams: ``active_balance_gap``, ``total_balance_gap``, ``restoration_gap`` against ``optimal-streams``.
     """
     from solver.errors import InfeasibleError
+    from spark_runner.comparison import defined_gaps
 
-    opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
     status = {"optimal_status": opt.status.value}
     if inst.protocol == "streams":
         from solver.streams.model import StreamsAssignment
@@ -273,11 +363,13 @@ def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], params: Params) -
         return {**g, **status}
     from solver.consumer.gaps import gap_metrics
 
-    try:
-        g = gap_metrics(inst, asg, opt, scores=metrics)
-    except InfeasibleError:  # nothing valid is as balanced as this assignment: balance gaps only
-        g = gap_metrics(inst, asg, opt, scores={**metrics, "valid": False})
-    return {**g, **status}
+    def compute() -> dict[str, Any]:
+        try:
+            return gap_metrics(inst, asg, opt, scores=metrics, time_limit=time_limit or 10.0)
+        except InfeasibleError:  # nothing valid is as balanced as this assignment: balance gaps only
+            return gap_metrics(inst, asg, opt, scores={**metrics, "valid": False})
+
+    return {**defined_gaps(metrics, compute), **status}
 
 
 def _format(fmt: str | None, as_json: bool) -> str:
@@ -290,7 +382,7 @@ def _format(fmt: str | None, as_json: bool) -> str:
 # --------------------------------------------------------------------------- list
 
 
-@app.command("list")
+@app.command("list", short_help="Assignors and solvers available.")
 def list_assignors(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,

@@ -27,6 +27,14 @@ EXIT_NOINPUT = 66
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False, soft_wrap=True)
 
+#: Default seconds of each optimum when ``--time-limit`` is not given (the solvers' ``DEFAULT_TIME_LIMIT``;
+#: a test keeps them equal).
+OPTIMAL_SECONDS = {"optimal": 30.0, "optimal-streams": 60.0}
+#: ``--time-limit`` help of the commands that solve the optimum: the default shown.
+TIME_LIMIT_HELP = ("Seconds the optimum may use (default: 30 for the consumer optimum, 60 for "
+                   "optimal-streams; heuristics ignore it).")
+
+
 class UsageError(KassignError):
     """A command line that cannot be carried out as given."""
 

@@ -266,6 +266,10 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
                          for m in sorted(obs.group.members, key=lambda m: m.member_id)}
     doc: dict[str, Any] = {"format": "kassign/v1", "name": obs.group.group_id, "protocol": "consumer",
                            "topics": topics, "members": members, "source": source}
+    if weights == "lag":
+        doc["units"] = {"weights": "records"}  # records behind the group's committed offset
+    elif weights == "rate" and obs.rate_unit:
+        doc["units"] = {"weights": obs.rate_unit}
     if notes:
         doc["notes"] = notes
     return doc

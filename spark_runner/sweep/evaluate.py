@@ -37,6 +37,7 @@ from solver.api import score
 from solver.consumer.gaps import gap_metrics
 from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
+from solver.model.scoring import VALID
 from solver.registry import AssignorSpec
 from solver.result import Params, Result
 from solver.streams.model import StreamsAssignment
@@ -90,6 +91,7 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
 #: Every metric of :func:`solver.model.scoring.score`, ``violations`` flattened.
 SCORE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("valid", "boolean"),
+    ("outcome", "string"),
     ("violations", "int"),
     ("violation_first", "string"),
     ("unassigned", "long"),
@@ -221,9 +223,20 @@ def _attempt(spec: AssignorSpec, instance: Instance, params: Params, expected: t
     return _Run(instance, result, metrics, None)
 
 
+#: Options of every solver run in a sweep: a sweep is seeded, so its solvers count their limits in
+#: deterministic work (CP-SAT deterministic time, MIP node limits), not wall-clock seconds, and a busy
+#: machine gives the same rows as an idle one.
+SOLVER_OPTIONS: Mapping[str, Any] = MappingProxyType({"deterministic": True})
+
+
+def solver_params(time_limit: float | None) -> Params:
+    """The parameters every optimum of a sweep runs with (seed 0, :data:`SOLVER_OPTIONS`)."""
+    return Params(time_limit=time_limit, seed=0, options=dict(SOLVER_OPTIONS))
+
+
 def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None, kafka_version: str | None = None) -> _Run:
     # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones) and the release
-    params = (Params(time_limit=time_limit, seed=0) if spec.kind == "solver"
+    params = (solver_params(time_limit) if spec.kind == "solver"
               else Params(seed=0, options=SETTLE, kafka_version=kafka_version))
     return _attempt(spec, instance, params, Assignment, "a consumer Assignment", score)
 
@@ -256,24 +269,24 @@ def _finite(x: Any) -> float | None:
 def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
     """The gap metrics of ``solver.consumer.gaps`` against the optimum of the same step.
 
-    ``excess_moves`` is ``None`` for an invalid assignment, for one that
-    splits a co-partition unit, and when no assignment that respects the
-    optimum's hard constraints is as balanced as this one (then "fewest moves
-    at this balance" is undefined).
+    Gaps are defined for a ``valid`` outcome only (:func:`solver.model.scoring.outcome`): an invalid
+    assignment, or one that splits co-partitioned units, is outside the set the optimum is the best of,
+    so its gaps are ``None`` and ``balance_optimal`` is false.  ``excess_moves`` is also ``None`` when no
+    assignment that respects the optimum's hard constraints is as balanced as this one (then "fewest
+    moves at this balance" is undefined).
     """
     out: dict[str, Any] = {"max_load_gap": None, "sum_sq_gap": None, "excess_moves": None,
                            "excess_moves_proven": None, "balance_optimal": None}
     if run.result is None or opt.result is None or run.metrics is None:
         return out
     scores = dict(run.metrics)
-    if scores.get("copartition_violations"):
-        # fewest moves are counted over assignments that keep co-partitioning (as the optimum does); an
-        # assignment that splits a unit is outside that set, so its excess moves are undefined
-        scores["valid"] = False
+    if scores.get("outcome", VALID) != VALID:
+        out["balance_optimal"] = False
+        return out
     try:
         try:
             g = gap_metrics(run.instance, run.result.assignment, opt.result, scores=scores,
-                            time_limit=time_limit if time_limit is not None else 10.0)
+                            time_limit=time_limit if time_limit is not None else 10.0, deterministic=True)
         except InfeasibleError:
             g = gap_metrics(run.instance, run.result.assignment, opt.result,
                             scores={**scores, "valid": False})  # balance gaps only
@@ -283,8 +296,24 @@ def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
     mx, sq, ex = _finite(g.get("max_load_gap")), _finite(g.get("sum_sq_gap")), _finite(g.get("excess_moves"))
     out.update(max_load_gap=mx, sum_sq_gap=sq, excess_moves=ex,
                excess_moves_proven=None if ex is None else bool(g.get("excess_moves_proven")),
-               balance_optimal=None if mx is None or sq is None else (mx <= EPS and sq <= EPS))
+               balance_optimal=balance_optimal(mx, sq))
     return out
+
+
+def balance_optimal(*gaps: float | None) -> bool | None:
+    """As balanced as the optimum: every balance gap is 0 (up to :data:`EPS`); ``None`` if one is unknown.
+
+    A gap below 0 is only possible against an optimum that is not proven (the assignment beat the best
+    found); it counts as balanced as the optimum, as 0 does.
+
+    Examples
+    --------
+    >>> balance_optimal(0.0, 0.0), balance_optimal(0.0, 2.0), balance_optimal(None, 0.0)
+    (True, False, None)
+    """
+    if any(g is None for g in gaps):
+        return None
+    return all(float(g) <= EPS for g in gaps)  # type: ignore[arg-type]
 
 
 def _score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -301,6 +330,8 @@ def _score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
             out[name] = _finite(metrics[name])
         elif typ == "boolean":
             out[name] = bool(metrics[name])
+        elif typ == "string":
+            out[name] = str(metrics[name])
         else:
             out[name] = int(metrics[name])
     return out
@@ -454,8 +485,7 @@ def evaluate_scenario(
 
 def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None,
                  kafka_version: str | None = None) -> _Run:
-    params = (Params(time_limit=time_limit, seed=0) if spec.kind == "solver"
-              else Params(seed=0, kafka_version=kafka_version))
+    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0, kafka_version=kafka_version)
     return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
@@ -471,9 +501,12 @@ def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
     own previous tasks and lags): caught-up sets and restoration costs depend
     on each assignor's history, so the optimum's own trajectory is no yardstick.
     """
+    none = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
+            "member_balance_gap": None, "balance_optimal": None}
     if run.metrics is None or ref.metrics is None:
-        return {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
-                "member_balance_gap": None, "balance_optimal": None}
+        return none
+    if run.metrics.get("outcome", VALID) != VALID:  # gaps are defined for valid assignments only
+        return {**none, "balance_optimal": False}
     return streams_gap_metrics(run.metrics, ref.metrics)
 
 
@@ -508,15 +541,16 @@ def streams_gap_metrics(metrics: Mapping[str, Any], reference: Mapping[str, Any]
     mm, om = m.get("max_member_tasks"), o.get("max_member_tasks")
     member = None if mm is None or om is None else float(mm) - float(om)
     return {"active_balance_gap": a, "total_balance_gap": t, "restoration_gap": r, "member_balance_gap": member,
-            "balance_optimal": a == 0.0 and t == 0.0}
+            "balance_optimal": balance_optimal(a, t)}
 
 
 def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if metrics is None:
-        return {name: None for name in ("valid", "violations", "violation_first")}
+        return {name: None for name in ("valid", "outcome", "violations", "violation_first")}
     viol = metrics["violations"]
     out["valid"] = bool(metrics["valid"])
+    out["outcome"] = str(metrics["outcome"])
     out["violations"] = sum(1 for v in viol if not str(v).startswith("... and ")) + _more(viol)
     out["violation_first"] = str(viol[0]) if viol else None
     types = dict(STREAMS_COLUMNS)

@@ -31,8 +31,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from heuristics.shipped import PROPOSALS, shipped
 from solver.errors import InstanceError, MissingFileError, Problem
-from spark_runner.sweep.evaluate import EPS, OPTIMAL, REFERENCE, ROW_KEY, STREAMS_OPTIMAL, arrow_schema
+from solver.model.scoring import INVALID, SPLIT, VALID
+from spark_runner.sweep.evaluate import (
+    EPS,
+    OPTIMAL,
+    REFERENCE,
+    ROW_KEY,
+    STREAMS_OPTIMAL,
+    arrow_schema,
+)
+from spark_runner.sweep.verdict import Verdict, fmt_mean, verdicts, workload_class
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
 STREAMS_GAPS = ("active_balance_gap", "total_balance_gap", "restoration_gap")
@@ -44,17 +54,30 @@ LABELS: dict[str, tuple[str, str]] = {
     "sum_sq_gap": ("imbalance above the optimum's", "sum of squared loads"),
     "excess_moves": ("moves beyond the fewest at that balance", "topic-partitions, move_costs when set"),
     "moved": ("moved partitions", "topic-partitions per step"),
+    "moved_total": ("moved partitions, total", "topic-partitions over all steps"),
     "moved_cost": ("moved state", "move_costs per step; topic-partitions without them"),
     "rounds": ("rebalance rounds", "rounds per step"),
-    "seconds": ("time per assignment", "seconds"),
+    "ms": ("time per assignment", "milliseconds"),
+    "good_share": ("as good as the optimum, the ranking figure", "% of steps"),
+    "kafka": ("ships in Kafka", "release"),
+    "split_steps": ("steps splitting co-partitioned units", "steps"),
+    "failed_steps": ("failed or invalid steps", "steps"),
+    "setting": ("how to deploy it", "config key=value"),
+    "excess_moves_mean": ("moves beyond the fewest at that balance, mean", "over the valid steps"),
+    "restoration_gap_mean": ("state to restore above the optimum's, mean", "offsets, over the valid steps"),
+    "proposal": ("proposal", ""),
+    "what": ("what it is", ""),
+    "gain": ("gain over the best that ships", "percentage points"),
     "steps": ("steps", "scenario-steps"),
     "scenarios": ("scenarios", "count"),
     "errors": ("steps that raised", "steps"),
     "invalid": ("invalid assignments", "steps"),
     "copartition_violations": ("steps splitting co-partitioned units", "steps"),
+    "split": ("steps splitting co-partitioned units", "steps (outcome split)"),
     "balance_optimal_share": ("as balanced as the optimum", "% of steps"),
     "not_caught_up": ("steps with an active on a lagging client", "steps"),
     "moved_actives": ("moved active tasks", "tasks per step"),
+    "moved_actives_total": ("moved active tasks, total", "tasks over all steps"),
     "restoration_cost": ("state to restore", "offsets per step"),
     "warmups": ("warm-up replicas", "replicas per step"),
     "probing_share": ("asked for a probing rebalance", "% of steps"),
@@ -96,8 +119,9 @@ def _title(raw: str) -> str:
 
 #: The columns the report reads (a large sweep has millions of rows; params_json alone would be big).
 REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members", "partitions", "status", "seconds",
-                  "rounds", "error", "valid", "copartition_violations", "moved", "moved_cost", "max_load_gap",
-                  "sum_sq_gap", "excess_moves", "excess_moves_proven", "balance_optimal", "opt_status",
+                  "rounds", "error", "valid", "outcome", "param_copartition", "copartition_violations", "moved",
+                  "moved_cost", "max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "balance_optimal",
+                  "opt_status",
                   "not_caught_up_actives", "moved_actives", "warmups", "probing_rebalance", "restoration_cost",
                   "kafka_version", *STREAMS_GAPS)
 
@@ -125,6 +149,43 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
         df = df[list(dict.fromkeys([*columns, "assignor"]))]
     if "protocol" in df.columns:
         df["protocol"] = df["protocol"].fillna("consumer").astype(str)
+    return _normalize(df)
+
+
+def _normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """One rule for every reader: gaps are defined for a ``valid`` outcome only.
+
+    ``outcome`` is derived from ``valid`` and ``copartition_violations`` where a row lacks it (sweeps
+    written before the column existed); rows of another outcome get no gaps and are not balance
+    optimal; ``balance_optimal`` is recomputed from the gaps (both 0).
+    """
+    if not {"valid", "copartition_violations"} <= set(df.columns):
+        return df
+    valid = df["valid"]
+    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    derived = pd.Series(None, index=df.index, dtype=object)
+    derived[valid == False] = INVALID  # noqa: E712 (nullable column)
+    derived[(valid == True) & split] = SPLIT  # noqa: E712
+    derived[(valid == True) & ~split] = VALID  # noqa: E712
+    have = df["outcome"] if "outcome" in df.columns else pd.Series(None, index=df.index, dtype=object)
+    df["outcome"] = have.where(have.notna(), derived)
+    other = df["outcome"].notna() & (df["outcome"] != VALID)
+    for gap in (*GAPS, *STREAMS_GAPS):
+        if gap in df.columns:
+            df[gap] = pd.to_numeric(df[gap], errors="coerce").where(~other)
+    if "excess_moves_proven" in df.columns:
+        df["excess_moves_proven"] = df["excess_moves_proven"].astype(object).where(~other, None)
+    if "balance_optimal" in df.columns:
+        def both_zero(a: str, b: str) -> pd.Series:
+            if a not in df.columns or b not in df.columns:
+                return pd.Series(None, index=df.index, dtype=object)
+            x, y = pd.to_numeric(df[a], errors="coerce"), pd.to_numeric(df[b], errors="coerce")
+            return ((x <= EPS) & (y <= EPS)).astype(object).where(x.notna() & y.notna(), None)
+
+        streams = df["protocol"] == "streams" if "protocol" in df.columns else pd.Series(False, index=df.index)
+        bo = both_zero("max_load_gap", "sum_sq_gap").where(~streams, both_zero("active_balance_gap",
+                                                                                 "total_balance_gap"))
+        df["balance_optimal"] = bo.where(~other, False)
     return df
 
 
@@ -147,6 +208,15 @@ def _stat(s: pd.Series, how: str) -> float:
 def _share(s: pd.Series) -> float:
     s = s.dropna()
     return float(s.astype(bool).mean()) if len(s) else math.nan
+
+
+def _true_share(s: pd.Series) -> float:
+    """Share of rows that are true, over every row (unknown counts as not true)."""
+    return float((s == True).mean()) if len(s) else math.nan  # noqa: E712 (nullable column)
+
+
+def _ms(g: pd.DataFrame, how: str) -> float:
+    return 1000.0 * _stat(g["seconds"], how)
 
 
 def _counts(name: str, g: pd.DataFrame) -> dict[str, Any]:
@@ -190,15 +260,15 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             "copartition_violations": _positive(g["copartition_violations"]),
             **_gap_stats(g, GAPS),
         }
-        row["balance_optimal_share"] = _share(g["balance_optimal"])
+        row["balance_optimal_share"] = _true_share(g["balance_optimal"])
         row["moved_mean"] = _stat(g["moved"], "mean")
         row["moved_total"] = float(pd.to_numeric(g["moved"]).sum())
         row["moved_cost_mean"] = _stat(g["moved_cost"], "mean")
         row["rounds_mean"] = _stat(g["rounds"], "mean")
         row["rounds_max"] = _stat(g["rounds"], "max")
-        row["seconds_mean"] = _stat(g["seconds"], "mean")
-        row["seconds_p95"] = _stat(g["seconds"], "p95")
-        row["seconds_max"] = _stat(g["seconds"], "max")
+        row["ms_mean"] = _ms(g, "mean")
+        row["ms_p95"] = _ms(g, "p95")
+        row["ms_max"] = _ms(g, "max")
         out.append(row)
     return pd.DataFrame(out)
 
@@ -211,7 +281,7 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
         col = {}
         for ev in events:
             s = g.loc[g["event"] == ev, column]
-            col[ev] = _share(s) if how == "share" else _stat(s, "mean")
+            col[ev] = _true_share(s) if how == "share" else _stat(s, "mean")
         data[name] = col
     t = pd.DataFrame(data, index=events)
     t.index.name = "event"
@@ -380,120 +450,218 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- the answer
 
 
-def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
-    """The consumer assignor closest to the optimum on these rows, what it costs, and its worst step.
+#: The gap columns of each protocol, in the order a worst step is looked for.
+WORST_GAPS = {"consumer": GAPS, "streams": STREAMS_GAPS}
 
-    Closest: the largest share of steps *as good as the optimum* -- valid, not failed, co-partitioned
-    units kept together, as balanced as the optimum and no move wasted (``excess_moves`` 0); then the
-    fewest moves beyond the fewest at that balance (``excess_moves``, mean); then the fewest moved
-    partitions.  The worst step of that assignor: a failed or invalid one first, then one that splits
-    co-partitioned units, else the largest ``max_load_gap``, then ``sum_sq_gap``, then ``excess_moves``.
-    ``None`` without heuristic rows.
-    """
-    s = summary_table(df)
-    heur = s[s["assignor"] != OPTIMAL]
-    if heur.empty:
-        return None
-    good = (df["error"].isna() & (df["valid"] != False)  # noqa: E712 (nullable column)
-            & (pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) == 0)
-            & (df["balance_optimal"] == True)  # noqa: E712
-            & (pd.to_numeric(df["excess_moves"], errors="coerce").fillna(math.inf) <= EPS))
-    good_share = good.groupby(df["assignor"]).mean()
 
-    def key(r: pd.Series) -> tuple[Any, ...]:
-        def num(v: Any, default: float) -> float:
-            return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
-        return (-float(good_share.get(r["assignor"], 0.0)), num(r["excess_moves_mean"], math.inf),
-                num(r["moved_mean"], math.inf), r["assignor"])
-
-    best = min((r for _, r in heur.iterrows()), key=key)
-    name = str(best["assignor"])
-    g = df[df["assignor"] == name].copy()
-    # failed or invalid first, then steps that split co-partitioned units (a join reads wrong data), then gaps
-    bad = (2 * (g["error"].notna() | (g["valid"] == False)).astype(int)  # noqa: E712 (nullable column)
-           + (pd.to_numeric(g["copartition_violations"], errors="coerce").fillna(0) > 0).astype(int))
-    for c in GAPS:
+def worst_step(rows: pd.DataFrame, protocol: str) -> dict[str, Any]:
+    """The worst row of one assignor: failed or invalid first, then split units, then the largest gaps."""
+    g = rows.copy()
+    bad = (2 * (g["error"].notna() | (g["outcome"] == "invalid")).astype(int) + (g["outcome"] == "split").astype(int))
+    gaps = WORST_GAPS[protocol]
+    for c in gaps:
         g[f"_{c}"] = pd.to_numeric(g[c], errors="coerce").fillna(-math.inf)
     g["_bad"] = bad
-    worst = g.sort_values(["_bad", *(f"_{c}" for c in GAPS)], ascending=False).iloc[0]
-    opt = s[s["assignor"] == OPTIMAL]
-    ref = opt.iloc[0] if len(opt) else None
-    return {
-        "assignor": name,
-        "steps": int(best["steps"]),
-        "good_share": float(good_share.get(name, 0.0)),
-        "balance_optimal_share": best["balance_optimal_share"],
-        "split_steps": int(best["copartition_violations"]),
-        "failed_steps": int(best["errors"]) + int(best["invalid"]),
-        "excess_moves_mean": best["excess_moves_mean"],
-        "moved_mean": best["moved_mean"],
-        "moved_cost_mean": best["moved_cost_mean"],
-        "rounds_mean": best["rounds_mean"],
-        "rounds_max": best["rounds_max"],
-        "optimal_moved_mean": None if ref is None else ref["moved_mean"],
-        "optimal_moved_cost_mean": None if ref is None else ref["moved_cost_mean"],
-        "worst": {k: (None if pd.isna(worst[k]) else worst[k]) for k in
-                  ("scenario_id", "seed", "step", "event", "valid", "error", "copartition_violations", *GAPS)},
-    }
+    w = g.sort_values(["_bad", *(f"_{c}" for c in gaps)], ascending=False).iloc[0]
+    keys = ("scenario_id", "seed", "step", "event", "outcome", "error", "copartition_violations", *gaps)
+    return {k: (None if pd.isna(w[k]) else w[k]) for k in keys}
 
 
-def write_worst_grid(out: Path, folder: Path, rec: dict[str, Any], meta: dict[str, Any]) -> Path | None:
-    """A one-scenario grid (``folder/worst-<assignor>.yaml``) that reproduces the worst step; ``None`` if unknown."""
+def recommend(df: pd.DataFrame) -> dict[str, Any] | None:
+    """The first verdict with a winner (:func:`spark_runner.sweep.verdict.verdicts`) as a dict, or ``None``.
+
+    Keys: ``class``, ``assignor``, ``good_share``, ``balance_share``, ``worst`` (its worst step).
+    """
+    for v in verdicts(df):
+        if v.winner is not None:
+            r = v.ranked.iloc[0]
+            mine = df[(workload_class(df) == v.key) & (df["assignor"] == v.winner)]
+            return {"class": v.key, "assignor": v.winner, "good_share": float(r["good_share"]),
+                    "balance_share": float(r["balance_share"]), "worst": worst_step(mine, v.protocol)}
+    return None
+
+
+def write_worst_grid(out: Path, folder: Path, name: str, worst: dict[str, Any], meta: dict[str, Any],
+                     tag: str = "") -> Path | None:
+    """A one-scenario grid (``folder/worst-[tag-]<name>.yaml``) that reproduces a worst step; ``None`` if unknown."""
     import pyarrow.dataset as ds
     import yaml
 
-    sid = rec["worst"]["scenario_id"]
+    sid = worst["scenario_id"]
     dataset = ds.dataset(str(out / "rows"), format="parquet", partitioning="hive")
     t = dataset.to_table(columns=["params_json", "seed"], filter=ds.field("scenario_id") == sid)
     if t.num_rows == 0:
         return None
     params = {k: v for k, v in json.loads(t.column("params_json")[0].as_py()).items() if v is not None}
-    grid = {"name": f"worst-{rec['assignor']}",
-            "description": f"scenario {sid}, step {rec['worst']['step']}: the worst step of {rec['assignor']} "
+    grid = {"name": f"worst-{name}",
+            "description": f"scenario {sid}, step {worst['step']}: the worst step of {name} "
                            f"in the sweep {meta.get('grid', out.name)}",
-            "seeds": [int(t.column("seed")[0].as_py())], "assignors": [rec["assignor"]],
+            "seeds": [int(t.column("seed")[0].as_py())], "assignors": [name],
             "solver_time_limit": meta.get("solver_time_limit") or 10, "params": params}
-    path = folder / f"worst-{rec['assignor']}.yaml"
+    path = folder / f"worst-{tag + '-' if tag else ''}{name}.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
     return path
 
 
-def answer_markdown(rec: dict[str, Any], grid: Path | None) -> list[str]:
-    """The report's first paragraph: which assignor to run and what it costs (Markdown)."""
-    n = rec["assignor"]
-    opt_mv = rec["optimal_moved_mean"]
-    flaws = [f"{k} {what}" for k, what in ((rec["split_steps"], "split co-partitioned units"),
-                                           (rec["failed_steps"], "failed or were invalid")) if k]
-    lines = [
-        f"**Run `{n}`.** On this grid it is the Kafka assignor closest to the optimum: as good as the optimum "
-        f"(valid, co-partitioned units kept together, as balanced, no move wasted) in "
-        f"{_share_fmt(rec['good_share'])} of its "
-        f"{rec['steps']} steps; as balanced in {_share_fmt(rec['balance_optimal_share'])} (`balance_optimal`)"
-        + (f"; of its steps, {' and '.join(flaws)}" if flaws else "") + ".",
-        "",
-        f"- **What it costs you**: {_fmt(rec['moved_mean'])} moved topic-partitions per step (`moved`; "
-        f"the optimum: {_fmt(opt_mv)}), {_fmt(rec['excess_moves_mean'])} of them beyond the fewest at that "
-        f"balance (`excess_moves`, mean); moved state {_fmt(rec['moved_cost_mean'])} per step (`moved_cost`; "
-        f"the optimum: {_fmt(rec['optimal_moved_cost_mean'])}); {_fmt(rec['rounds_mean'])} rebalance rounds per "
-        f"step (`rounds`, at most {_fmt(rec['rounds_max'])}).",
-    ]
-    w = rec["worst"]
-    gaps = ", ".join(f"`{c}` {_fmt(w[c])}" for c in GAPS)
-    if w["error"]:
-        what = "failed: " + str(w["error"])
-    elif w["valid"] is False or w["valid"] == False:  # noqa: E712 (numpy bool)
-        what = "an invalid assignment"
-    elif w["copartition_violations"]:
-        what = f"split {_fmt(w['copartition_violations'])} co-partitioned unit(s) ({gaps})"
+#: A block of the answer: ``("h3", text)``, ``("p", text)``, ``("ul", [items])`` or ``("table", df, share_cols)``.
+Block = tuple[Any, ...]
+
+_GOOD_WORDS = {"consumer": "valid, co-partitioned units kept together, as balanced, no move wasted",
+               "streams": "valid, as balanced, no more state to restore"}
+
+
+def _plural(n: float, one: str, many: str | None = None) -> str:
+    return f"{_fmt(n)} {one if n == 1 else (many or one + 's')}"
+
+
+def _ranked_table(v: Verdict) -> pd.DataFrame:
+    def ships(n: str) -> str:
+        s = shipped(n)
+        return "" if s is None else f"{s.since}+"
+
+    def setting(n: str) -> str:
+        s = shipped(n)
+        return "" if s is None else s.setting + (f" ({s.needs})" if s.needs else "")
+
+    t = v.ranked
+    cols: dict[str, Any] = {"assignor": t["assignor"], "kafka": t["assignor"].map(ships),
+                            "good_share": t["good_share"], "balance_optimal_share": t["balance_share"],
+                            "split_steps": t["split_steps"], "failed_steps": t["failed_steps"]}
+    if v.protocol == "streams":
+        cols["restoration_gap_mean"] = t["restoration_gap_mean"]
+        cols["moved_actives_mean"] = t["moved_mean"]
     else:
-        what = gaps
-    lines.append(f"- **Its worst step**: scenario `{w['scenario_id']}` (seed {_fmt(w['seed'])}), step "
-                 f"{_fmt(w['step'])} ({w['event']}): {what}.")
-    if grid is not None:
-        lines.append(f"- **Reproduce it**: `kassign sweep {grid} --out {grid.parent.parent}-{grid.stem}` "
-                     f"(that scenario alone; its step {_fmt(w['step'])} row is the one above).")
-    return lines
+        cols["excess_moves_mean"] = t["excess_moves_mean"]
+        cols["moved_mean"] = t["moved_mean"]
+        cols["rounds_mean"] = t["rounds_mean"]
+    cols["setting"] = t["assignor"].map(setting)
+    out = pd.DataFrame(cols)
+    # counts that are 0 for every candidate say nothing (e.g. split steps where no group has a join)
+    return out.drop(columns=[c for c in ("split_steps", "failed_steps") if not out[c].any()])
+
+
+def _proposal_table(v: Verdict, best_share: float) -> pd.DataFrame:
+    t = v.proposals
+    gain = [f"{100 * (float(x) - best_share):+.1f} points" for x in t["good_share"]]
+    out = pd.DataFrame({"proposal": t["assignor"], "what": t["assignor"].map(lambda n: PROPOSALS.get(n, "")),
+                        "good_share": t["good_share"], "gain": gain, "split_steps": t["split_steps"]})
+    return out if out["split_steps"].any() else out.drop(columns="split_steps")
+
+
+def answer_blocks(df: pd.DataFrame, out: Path, folder: Path, meta: dict[str, Any]) -> list[Block]:
+    """The report's answer: per workload class, which assignor to run, how to deploy it, what it costs."""
+    blocks: list[Block] = []
+    cls = workload_class(df)
+    for v in verdicts(df):
+        blocks.append(("h3", f"{v.title}: {_plural(v.steps, 'step')} in {_plural(v.scenarios, 'scenario')}"))
+        items: list[str] = []
+        best_share = float(v.ranked.iloc[0]["good_share"]) if len(v.ranked) else 0.0
+        if v.winner is not None:
+            s = shipped(v.winner)
+            r = v.ranked.iloc[0]
+            assert s is not None  # verdicts() names shipped assignors only
+            verb = "Leave" if s.setting.endswith(" unset") else "Set"
+            blocks.append(("p", f"**Run `{v.winner}`.** {verb} `{s.setting}` (Kafka {s.since} or later"
+                                f"{', ' + s.needs if s.needs else ''}). It is as good as the optimum "
+                                f"({_GOOD_WORDS[v.protocol]}) in {_share_fmt(r['good_share'])} of its "
+                                f"{_plural(int(r['steps']), 'step')}, the figure the ranking below uses; as "
+                                f"balanced in {_share_fmt(r['balance_share'])} (`balance_optimal`)."))
+            items += v.ties
+        elif len(v.ranked):
+            closest = v.ranked.iloc[0]
+            blocks.append(("p", f"**No assignor on this grid qualifies**: none that ships with Kafka is as good as "
+                                f"the optimum ({_GOOD_WORDS[v.protocol]}) in any step; the closest, "
+                                f"`{closest['assignor']}`, is as balanced in {_share_fmt(closest['balance_share'])}. "
+                                "To run the optimum itself: `kassign assign GROUP.json --assignor "
+                                f"{STREAMS_OPTIMAL if v.protocol == 'streams' else OPTIMAL}` "
+                                "(docs/capture.md: live)."))
+        else:
+            blocks.append(("p", "**No assignor that ships with Kafka keeps co-partitioned units together on this "
+                                "grid**; run the optimum (`kassign assign GROUP.json --assignor optimal`) or a "
+                                "proposal below."))
+        if v.excluded:
+            left = ", ".join(f"`{n}` ({k} of its steps)" for n, k in v.excluded)
+            items.append(f"**Never under a join**: {left} split co-partitioned units, so a stream-stream join "
+                         "would read wrong data; they are left out of this verdict.")
+        if v.winner is not None:
+            r = v.ranked.iloc[0]
+            mine = df[(cls == v.key) & (df["assignor"] == v.winner)]
+            ref = df[(cls == v.key) & (df["assignor"] == (STREAMS_OPTIMAL if v.protocol == "streams" else OPTIMAL))]
+            if v.protocol == "consumer":
+                opt_mv = pd.to_numeric(ref["moved"], errors="coerce").mean() if len(ref) else math.nan
+                opt_cost = pd.to_numeric(ref["moved_cost"], errors="coerce").mean() if len(ref) else math.nan
+                items.append(f"**What it costs you**: {fmt_mean(r['moved_mean'])} moved topic-partitions per step "
+                             f"(`moved`, mean; the optimum: {fmt_mean(opt_mv)}), {fmt_mean(r['excess_moves_mean'])} "
+                             f"of them beyond the fewest at that balance (`excess_moves`, mean over the "
+                             f"{_plural(int(r['defined_steps']), 'step')} of {int(r['steps'])} where it is defined: "
+                             f"valid, no unit split); moved state {fmt_mean(r['moved_cost_mean'])} per step "
+                             f"(`moved_cost`; the optimum: {fmt_mean(opt_cost)}); "
+                             f"{_plural(r['rounds_mean'], 'rebalance round')} per step (`rounds`, mean; at most "
+                             f"{_fmt(r['rounds_max'])}).")
+            else:
+                items.append(f"**What it costs you**: {fmt_mean(r['moved_mean'])} moved active tasks per step "
+                             f"(`moved_actives`, mean); {fmt_mean(r['restoration_gap_mean'])} offsets more to "
+                             f"restore than the optimum per step (`restoration_gap`, mean over the "
+                             f"{_plural(int(r['defined_steps']), 'valid step')} of {int(r['steps'])}).")
+            w = worst_step(mine, v.protocol)
+            gaps = ", ".join(f"`{c}` {_fmt(w[c])}" for c in WORST_GAPS[v.protocol])
+            if w["error"]:
+                what = "failed: " + str(w["error"])
+            elif w["outcome"] == "invalid":
+                what = "an invalid assignment"
+            elif w["outcome"] == "split":
+                what = f"split {_fmt(w['copartition_violations'])} co-partitioned unit(s)"
+            else:
+                what = gaps
+            items.append(f"**Its worst step**: scenario `{w['scenario_id']}` (seed {_fmt(w['seed'])}), step "
+                         f"{_fmt(w['step'])} ({w['event']}): {what}.")
+            grid = write_worst_grid(out, folder, v.winner, w, meta, v.key)
+            if grid is not None:
+                items.append(f"**Reproduce it**: `kassign sweep {grid} --out {grid.parent.parent}-{grid.stem}` "
+                             f"(that scenario alone; its step {_fmt(w['step'])} row is the one above).")
+        if items:
+            blocks.append(("ul", items))
+        if len(v.ranked):
+            blocks.append(("p", "Assignors that ship with Kafka, best first (*as good as the optimum* is the "
+                                "ranking figure; ties go to the next column that differs)"
+                                + (", those that split units left out:" if v.excluded else ":")))
+            blocks.append(("table", _ranked_table(v), ("good_share", "balance_optimal_share")))
+        if len(v.proposals):
+            ref_name = f"`{v.winner}`" if v.winner else "the best that ships"
+            blocks.append(("p", f"What a proposal would gain (no Kafka release ships these; *gain* is against "
+                                f"{ref_name}, in percentage points of steps as good as the optimum):"))
+            blocks.append(("table", _proposal_table(v, best_share), ("good_share",)))
+    return blocks
+
+
+def blocks_markdown(blocks: list[Block]) -> list[str]:
+    """The answer's blocks as Markdown lines."""
+    md: list[str] = []
+    for b in blocks:
+        if b[0] == "h3":
+            md += [f"### {b[1]}", ""]
+        elif b[0] == "p":
+            md += [b[1], ""]
+        elif b[0] == "ul":
+            md += [f"- {x}" for x in b[1]] + [""]
+        else:
+            md += [markdown_table(b[1], b[2]), ""]
+    return md
+
+
+def blocks_html(blocks: list[Block]) -> str:
+    """The answer's blocks as HTML."""
+    parts = []
+    for b in blocks:
+        if b[0] == "h3":
+            parts.append(f"<h3>{html.escape(b[1])}</h3>")
+        elif b[0] == "p":
+            parts.append(f"<p>{md_inline_html(b[1])}</p>")
+        elif b[0] == "ul":
+            parts.append("<ul>" + "".join(f"<li>{md_inline_html(x)}</li>" for x in b[1]) + "</ul>")
+        else:
+            parts.append(html_table(b[1], b[2]))
+    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -582,7 +750,8 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
     sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
     cols = ["assignor", "steps", "scenarios", "errors", "invalid", "copartition_violations", "balance_optimal_share"]
     sections.append(("Overview", "Steps evaluated per assignor; *as balanced as the optimum* = "
-                     "`max_load_gap` = `sum_sq_gap` = 0.", s[cols], ("balance_optimal_share",)))
+                     "`max_load_gap` = `sum_sq_gap` = 0, over every step (a step that failed, is invalid or splits "
+                     "co-partitioned units never counts).", s[cols], ("balance_optimal_share",)))
     for gap, what in (("max_load_gap", "The busiest member's load minus the optimum's: topic-partitions per unit "
                                        "of capacity (partition weights when the instance has weights). 0 = as good "
                                        "as the optimum."),
@@ -593,12 +762,14 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
                                        "and sum of squares no higher). 0 = no move was wasted; the optimum's own "
                                        "value is 0 by definition (docs/format.md).")):
         t = _gap_stat_table(s, gap)
-        sections.append((_title(gap), what, t, ()))
-    t = s[["assignor", "moved_mean", "moved_total", "moved_cost_mean", "rounds_mean", "rounds_max", "seconds_mean",
-           "seconds_p95", "seconds_max"]]
-    sections.append(("Moves, rounds and time", "Moved topic-partitions per step (from the claims before the first "
-                     "round to the settled assignment), moved state per step (`move_costs`; topic-partitions when "
-                     "the instance has none), rebalance rounds per step, seconds per assignment.", t, ()))
+        sections.append((_title(gap), what + " Over the valid steps only: a step that is invalid or splits "
+                         "co-partitioned units has no gap (the overview counts them).", t, ()))
+    t = s[["assignor", "moved_mean", "moved_total", "moved_cost_mean", "rounds_mean", "rounds_max", "ms_mean",
+           "ms_p95", "ms_max"]]
+    sections.append(("Moves, rounds and time", "Moved topic-partitions per step (mean; from the claims before the "
+                     "first round to the settled assignment) and over all steps (total), moved state per step "
+                     "(`move_costs`; topic-partitions when the instance has none), rebalance rounds per step, "
+                     "milliseconds per assignment.", t, ()))
     share = event_table(df, "balance_optimal", "share")
     sections.append(("As balanced as the optimum, by event (balance_optimal, % of steps)",
                      "Share of steps as balanced as the optimum, per event kind (columns: assignors).",
@@ -648,17 +819,18 @@ def _notes(df: pd.DataFrame) -> list[str]:
     if unproven_moves:
         notes.append(f"{unproven_moves} excess_moves value(s) are lower estimates (the fewest-moves CP-SAT model "
                      "hit its time limit).")
-    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
+    split = int((df["outcome"] == SPLIT).sum())
+    if split:
+        notes.append(f"{split} step(s) split co-partitioned units (outcome `split`): a stream-stream join would "
+                     "read wrong data there. They have no gaps (the optimum keeps units together, so a gap "
+                     "would compare unlike things), never count as balanced as the optimum, and are left out "
+                     "of the gap tables, the box plots and the join verdict.")
     below = ((pd.to_numeric(df["max_load_gap"], errors="coerce") < -EPS)
              | (pd.to_numeric(df["sum_sq_gap"], errors="coerce") < -EPS))
-    neg = df[split & below]
-    if len(neg):
-        notes.append(f"{len(neg)} step(s) have a negative balance gap (max_load_gap or sum_sq_gap): those "
-                     "assignments break co-partitioning, which the optimum respects.")
-    other = df[~split & below & (df["assignor"] != OPTIMAL)]
+    other = df[below & (df["assignor"] != OPTIMAL)]
     if len(other):
-        notes.append(f"{len(other)} other step(s) have a negative balance gap (max_load_gap or sum_sq_gap): "
-                     "against an optimum that is not proven, or an invalid assignment.")
+        notes.append(f"{len(other)} step(s) have a negative balance gap (max_load_gap or sum_sq_gap): the "
+                     "assignment beat an optimum that is not proven there.")
     errs = df[df["error"].notna()]
     for name, g in errs.groupby("assignor"):
         notes.append(f"{name}: {len(g)} step(s) raised, e.g. {g['error'].iloc[0]}")
@@ -680,7 +852,7 @@ def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {
             **_counts(name, g),
             "not_caught_up": _positive(g["not_caught_up_actives"]),
-            "balance_optimal_share": _share(g["balance_optimal"]),
+            "balance_optimal_share": _true_share(g["balance_optimal"]),
             **_gap_stats(g, STREAMS_GAPS),
         }
         row["moved_actives_mean"] = _stat(g["moved_actives"], "mean")
@@ -688,8 +860,8 @@ def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
         row["restoration_cost_mean"] = _stat(g["restoration_cost"], "mean")
         row["warmups_mean"] = _stat(g["warmups"], "mean")
         row["probing_share"] = _share(g["probing_rebalance"])
-        row["seconds_mean"] = _stat(g["seconds"], "mean")
-        row["seconds_max"] = _stat(g["seconds"], "max")
+        row["ms_mean"] = _ms(g, "mean")
+        row["ms_max"] = _ms(g, "max")
         out.append(row)
     return pd.DataFrame(out)
 
@@ -699,7 +871,7 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
     sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
     cols = ["assignor", "steps", "scenarios", "errors", "invalid", "not_caught_up", "balance_optimal_share",
             "moved_actives_mean", "moved_actives_total", "restoration_cost_mean", "warmups_mean", "probing_share",
-            "seconds_mean", "seconds_max"]
+            "ms_mean", "ms_max"]
     sections.append(("Streams summary", "Kafka Streams steps per assignor. Gaps are measured against "
                      f"{STREAMS_OPTIMAL} solved on the instance the assignor saw (its own previous tasks and lags); "
                      "*balance optimal* = active_balance_gap = total_balance_gap = 0; *not_caught_up* = steps "
@@ -712,7 +884,8 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
                       ("restoration_gap", "state to restore (offsets) minus the optimum's; negative when the "
                                           "assignment restores less at the price of balance")):
         t = _gap_stat_table(s, gap)
-        sections.append((f"Streams: {_title(gap)}", what + " (invalid steps left out).", t, ()))
+        sections.append((f"Streams: {_title(gap)}", what + " (over the valid steps; invalid ones have no gap).", t,
+                         ()))
     share = event_table(df, "balance_optimal", "share")
     sections.append(("Streams: as balanced as the optimum, by event (balance_optimal, % of steps)",
                      "Share of Streams steps as balanced as the optimum, per "
@@ -812,11 +985,11 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         notes += _streams_notes(st)
         streams_summary_table(st).to_csv(folder / "summary_streams.csv", index=False)
     facts = _facts(df, st)
-    rec = recommend(df) if len(df) else None
-    answer: list[str] = []
-    if rec is not None:
-        answer = ["## Which assignor should I run, and what does it cost me?", "",
-                  *answer_markdown(rec, write_worst_grid(out, folder, rec, meta)), ""]
+    for old in folder.glob("worst-*.yaml"):  # a rebuilt report names only its own worst steps
+        old.unlink()
+    blocks = answer_blocks(rows, out, folder, meta)
+    question = "Which assignor should I run, and what does it cost me?"
+    answer = [f"## {question}", "", *blocks_markdown(blocks)] if blocks else []
 
     md = [f"# Sweep report: {title}", "", *answer, facts, ""]
     md += [f"> {n}" for n in notes] + ([""] if notes else [])
@@ -828,11 +1001,8 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_CSS}</style></head><body>",
              f"<h1>Sweep report: {html.escape(title)}</h1>"]
-    if answer:
-        items = [md_inline_html(x[2:]) for x in answer if x.startswith("- ")]
-        head = next(x for x in answer[2:] if x and not x.startswith("- "))
-        parts.append(f"<div class=answer><h2>{html.escape(answer[0][3:])}</h2><p>{md_inline_html(head)}</p>"
-                     f"<ul>{''.join('<li>' + i + '</li>' for i in items)}</ul></div>")
+    if blocks:
+        parts.append(f"<div class=answer><h2>{html.escape(question)}</h2>{blocks_html(blocks)}</div>")
     parts.append(f"<p>{html.escape(facts)}</p>")
     parts += [f"<p class=note>{md_inline_html(n)}</p>" for n in notes]
     for name, what, table, share_cols in sections:

@@ -60,6 +60,8 @@ from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA
 ROWS = "rows"
 REPORT = "report"
 MANIFEST = "manifest.json"
+#: The JVM's own output (Spark's banner and log4j warnings) of a sweep, under its ``--out``.
+SPARK_LOG = "spark.log"
 #: Environment hook for demonstrating fault tolerance: ``SCENARIO_ID[@MARKER_FILE]``; the
 #: first attempt of the task evaluating that scenario writes the marker file (if given)
 #: and raises, after it may already have produced rows (see docs/sweeps.md).
@@ -515,33 +517,49 @@ def _code_zip() -> str:
 
 
 def start_spark(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kassign-sweep"
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kassign-sweep",
+    log_path: str | Path | None = None,
 ) -> Any:
     """Start (or get) a SparkSession for sweeps.
 
     Local masters bind to 127.0.0.1 and get task retries; ``PYSPARK_PYTHON``
     defaults to the running interpreter so executors use the same environment.
+    With ``log_path`` the JVM's own output (its start-up banner, log4j's
+    warnings) goes to that file instead of the terminal, so a user sees only
+    kassign's lines; Spark errors still reach Python as exceptions.
     """
     m = normalize_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = is_local(m)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    b = (SparkSession.builder.master(m).appName(app_name)
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.log.level", "ERROR")
-         .config("spark.sql.shuffle.partitions", "8")
-         .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "1")
-         .config("spark.sql.sources.partitionOverwriteMode", "static")
-         .config("spark.speculation", "false"))
+    settings = {"spark.master": m, "spark.app.name": app_name,
+                "spark.ui.showConsoleProgress": "false",
+                "spark.log.level": "ERROR",
+                "spark.sql.shuffle.partitions": "8",
+                "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "1",
+                "spark.sql.sources.partitionOverwriteMode": "static",
+                "spark.speculation": "false"}
     if local:
-        b = b.config("spark.ui.enabled", "false")
+        settings["spark.ui.enabled"] = "false"
     if local or _loopback_master(m):
         # a local run, or a cluster on this machine's loopback: the driver listens on 127.0.0.1 only
-        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    for k, v in (conf or {}).items():
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    settings.update(conf or {})
+    from pyspark import SparkContext
+
+    if log_path is not None and SparkContext._active_spark_context is None:
+        from pyspark.java_gateway import launch_gateway
+
+        spark_conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        with open(log_path, "ab") as log:  # the JVM keeps its own copy of the descriptor
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+        SparkContext(conf=spark_conf, gateway=gateway)
+    b = SparkSession.builder
+    for k, v in settings.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -629,10 +647,14 @@ class Progress:
                 running += info.numActiveTasks
                 failed += info.numFailedTasks
         i, n, size = self.batch
-        frac = done / tasks if tasks else 0.0
-        approx = self.done + int(frac * size)
+        elapsed = _elapsed(time.monotonic() - self.t0)
+        if not tasks:  # Spark has not started the batch's stage yet: no "tasks 0/0"
+            self.log(f"[sweep] batch {i}/{n}: starting ({size} scenario(s)); scenarios {self.done}/{self.total} "
+                     f"done; {elapsed}")
+            return
+        approx = self.done + int(done / tasks * size)
         self.log(f"[sweep] batch {i}/{n}: tasks {done}/{tasks} done, {running} running, {failed} failed; "
-                 f"scenarios ~{approx}/{self.total}; {_elapsed(time.monotonic() - self.t0)}")
+                 f"scenarios ~{approx}/{self.total}; {elapsed}")
 
 
 def _elapsed(s: float) -> str:
@@ -715,8 +737,8 @@ def run_sweep(
     if work:
         own = spark is None
         if own:
-            say(f"[sweep] starting Spark ({master_label(master)})")
-            spark = start_spark(master, conf)
+            say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
+            spark = start_spark(master, conf, log_path=out / SPARK_LOG)
         try:
             batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every)
         finally:

@@ -51,3 +51,16 @@ def test_lookup_imports_only_what_the_name_needs() -> None:
     # a fresh interpreter: the optimum does not pull in the heuristics or CP-SAT (and its pandas import)
     assert _probe("optimal") == {"name": "optimal", "heuristics": False, "optimal": True, "cp_model": False}
     assert _probe("range") == {"name": "range", "heuristics": True, "optimal": False, "cp_model": False}
+
+
+def test_every_document_an_assignor_cites_is_in_the_repository() -> None:
+    """``kassign list`` shows each assignor's source; a file it names must be one a user can open."""
+    import re
+    from pathlib import Path
+
+    from spark_runner.assignors import load_all
+
+    repo = Path(__file__).resolve().parents[2]
+    for spec in load_all():
+        for doc in re.findall(r"[\w./-]+\.md\b", spec.source):
+            assert (repo / doc).exists(), f"{spec.name}: source cites {doc}, not in the repository"

@@ -97,3 +97,15 @@ def test_package_names_are_lazy_and_stay_functions() -> None:
     assert spark_runner.compare is compare and spark_runner.Comparison is Comparison
     with pytest.raises(AttributeError):
         spark_runner.nope  # noqa: B018
+
+
+def test_an_assignment_that_splits_join_units_has_its_own_outcome_and_no_gaps() -> None:
+    # KIP-315's example: sticky keeps every partition where it was but splits 2 join units; against the
+    # optimum (which keeps units together) its gaps would be negative, which is no gain
+    inst = solver.read_instance(REPO / "examples" / "join-d-leaves.json")
+    c = compare(inst, ["sticky", "range"])
+    sticky, rng = c.row("sticky"), c.row("range")
+    assert sticky["valid"] and sticky["copartition_violations"] == 2 and sticky["outcome"] == "split"
+    assert [sticky[k] for k in ("max_load_gap", "sum_sq_gap", "excess_moves")] == [None, None, None]
+    assert rng["outcome"] == "valid" and rng["max_load_gap"] == 0 and rng["excess_moves"] == 4
+    assert c.row("optimal")["outcome"] == "valid"

@@ -48,16 +48,17 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
-from solver.consumer.exact.bounds import max_load_bound, moves_bound
-from solver.consumer.exact.local import MAX_ITEMS, Data, improve, level
-from solver.consumer.exact.scaling import capacity_ratios, integer_scale
+from solver.consumer.exact.bounds import max_load_bound, moves_bound, sum_sq_bound
+from solver.consumer.exact.data import Scaled, local_data, scale
+from solver.consumer.exact.large import TAKES as LARGE_TAKES
+from solver.consumer.exact.large import solve_large
+from solver.consumer.exact.primal.local import MAX_ITEMS, improve, level
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
 
@@ -70,8 +71,6 @@ MIP_STAGES = ("max_load", "moves", "racks")
 CPSAT_SHARE = 0.4
 #: Largest model handed to the HiGHS fallback (HiGHS can overrun its time limit by far on larger ones).
 MIP_MAX_VARS = 2_000
-#: Largest scaled total load per capacity (linear stages; int64 with room).
-MAX_LINEAR = 2**40
 #: Largest scaled load per capacity whose square enters the sum_sq stage exactly.
 MAX_SQUARED = 2**28
 #: Above this many x[c, m] variables, classes keep only a neighbourhood of members.
@@ -82,46 +81,10 @@ ORDER_ENCODING_MAX = 600
 LOCAL_SHARE = 0.4
 #: Local-search steps per second of the time limit in deterministic mode (about a second's work on 2 cores).
 LOCAL_STEPS_PER_SECOND = 20_000
+#: Share of the time limit the primal stages take before CP-SAT, on models small enough for one CP-SAT model.
+PRIMAL_SHARE = 0.3
 #: Share of the sum_sq stage's budget its levelling local search may take.
 LEVEL_SHARE = 0.2
-
-
-@dataclass
-class Scaled:
-    """The integer data of one instance."""
-
-    wint: list[int]
-    ratio: list[int]
-    load_unit: Fraction  # original load per capacity = NL * load_unit
-    move_unit: Fraction
-    owned: list[int]
-    own: list[dict[int, int]]
-    exact: bool
-    notes: list[str] = field(default_factory=list)
-
-
-def scale(ic: ItemClasses, caps: Sequence[float]) -> Scaled:
-    """Exact integers for loads per capacity and move costs (see :mod:`.scaling`)."""
-    ratio, big_p, exact_caps = capacity_ratios(caps)
-    max_ratio = max(ratio, default=1)
-    total = float((ic.weight * ic.count).sum())
-    ws = integer_scale(ic.weight.tolist(), limit=max(1, MAX_LINEAR // max_ratio), total=total)
-    mvals = [float(v) for v in ic.owned_cost.tolist()] + [c for own in ic.owners for _, c in own]
-    ms = integer_scale(mvals, limit=2**40 // max(1, ic.total_items))
-    nc = ic.n_classes
-    owned = ms.ints[:nc]
-    rest = iter(ms.ints[nc:])
-    own = [{o: next(rest) for o, _ in ic.owners[c]} for c in range(nc)]
-    notes = []
-    if not ws.exact:
-        notes.append("item loads have no exact integer scale: proven up to a load resolution of "
-                      f"{float(ws.unit / big_p):.3g}")
-    if not exact_caps:
-        notes.append("capacities have no small rational form: loads per capacity are rounded")
-    if not ms.exact:
-        notes.append(f"move costs rounded to a resolution of {float(ms.unit):.3g}")
-    return Scaled(ws.ints, ratio, ws.unit / big_p, ms.unit, owned, own,
-                  ws.exact and exact_caps and ms.exact, notes)
 
 
 def topic_balance_terms(ic: ItemClasses) -> list[tuple[list[int], int, list[int]]]:
@@ -244,12 +207,30 @@ def solve_exact(
     # ---- candidate members per class (all of them unless the model would be too large)
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
-    lb_z = max_load_bound(ic, W, ratio, use_lp=n_vars_full <= 200_000)
-    hint = greedy(ic, caps)
-    if ic.total_items <= MAX_ITEMS:
+    primal_start: np.ndarray | None = None
+    if (stages[0] == "max_load" and set(stages) <= set(LARGE_TAKES) and load_cap is None
+            and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS):
+        # primal search beside valid bounds, stage by stage: the whole answer when one CP-SAT model would be
+        # too large; else a first share of the time, with CP-SAT then proving what it leaves open
+        share = 1.0 if restricted else PRIMAL_SHARE
+        out = solve_large(ic, sc, racks, stages, time_limit=time_limit * share,
+                          deadline=t_start + share * (deadline - t_start), seed=seed,
+                          deterministic=deterministic, workers=workers, tolerance=tolerance,
+                          topic_balance=lambda flows: topic_balance_value(ic, flows), restricted=restricted)
+        if restricted or all(r.proven for r in out.stages):
+            out.seconds = time.perf_counter() - t_start
+            return out
+        primal_start = np.zeros((nc, n), dtype=np.int64)
+        for c, m, k in out.flows:
+            primal_start[c, m] = k
+        if deterministic:
+            time_limit *= 1 - PRIMAL_SHARE
+    lb_z = max_load_bound(ic, W, ratio)
+    hint = greedy(ic, caps) if primal_start is None else primal_start
+    if ic.total_items <= MAX_ITEMS and primal_start is None:
         # start from a solution near the max-load bound that moves little: CP-SAT's probe often only has to
         # confirm it, and a restricted model (neighbourhoods only) keeps most of what its start decides
-        data = _local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+        data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
         if deterministic:  # a step budget instead of the clock: the same start on every run
             start = improve(data, lb_z, max_steps=int(LOCAL_SHARE * time_limit * LOCAL_STEPS_PER_SECOND))
         else:
@@ -608,10 +589,11 @@ def solve_exact(
                     z_opt = lo
                     if nxt is not None:
                         assert val is not None and bnd is not None
-                        fix(nxt, val, st == "optimal")
-                        report(nxt, val, bnd, st == "optimal" and not restricted, 0.0)
-                        if restricted and st != "optimal":
-                            reports[-1].bound = _valid_bound(nxt, ic, sc, lo, ratio, W) * float(to_orig[nxt])
+                        # a restricted model's own bound (or optimum) says nothing of the full model
+                        bnd = max(0 if restricted else bnd, _valid_bound(nxt, ic, sc, lo, ratio, W))
+                        proven = (st == "optimal" and not restricted) or bnd >= val
+                        fix(nxt, val, proven)
+                        report(nxt, val, min(bnd, val), proven, 0.0)
                         i += 2
                     else:
                         i += 1
@@ -629,15 +611,15 @@ def solve_exact(
                 bnd = int(z_dom[0])
                 st = "feasible"
             proven = st == "optimal" and not restricted
-            if restricted:
-                bnd = min(val, max(int(z_dom[0]), lb_z))
-                proven = val == bnd
+            bnd = min(val, max(0 if restricted else bnd, int(z_dom[0]), lb_z))
+            proven = proven or val == bnd
             if proven:
                 bnd = val
             report("max_load", val, bnd, proven, dt)
             z_opt = val if proven else None
             if tolerance is not None:
-                ref = val if proven else bnd
+                # the window is EPS above the max load found (proven or not): never empty
+                ref = val
                 z_dom[0] = lb_z
                 z_dom[1] = max(val, math.floor(Fraction(ref) * (1 + Fraction(tolerance).limit_denominator(10**9))))
             else:
@@ -681,9 +663,10 @@ def solve_exact(
             bnd = 0
             st = "feasible"
         proven = st == "optimal" and not restricted
-        if restricted and not proven and (name != "sum_sq" or sq_exact[0]):
-            bnd = min(val, _valid_bound(name, ic, sc, int(z_dom[1]), ratio, W))
-            proven = bnd == val
+        # the best valid bound: the solver's (full models only) or one valid for every assignment
+        valid = _valid_bound(name, ic, sc, int(z_dom[1]), ratio, W) if name != "sum_sq" or sq_exact[0] else 0
+        bnd = min(val, max(0 if restricted else bnd, valid))
+        proven = proven or bnd == val
         fix(name, val, proven)
         report(name, val, bnd, proven, dt)
         i += 1
@@ -705,13 +688,6 @@ def solve_exact(
                         seconds=time.perf_counter() - t_start, info=info)
 
 
-def _local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]]) -> Data:
-    """The engine's integer model for :mod:`.local`: scaled loads, capacity ratios, move costs per member."""
-    return Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()], eligible=eligible,
-                cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
-                ratio=sc.ratio, default_cost=sc.owned)
-
-
 def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemClasses, sc: Scaled, zcap: int,
               moves_cap: int, deadline: float | None, max_steps: int | None) -> dict[tuple[int, int], int]:
     """``sol`` with a lower sum of squares (:func:`.local.level`), items kept inside their candidate members."""
@@ -721,7 +697,7 @@ def _levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemCl
     counts = np.zeros((nc, ic.n_members), dtype=np.int64)
     for (c, m), k in sol.items():
         counts[c, m] = k
-    out = level(_local_data(ic, sc, cand), counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
+    out = level(local_data(ic, sc, cand), counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
     return {(int(c), int(m)): int(out[c, m]) for c, m in zip(*np.nonzero(out), strict=True)}
 
 
@@ -742,23 +718,3 @@ def _valid_bound(name: str, ic: ItemClasses, sc: Scaled, zcap: int, ratio: list[
     if name == "sum_sq":
         return sum_sq_bound(sum(W[c] * int(ic.count[c]) for c in range(ic.n_classes)), ratio)
     return 0
-
-
-def sum_sq_bound(total: int, ratio: list[int]) -> int:
-    """Least ``sum_m (ratio_m * load_m)**2`` over loads summing to ``total`` (integers when ratios are equal).
-
-    A relaxation of every assignment (items, eligibility and caps ignored), so
-    valid for the full model.
-
-    >>> sum_sq_bound(10, [1, 1, 1])  # 4, 3, 3
-    34
-    >>> sum_sq_bound(10, [1, 2])  # loads 8 and 2 in the reals: 64 + 16
-    80
-    """
-    if not ratio or total <= 0:
-        return 0
-    if len(set(ratio)) == 1:
-        q, rem = divmod(total, len(ratio))
-        return ratio[0] ** 2 * (rem * (q + 1) ** 2 + (len(ratio) - rem) * q * q)
-    inv = sum(Fraction(1, r * r) for r in ratio)
-    return math.ceil(Fraction(total * total) / inv)

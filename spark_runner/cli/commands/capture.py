@@ -94,7 +94,7 @@ def current_assignment(doc: dict[str, Any]) -> dict[str, Any]:
 def register(app: typer.Typer) -> None:
     """Add ``capture`` to the ``kassign`` app."""
 
-    @app.command("capture")
+    @app.command("capture", short_help="A live group as an instance (read-only).")
     def capture(
         bootstrap_server: Annotated[str, typer.Option("--bootstrap-server", help="HOST:PORT[,HOST:PORT...]")],
         group: Annotated[str, typer.Option("--group", help="Consumer group (or Streams application.id).")],

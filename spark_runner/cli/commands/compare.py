@@ -20,15 +20,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from spark_runner.cli.common import KAFKA_VERSION_HELP
+from spark_runner.cli.common import KAFKA_VERSION_HELP, TIME_LIMIT_HELP
 from spark_runner.cli.tables import FORMAT_HELP
-
-COLUMNS = ("status", "valid", "copartition_violations", "max_load", "sum_sq_load", "weighted_max_load", "moved",
-           "moved_cost", "cross_rack", "max_load_gap", "sum_sq_gap", "excess_moves", "rounds", "seconds")
-#: The table's columns for a Streams instance (``--json`` has every metric).
-STREAMS_COLUMNS = ("status", "valid", "unassigned_tasks", "standby_shortfall", "not_caught_up_actives",
-                   "max_active_load", "max_total_load", "restoration_cost", "moved_actives", "standbys", "warmups",
-                   "active_balance_gap", "total_balance_gap", "restoration_gap", "rounds", "seconds")
 
 
 def _one_instance(path: Path) -> Any:
@@ -49,6 +42,12 @@ def _params(time_limit: float | None, seed: int | None, balance_tolerance: float
     from spark_runner.cli.common import _params as common_params
 
     return common_params(time_limit, seed, None, {}, balance_tolerance, kafka_version)
+
+
+def _releases(doc: dict[str, Any]) -> str:
+    """``"; Kafka 4.4.0 rules"``: the releases the Kafka-named rows followed (``""`` for none)."""
+    releases = sorted({r["kafka_version"] for r in doc["rows"] if r.get("kafka_version")})
+    return f"; Kafka {', '.join(releases)} rules" if releases else ""
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
@@ -77,7 +76,7 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 def register(app: typer.Typer) -> None:
     """Add ``compare`` and ``frontier`` to the ``kassign`` app."""
 
-    @app.command()
+    @app.command(short_help="Every assignor beside the optimum; what to run.")
     def compare(
         file: Annotated[
             Path, typer.Argument(help="One instance, either protocol (.json/.yaml, or a one-line .jsonl).")
@@ -86,7 +85,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Comma-separated assignors (default: every registered heuristic).")
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-        time_limit: Annotated[float | None, typer.Option(help="Seconds the optimal solver may use.")] = None,
+        time_limit: Annotated[float | None, typer.Option(help=TIME_LIMIT_HELP)] = None,
         seed: Annotated[
             int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
         ] = None,
@@ -102,7 +101,7 @@ def register(app: typer.Typer) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
         from spark_runner.cli.common import UsageError
-        from spark_runner.cli.tables import Column, choose_format, emit, render, terminal_width
+        from spark_runner.cli.tables import choose_format, emit, render, terminal_width
 
         try:
             out_fmt = choose_format(fmt, as_json)
@@ -118,17 +117,25 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(dumps(doc) + "\n")
             return
         opt = doc["optimal"]
-        columns = STREAMS_COLUMNS if inst.protocol == "streams" else COLUMNS
-        rows = [{**r, "status": r.get("status", r.get("error"))} for r in doc["rows"]]
-        cols = [Column("assignor", align="left"), *(Column(c) for c in columns)]
-        # cells are scalars: the default cell text (tables.plain)
-        releases = sorted({r["kafka_version"] for r in doc["rows"] if r.get("kafka_version")})
-        kafka = f"; Kafka {', '.join(releases)} rules" if releases else ""
-        emit(render(rows, cols, out_fmt, width=terminal_width(),
-                    title=f"{inst.name or file.name}: assignors vs the optimum "
-                          f"({opt['engine']}, {opt['status']}, gap {opt['gap']:.3g}{kafka})"))
+        from spark_runner.cli.compare_table import columns, notes, table_rows, verdict_line
 
-    @app.command()
+        rows = table_rows(inst, doc)
+        cols, cell = columns(inst, rows)
+        width = terminal_width()
+        gap = opt.get("gap")
+        proof = "proven optimal" if opt["status"] == "optimal" else (
+            f"{opt['status']}, not proven{'' if gap is None else f': gap {100 * float(gap):.2g}%'}")
+        text = render(rows, cols, out_fmt, width=width, cell=cell,
+                      title=f"{inst.name or file.name}: every assignor against the optimum ({proof}"
+                            f"{_releases(doc)})")
+        if out_fmt == "table":
+            import textwrap
+
+            for line in [*notes(rows), verdict_line(inst, rows, str(file))]:
+                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False) if width else [line]) + "\n"
+        emit(text)
+
+    @app.command(short_help="Balance-movement trade-off, assignors on it.")
     def frontier(
         file: Annotated[Path, typer.Argument(help="One instance, either protocol.")],
         out: Annotated[
@@ -139,7 +146,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Heuristics to place on the frontier (default: all).")
         ] = None,
         points: Annotated[int, typer.Option(help="At most this many budgets (evenly spaced, ends kept).")] = 60,
-        time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point.")] = None,
+        time_limit: Annotated[float | None, typer.Option(help="Seconds per CP-SAT budget point (default: 10).")] = None,
         seed: Annotated[
             int | None, typer.Option(help="Random seed (exact solvers then run deterministically).")
         ] = None,

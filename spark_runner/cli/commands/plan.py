@@ -19,15 +19,11 @@ KAFKA_BASELINE = {"consumer": "cooperative-sticky", "streams": "high-availabilit
 
 
 def _fmt(v: Any, pct: bool = False) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if pct and isinstance(v, int | float):
+    from spark_runner.units import number
+
+    if pct and isinstance(v, int | float) and not isinstance(v, bool):
         return f"{100 * v:.1f}%"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return number(v)
 
 
 def _kafka_spec(protocol: str, err: Console) -> Any:
@@ -50,18 +46,20 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     """
     from spark_runner.cli.tables import Column
     from spark_runner.cli.tables import render as table
+    from spark_runner.units import Scale
 
-    unit = doc["load_unit"]
     streams = doc.get("protocol") == "streams"
+    load = Scale.for_values([doc["capacity"], doc["total_load"]], doc["load_unit"])
     per = doc.get("capacity_per", "instance")
-    cap = f"capacity {doc['capacity']:.6g} {unit} per {per}"
+    cap = f"capacity {load.with_unit(doc['capacity'])} per {per}"
     today = doc.get("instance_capacity")
     if per != "instance" and today:
         lo, hi = today
-        held = f"{lo:.6g}" if lo == hi else f"{lo:.6g}-{hi:.6g}"
-        cap += f" (today's instances hold {held}; an added one {doc.get('new_instance_capacity', doc['capacity']):.6g})"
-    lines = [f"{doc['name'] or 'instance'}: {doc['items']} items ({doc['partitions']} "
-             f"{'tasks' if streams else 'partitions'}), total load {doc['total_load']:.6g} {unit}, {cap}, "
+        held = load.with_unit(lo) if lo == hi else f"{load.show(lo)}-{load.with_unit(hi)}"
+        cap += (f" (today's instances hold {held}; an added one "
+                f"{load.with_unit(doc.get('new_instance_capacity', doc['capacity']))})")
+    lines = [f"{doc['name'] or 'instance'}: {doc['items']:,} items ({doc['partitions']:,} "
+             f"{'tasks' if streams else 'partitions'}), total load {load.with_unit(doc['total_load'])}, {cap}, "
              f"today {doc['current_instances']} instances"]
     if doc["proof_kind"] == "gap":
         lines.append(f"minimum instances: between {doc['lower_bound']} and {doc['upper_bound']} (not proven)")
@@ -72,13 +70,18 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     k = doc["resilience"]
     kafka = doc.get("kafka_assignor") or "kafka"
     moved = "moved replicas" if streams else "moved parts"
+    rs = doc["rows"]
+    state = Scale.for_values([r.get(c) for r in rs for c in ("moved_state", "kafka_moved_state",
+                                                               "resilience_moved_state")],
+                             doc.get("state_unit") or "move_costs")
+    su = f" ({state.unit})" if state.unit and state.unit != "move_costs" else ""
     cols = [Column("n"), Column("fits", align="left"), Column("max util"), Column("headroom"), Column(moved),
-            Column("moved state"), Column("kafka moved"), Column("kafka state"), Column("kafka util"),
+            Column("moved state" + su), Column("kafka moved"), Column("kafka state" + su), Column("kafka util"),
             Column("kafka fits", align="left")]
     split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
         cols.append(Column("kafka split units"))
-    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state"),
+    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
              Column("worst loss", align="left", wrap=True)]
     rows = []
     for r in doc["rows"]:
@@ -86,16 +89,17 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
         kfits = _fmt(r["kafka_fits"])
         if r.get("kafka_unplaced"):
             kfits += f" ({r['kafka_unplaced']} {'replicas' if streams else 'partitions'} unassigned)"
-        kcols = ([_fmt(r["kafka_moved_partitions"]), _fmt(r["kafka_moved_state"]),
+        kcols = ([_fmt(r["kafka_moved_partitions"]), state.show(r["kafka_moved_state"]),
                   _fmt(r["kafka_max_utilisation"], pct=True), kfits] if kstat == "ok" else [kstat, "-", "-", "-"])
         if split:
             kcols.append(_fmt(r["kafka_copartition_violations"]))
-        res_state = _fmt(r["resilience_moved_state"])
+        res_state = state.show(r["resilience_moved_state"])
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
-            res_state = ">= " + _fmt(r["resilience_forced_moved_state"])
+            res_state = ">= " + state.show(r["resilience_forced_moved_state"])
         vals = [str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
-                _fmt(r["moved_partitions"]), _fmt(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]), res_state,
+                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]),
+                res_state,
                 ", ".join(r["resilience_worst_lost"]) or "-"]
         rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
     per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
@@ -182,7 +186,7 @@ def _pct(v: float | None) -> float:
 def register(app: typer.Typer) -> None:
     """Add ``kassign plan`` to ``app``."""
 
-    @app.command("plan")
+    @app.command("plan", short_help="How many instances, what scaling moves.")
     def plan_cmd(
         instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml), consumer or streams protocol.")],
         capacity: Annotated[float, typer.Option(help="Load one instance holds (unit of the weights, per second "

@@ -108,7 +108,7 @@ def _task_spec(path: Path) -> tuple[list[Any] | None, list[Any] | None]:
 def register(app: typer.Typer) -> None:
     """Add ``decode-subscription`` to the ``kassign`` app."""
 
-    @app.command("decode-subscription")
+    @app.command("decode-subscription", short_help="Decode Streams SubscriptionInfo bytes.")
     def decode_subscription(
         files: Annotated[list[Path], typer.Argument(help="Subscription bytes, one file per consumer (thread).")],
         encoding: Annotated[str, typer.Option(help="auto, base64 or binary.")] = "auto",

@@ -30,7 +30,7 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` and ``report`` to the ``kassign`` app."""
 
-    @app.command()
+    @app.command(short_help="Assignors vs the optimum over scenarios (Spark).")
     def sweep(
         grid: Annotated[Path, typer.Argument(help="Sweep grid (YAML): parameters x seeds x assignors.")],
         out: Annotated[Path, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
             index = build_report(out, title=g.name)
             stderr.print(f"report: {index}", markup=False)
 
-    @app.command("report")
+    @app.command("report", short_help="Rebuild a sweep's report from its rows.")
     def report_cmd(
         out: Annotated[Path, typer.Argument(help="A sweep output directory (with rows/).")],
         title: Annotated[str | None, typer.Option(help="Report title (default: the grid name).")] = None,

@@ -77,3 +77,20 @@ def instances(draw):
 def test_invariants(i):
     a = sticky_task(i, Params()).assignment
     assert_actives_and_standbys(i, a)
+
+
+def test_kafkas_answer_with_an_active_on_a_lagging_client_is_valid_and_counted():
+    """Kafka's legacy sticky assignor may put a stateful active on a client that is not caught up: Kafka
+    allows it (restoration pays for it), so the scorer counts it instead of calling the answer invalid."""
+    from solver.registry import get
+    from solver.result import Params
+    from solver.streams.scoring import score_streams
+    from spark_runner.scenarios.streams import generate_streams, params_from_dict
+
+    p = params_from_dict({"protocol": "streams", "clients": 5, "subtopologies": 3, "partitions_min": 3,
+                          "partitions_max": 6, "stores_max": 3, "standby_replicas": 1, "initial": "mixed",
+                          "restore_rate": 30000, "steps": 1})
+    inst = generate_streams(p, 0).initial
+    s = score_streams(inst, get("sticky-task").run(inst, Params()).assignment)
+    assert s["not_caught_up_actives"] > 0
+    assert s["valid"] and s["outcome"] == "valid" and s["violations"] == []

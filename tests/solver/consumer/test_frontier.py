@@ -57,9 +57,26 @@ def test_frontier_labels_do_not_overlap():
         labels = label_positions(heur, key)
         # one label per distinct point, every assignor named once
         assert len({pt for pt, _, _ in labels}) == len(labels)
-        names = sorted(n for _, text, _ in labels for n in text.split(", "))
+        names = sorted(n.split(" (")[0] for _, text, _ in labels for n in text.split(", "))
         assert names == sorted(h["assignor"] for h in heur)
         ys = [h[key] for h in heur]
         step = 0.06 * (max(ys) - min(ys))
         heights = sorted(ty for _, _, ty in labels)
         assert all(b - a >= step - 1e-9 for a, b in itertools.pairwise(heights)), heights
+
+
+def test_assignments_that_split_units_are_marked_not_comparable_on_the_plot(tmp_path):
+    """Placed with ``outcome`` ``split`` and labelled as not comparable, never as a point below the frontier."""
+    from solver.consumer.frontier import label_positions, plot_frontier
+
+    inst = read_instance(REPO / "examples" / "join-d-leaves.json")
+    doc = compute_frontier(inst, Params())
+    heur = place(inst, doc, _specs(), Params())
+    kinds = {h["assignor"]: h["outcome"] for h in heur}
+    assert kinds["sticky"] == kinds["uniform"] == "split" and kinds["range"] == "valid"
+    texts = " | ".join(t for _, t, _ in label_positions(heur, "sum_sq"))
+    assert "sticky (split)" in texts
+    assert "range (" not in texts
+    doc["heuristics"] = heur
+    plot_frontier(doc, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 10_000

@@ -87,7 +87,9 @@ def test_score_table(tmp_path: Path):
     a.write_text(json.dumps({"assignment": {"C1": {"orders": [0, 1, 2, 3, 4, 5]}}}))
     r = kassign("score", str(EXAMPLES / "orders-group.json"), str(a))
     assert r.returncode == 0
-    assert "valid" in r.stdout and "False" in r.stdout and "unassigned" in r.stdout
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines()[3:] if ln.strip()}
+    assert rows["valid"] == ["no"] and rows["outcome"] == ["invalid"] and rows["unassigned"][1] == "topic-partitions"
+    assert rows["max_load_gap"] == ["-"]  # no gap for an invalid assignment
 
 
 def test_list_shows_registered_assignors():
@@ -270,3 +272,81 @@ def test_assign_output_ends_with_one_newline(name: str, assignor: str, tmp_path:
     text = out.read_text()
     assert text.endswith("}\n") and not text.endswith("\n\n")
     assert json.loads(text)["assignment"] == json.loads(r.stdout)["assignment"]
+
+
+def test_help_summaries_are_whole_on_80_columns() -> None:
+    """``kassign --help`` lists every command with its whole summary (Click cuts a long one with '...')."""
+    env = {**os.environ, "COLUMNS": "80"}
+    r = subprocess.run([str(Path(sys.executable).parent / "kassign"), "--help"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    commands = r.stdout.split("Commands:")[1].strip().splitlines()
+    assert len(commands) >= 10
+    assert not [c for c in commands if c.rstrip().endswith("...")], commands
+
+
+def test_time_limit_shows_its_default_and_the_docs_agree() -> None:
+    from solver.consumer.optimal import DEFAULT_TIME_LIMIT
+    from solver.streams.optimal import DEFAULT_TIME_LIMIT as STREAMS_LIMIT
+    from spark_runner.cli.common import OPTIMAL_SECONDS
+
+    assert OPTIMAL_SECONDS == {"optimal": DEFAULT_TIME_LIMIT, "optimal-streams": STREAMS_LIMIT}
+    for cmd in ("assign", "compare", "score"):
+        text = " ".join(kassign(cmd, "--help").stdout.split())
+        assert f"default: {DEFAULT_TIME_LIMIT:g} for the consumer optimum, {STREAMS_LIMIT:g} for optimal-streams" \
+            in text, cmd
+    row = next(line for line in (REPO / "docs" / "cli.md").read_text().splitlines()
+               if line.startswith("| `--time-limit S` |"))
+    assert f"| {DEFAULT_TIME_LIMIT:g} (`optimal`), {STREAMS_LIMIT:g} (`optimal-streams`) |" in row
+
+
+def test_score_caches_the_optimum_and_the_gaps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second `score` of the same files solves nothing; --no-cache solves again; another assignment of the same
+    instance reuses the cached optimum; --optimum FILE measures against a given optimum."""
+    from typer.testing import CliRunner
+
+    from spark_runner.cli import app as cli
+
+    monkeypatch.setenv("KASSIGN_CACHE_DIR", str(tmp_path / "cache"))
+    a = tmp_path / "range.json"
+    b = tmp_path / "sticky.json"
+    inst = str(EXAMPLES / "clickstream-group.json")
+    assert kassign("assign", inst, "-a", "range", "-o", str(a)).returncode == 0
+    assert kassign("assign", inst, "-a", "sticky", "-o", str(b)).returncode == 0
+    solves: list[str] = []
+    real = cli.get_assignor
+
+    def counting(name: str):  # type: ignore[no-untyped-def]
+        spec = real(name)
+        solves.append(name)
+        return spec
+
+    monkeypatch.setattr(cli, "get_assignor", counting)
+    runner = CliRunner()
+
+    def score(*args: str) -> dict:  # type: ignore[type-arg]
+        r = runner.invoke(cli.app, ["score", inst, *args, "--json"])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    first = score(str(a))
+    assert solves == ["optimal"] and first["max_load_gap"] == 14_500_000
+    assert score(str(a)) == first and solves == ["optimal"]  # gaps from the cache
+    assert score(str(b))["max_load_gap"] == 14_500_000 and solves == ["optimal"]  # the optimum from the cache
+    assert score(str(a), "--no-cache") == first and solves == ["optimal", "optimal"]
+    opt = tmp_path / "opt.json"
+    assert kassign("assign", inst, "-a", "optimal", "-o", str(opt)).returncode == 0
+    assert score(str(a), "--optimum", str(opt), "--no-cache") == first and len(solves) == 2
+    bad = runner.invoke(cli.app, ["score", inst, str(a), "--optimum", str(EXAMPLES / "orders-group.json")])
+    assert bad.exit_code != 0
+
+
+def test_score_table_is_in_the_instances_units_and_never_says_none() -> None:
+    a = REPO / "tmp-score-range.json"
+    try:
+        assert kassign("assign", "examples/clickstream-group.json", "-a", "range", "-o", str(a)).returncode == 0
+        out = kassign("score", "examples/clickstream-group.json", str(a), "--no-gaps").stdout
+    finally:
+        a.unlink(missing_ok=True)
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    assert rows["weighted_max_load"] == ["23.5", "MB/s"]
+    assert "None" not in out and "e+" not in out

@@ -45,8 +45,29 @@ def test_json_fields(orders_plan):
     assert rows[5]["fits"] is False and rows[5]["moved_partitions"] is None
     assert rows[6]["fits"] is True and rows[6]["max_utilisation"] <= 1.0
     assert rows[6]["resilience_fits"] is False and rows[7]["resilience_fits"] is True
-    assert {b["name"] for b in doc["baselines"]} == {"keda", "first-fit-decreasing", "best-fit-decreasing",
+    # the weights are bytes/s (units), not lag: no KEDA row, whose rule counts lag
+    assert doc["load_unit"] == "bytes/s" and doc["weights_are_lag"] is False
+    assert {b["name"] for b in doc["baselines"]} == {"first-fit-decreasing", "best-fit-decreasing",
                                                       "one-partition-per-consumer"}
+
+
+def test_keda_only_where_the_weights_are_lag(tmp_path):
+    """KEDA's rule reads total lag: shown for lag weights (units records, as capture --weights lag writes),
+    never for bytes/s; the text shows human numbers."""
+    import json as _json
+
+    doc = _json.loads((REPO / "examples" / "plan-orders.json").read_text())
+    names = {}
+    for unit in ("records", "bytes/s"):
+        doc["units"] = {"weights": unit}
+        p = tmp_path / f"{unit.replace('/', '-')}.json"
+        p.write_text(_json.dumps(doc))
+        r = kassign("plan", str(p), "--capacity", "5000000", "--no-kafka")
+        assert r.returncode == 0, r.stderr
+        names[unit] = r.stdout
+    assert "keda" in names["records"] and "ceil(total lag 27,069,000 / lagThreshold 10)" in names["records"]
+    assert "keda" not in names["bytes/s"] and "total load 27.07 MB/s, capacity 5 MB/s per instance" in names["bytes/s"]
+    assert "e+" not in names["bytes/s"] + names["records"]
 
 
 def test_kafka_columns(orders_plan):

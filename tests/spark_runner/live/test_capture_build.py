@@ -93,6 +93,7 @@ def test_consumer_instance_fields_come_from_the_right_places() -> None:
     assert doc["topics"]["t2"] == {"partitions": 3, "racks": [["r1"], ["r2"], []], "weights": [2.0, 0.0, 4.0]}
     assert doc["source"]["assignor"] == "range" and doc["source"]["kassign_assignor"] == "range"
     assert doc["source"]["clients"]["m-a"] == {"client_id": "client-m-a", "host": "/127.0.0.1"}
+    assert doc["units"] == {"weights": "records"}  # lag: records behind the committed offset
     notes = "\n".join(doc["notes"])
     assert "t1-2, t2-1, t2-2" in notes and "[9] no longer exist" in notes and "topic gone" in notes
 
@@ -105,6 +106,7 @@ def test_rate_weights_say_their_unit() -> None:
     doc = consumer_instance(obs, weights="rate")
     assert doc["topics"]["t"] == {"partitions": 2, "weights": [1.5, 0.0]}
     assert doc["source"]["weights"] == "rate (bytes/s over 2.00 s)"
+    assert doc["units"] == {"weights": "bytes/s"} and parse_instance(doc).meta["units"] == {"weights": "bytes/s"}
     assert "weights are bytes/s over a 2.00 s sample" in doc["notes"]
 
 

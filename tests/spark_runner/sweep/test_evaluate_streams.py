@@ -194,6 +194,10 @@ def test_gaps_are_never_negative_against_a_proven_optimum_in_its_stage_order(ini
     for r in rows:
         if r["opt_status"] != "optimal" or not r["valid"]:
             continue
+        if r["not_caught_up_actives"] or r["standby_shortfall"]:
+            # valid for Kafka, but outside the optimum's constraints (actives on caught-up clients, every
+            # standby placed): better balance bought with restoration is a real trade-off, not a gap below 0
+            continue
         checked += 1
         # lexicographic: active balance first; total balance at equal active balance; restoration at equal both
         assert r["active_balance_gap"] >= 0, r
@@ -203,7 +207,7 @@ def test_gaps_are_never_negative_against_a_proven_optimum_in_its_stage_order(ini
                 assert r["restoration_gap"] >= 0, r
         if r["assignor"] == STREAMS_OPTIMAL:
             assert r["balance_optimal"] is True and r["restoration_gap"] == 0
-    assert checked >= len(rows) // 2
+    assert checked >= len(rows) // 3
     # Kafka's high-availability assignor never puts a stateful active on a client that is not caught up
     assert all(r["not_caught_up_actives"] == 0 for r in rows if r["assignor"] == "high-availability")
     assert all(r["warmups"] == 0 and r["probing_rebalance"] is False for r in rows

@@ -79,11 +79,14 @@ def test_the_report_answers_which_assignor_and_what_it_costs(tmp_path: Path) -> 
     # uniform: 7 of 8 steps as good as the optimum; fair wastes moves, cooperative-sticky splits a unit
     assert "**Run `uniform`.**" in head
     assert "in 87.5% of its 8 steps" in head
-    assert "1 moved topic-partitions per step (`moved`; the optimum: 1)" in head
+    # how to deploy it: the setting, the release, what else it needs
+    assert "Set `group.remote.assignor=uniform` (Kafka 4.0.0 or later, with group.protocol=consumer" in head
+    assert "1 moved topic-partitions per step (`moved`, mean; the optimum: 1)" in head
+    assert "1 rebalance round per step" in head and "1 rebalance rounds" not in md
     rec = recommend(load_rows(out))
     assert rec is not None and rec["worst"]["step"] == 3 and rec["worst"]["max_load_gap"] == 2.0
     # the reproduce command's grid is that one scenario
-    grid_file = out / "report" / "worst-uniform.yaml"
+    grid_file = out / "report" / "worst-consumer-uniform.yaml"
     assert f"`kassign sweep {grid_file} --out " in head
     import yaml
 
@@ -96,7 +99,12 @@ def test_the_report_answers_which_assignor_and_what_it_costs(tmp_path: Path) -> 
     # metric names a person reads, with the raw name and the unit beside
     assert "## Moves beyond the fewest at that balance (excess_moves, topic-partitions, move_costs when set)" in md
     assert "| moved partitions, mean (`moved_mean`, topic-partitions per step) |" in md
+    # a total is labelled as one; times in milliseconds
+    assert "| moved partitions, total (`moved_total`, topic-partitions over all steps) |" in md
+    assert "(`ms_mean`, milliseconds)" in md and "seconds_mean" not in md
     assert "<code>excess_moves</code>" in page
+    # proposals apart: fair (KIP-49) is no candidate, it is shown as what it would gain
+    assert "What a proposal would gain" in head and "| fair | KIP-49 (never merged) |" in head
 
 
 def test_plots_and_notes(tmp_path: Path) -> None:
@@ -107,8 +115,9 @@ def test_plots_and_notes(tmp_path: Path) -> None:
         assert (folder / f).stat().st_size > 0, f
     assert not (folder / "solve_time.png").exists()
     md = (folder / "summary.md").read_text()
-    # the negative-gap note counts sum_sq_gap too (max_load_gap is 0 at the split steps)
-    assert "2 step(s) have a negative balance gap (max_load_gap or sum_sq_gap)" in md
+    # split steps have an outcome of their own, no gaps, and a note that says so
+    assert "2 step(s) split co-partitioned units (outcome `split`)" in md
+    assert "negative balance gap" not in md
     for png in ("gaps.png", "moves.png", "optimum.png"):
         assert f"({png})" in md
 
@@ -184,3 +193,114 @@ def test_a_missing_sweep_directory_is_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(MissingFileError) as e:
         build_report(tmp_path / "nope")
     assert e.value.exit_code == 66 and "no such directory" in str(e.value)
+
+
+def _join_sweep(tmp_path: Path, uniform_good: bool = True) -> Path:
+    """Two classes: a no-join point where uniform, sticky and cooperative-sticky tie, and a join point where
+    uniform splits units at every step (and looks better than the optimum there) while range does not."""
+    rows = []
+    plain = {**PARAMS}
+    joins = {**PARAMS, "copartition": 1}
+    for sid, params, co in (("a1", plain, 0), ("a2", plain, 0), ("j1", joins, 1), ("j2", joins, 1)):
+        for step in range(4):
+            def row(name: str, sid: str = sid, step: int = step, params: dict[str, Any] = params, co: int = co,
+                    **over: Any) -> dict[str, Any]:
+                return _row(sid, 0, step, name, params_json=json.dumps(params), param_copartition=co, **over)
+
+            rows.append(row(OPTIMAL))
+            rows.append(row("range", moved=3, moved_cost=3.0, excess_moves=2.0 if step >= 2 or not co else 0.0))
+            rows.append(row("stream-join-sticky"))
+            if co:
+                rows.append(row("uniform", copartition_violations=2, max_load_gap=-1.0, sum_sq_gap=-4.0,
+                                excess_moves=None, balance_optimal=True))
+            else:
+                for name in ("uniform", "sticky", "cooperative-sticky"):
+                    bad = not uniform_good
+                    rows.append(row(name, rounds=2 if name == "cooperative-sticky" else 1,
+                                    excess_moves=1.0 if bad else 0.0))
+    out = tmp_path / "joins"
+    _write(out, rows)
+    return out
+
+
+def test_a_verdict_per_workload_class_and_joins_never_get_an_assignor_that_splits(tmp_path: Path) -> None:
+    out = _join_sweep(tmp_path)
+    build_report(out)
+    md = (out / "report" / "summary.md").read_text()
+    head = md.split("## Overview")[0]
+    no_joins, joins = head.split("### Consumer groups with co-partitioned joins")
+    assert "### Consumer groups without co-partitioned joins: 8 steps in 2 scenarios" in no_joins
+    # a three-way tie at 100%: shown with the rule that broke each one
+    assert "**Run `sticky`.**" in no_joins
+    assert ("- uniform ties at 100.0%; broken by the older Kafka release that ships it: sticky since 0.11.0, "
+            "uniform since 4.0.0") in no_joins
+    assert ("- cooperative-sticky ties at 100.0%; broken by mean rebalance rounds: sticky 1, cooperative-sticky 2"
+            in no_joins)
+    # the ranking figure is a column of the table
+    assert "| sticky | 0.11.0+ | 100.0% | 100.0% |" in no_joins
+    # joins: uniform split every step; it is never named, and its negative gaps count for nothing
+    assert "**Run `range`.**" in joins and "Run `uniform`" not in joins
+    assert "**Never under a join**: `uniform` (8 of its steps) split co-partitioned units" in joins
+    assert "It is as good as the optimum" in joins and "in 50.0% of its 8 steps" in joins
+    assert "| stream-join-sticky | KIP-315 (never merged) | 100.0% | +50.0 points |" in joins
+    rows = load_rows(out)
+    u = rows[(rows["assignor"] == "uniform") & (rows["param_copartition"] == 1)]
+    assert set(u["outcome"]) == {"split"} and u["max_load_gap"].isna().all() and not u["balance_optimal"].any()
+    overview = md.split("## Overview")[1].split("##")[0]
+    assert "| uniform | 16 | 4 | 0 | 0 | 8 | 50.0% |" in overview  # balanced in 8 of 16 steps, not 16
+
+
+def test_no_assignor_qualifies_when_the_best_share_is_zero(tmp_path: Path) -> None:
+    out = _join_sweep(tmp_path, uniform_good=False)
+    build_report(out)
+    head = (out / "report" / "summary.md").read_text().split("## Overview")[0]
+    no_joins = head.split("### Consumer groups with co-partitioned joins")[0]
+    assert "**No assignor on this grid qualifies**" in no_joins and "Run `" not in no_joins
+    assert "`kassign assign GROUP.json --assignor optimal`" in no_joins
+    assert not list((out / "report").glob("worst-consumer-*.yaml"))
+
+
+def test_a_streams_sweep_gets_a_verdict(tmp_path: Path) -> None:
+    params = {"protocol": "streams", "clients": 3, "steps": 1}
+    rows = []
+    for step in range(2):
+        for name, gap in (("optimal-streams", 0.0), ("high-availability", 0.0), ("sticky-task", 1.0),
+                          ("state-store-weighted", 0.0)):
+            rows.append(_row("s1", 0, step, name, protocol="streams", params_json=json.dumps(params),
+                             copartition_violations=None, max_load_gap=None, sum_sq_gap=None, excess_moves=None,
+                             active_balance_gap=gap, total_balance_gap=0.0, restoration_gap=0.0,
+                             moved_actives=1, balance_optimal=gap == 0.0))
+    out = tmp_path / "streams"
+    _write(out, rows)
+    build_report(out)
+    head = (out / "report" / "summary.md").read_text().split("## Streams summary")[0]
+    assert "### Kafka Streams applications: 2 steps in 1 scenario" in head
+    assert "**Run `high-availability`.** Leave `task.assignor.class unset` (Kafka 2.6.0 or later" in head
+    assert "| state-store-weighted | KIP-262 (rejected) | 100.0% | +0.0 points |" in head
+
+
+@pytest.mark.slow
+def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units() -> None:
+    """The demo grid's join point (examples/sweep-small.yaml), evaluated without Spark: the join verdict
+    names an assignor that ships with Kafka and kept every unit together in every step."""
+    import pandas as pd
+    import yaml
+
+    from spark_runner.sweep.evaluate import evaluate_scenario
+    from spark_runner.sweep.report import _normalize
+    from spark_runner.sweep.run import read_grid
+    from spark_runner.sweep.verdict import verdicts
+
+    repo = Path(__file__).resolve().parents[3]
+    grid = read_grid(repo / "examples" / "sweep-small.yaml")
+    doc = yaml.safe_load((repo / "examples" / "sweep-small.yaml").read_text())
+    rows = []
+    for _sid, seed, params in grid.scenarios():
+        if params.copartition:
+            rows += evaluate_scenario(params, seed, list(grid.evaluated), doc["solver_time_limit"])
+    df = _normalize(pd.DataFrame(rows))
+    (joins,) = [v for v in verdicts(df) if v.key == "joins"]
+    split = df[df["outcome"] == "split"].groupby("assignor").size()
+    assert len(split) >= 3  # the sticky family and uniform split units on this grid
+    assert joins.winner is not None and joins.winner not in split.index
+    assert {n for n, _ in joins.excluded} == {n for n in split.index if n not in ("fair",)}

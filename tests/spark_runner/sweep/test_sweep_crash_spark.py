@@ -98,3 +98,18 @@ def test_clear_uncommitted_removes_only_spark_leftovers(tmp_path: Path) -> None:
     assert clear_uncommitted(tmp_path) == 2
     assert sorted(p.name for p in rows.iterdir()) == ["assignor=range"]
     assert clear_uncommitted(tmp_path / "nowhere") == 0
+
+
+@pytest.mark.spark
+def test_the_sweep_command_shows_kassigns_lines_only_and_keeps_sparks_in_a_log(tmp_path: Path) -> None:
+    """Spark's banner, log4j's default-profile lines and the JVM's warnings go to OUT/spark.log, not the user."""
+    grid = tmp_path / "g.yaml"
+    grid.write_text(yaml.safe_dump({**GRID, "seeds": 1}))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    r = subprocess.run([sys.executable, "-m", "spark_runner", "sweep", str(grid), "--out", str(out), "--master",
+                        "local[1]", "--no-report"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert lines and all(x.startswith("[sweep] ") for x in lines), lines
+    assert "log4j" in (out / "spark.log").read_text()

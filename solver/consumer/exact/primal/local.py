@@ -34,7 +34,7 @@ Two members; member 1 owns the item of load 5 (moving it costs 7), three
 orphans of loads 4, 3 and 2 are free to go anywhere:
 
 >>> import numpy as np
->>> from solver.consumer.exact.local import Data, improve
+>>> from solver.consumer.exact.primal.local import Data, improve
 >>> d = Data(weights=[5, 4, 3, 2], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4,
 ...          cost=[{1: 0}, {}, {}, {}], ratio=[1, 1], default_cost=[7, 0, 0, 0])
 >>> counts = improve(d, target=7)
@@ -62,6 +62,8 @@ CANDIDATES = 16
 WINDOW = 8
 #: Members holding at most this many items also try moves and swaps of item pairs.
 PAIR_ITEMS = 24
+#: Candidate steps evaluated per unit of a step budget (``max_steps`` counts steps and this much work).
+WORK_CELLS = 2_000
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,11 @@ class _Search:
         self.r = [int(x) for x in d.ratio]
         self.held: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]  # sorted (w, item)
         self.elig = [frozenset(e) for e in d.eligible]
+        # eligibility as a (classes x members) table and the class of every item: vectorised checks
+        self.elig_mat = np.zeros((len(d.counts), self.n), dtype=bool)
+        for c, e in enumerate(d.eligible):
+            self.elig_mat[c, list(e)] = True
+        self.cls_a = np.asarray(self.cls, dtype=np.int64)
         dflt = [d.default_cost[c] if d.default_cost is not None else 0 for c in range(len(d.counts))]
         # per item: its class's costs that differ from the default, and the default
         self.cd = [d.cost[c] for c in self.cls]
@@ -243,6 +250,10 @@ class _Search:
     def late(self) -> bool:
         self.steps_left -= 1
         return self.steps_left < 0 or time.perf_counter() > self.deadline
+
+    def charge(self, cells: int) -> None:
+        """Count the work of evaluating ``cells`` candidate steps (a step budget then bounds the time too)."""
+        self.steps_left -= cells // WORK_CELLS
 
     def counts(self) -> np.ndarray:
         out = np.zeros((len(self.d.counts), self.n), dtype=np.int64)
@@ -356,6 +367,7 @@ class _Search:
         has_j = J >= 0
         Jc = np.where(has_j, J, 0)
         wj = np.where(has_j, self.wa[Jc], 0)
+        self.charge(ia.size * J.size)
         D = self.wa[ia][:, None] - wj[None, :]  # load leaving a (and reaching b)
         ok = (D >= 1) & (rb[None, :] >= D)
         dc = (self._cost_at(ia[:, None], B[None, :]) - self._cost_at(ia, a)[:, None]
@@ -394,15 +406,14 @@ class _Search:
         for b in cands:
             ib = self._items(b)
             gb = _groups(ib, with_empty=True)
+            self.charge(ga.shape[0] * gb.shape[0])
             wa = self.wa[ga].sum(axis=1, where=ga >= 0)
             wb = self.wa[np.maximum(gb, 0)].sum(axis=1, where=gb >= 0)
             D = wa[:, None] - wb[None, :]
             rb = self.room(b, target)
             ok = (D >= 1) & (rb >= D)
             if not self.all_eligible:
-                ok &= np.array([[all(b in self.elig[self.cls[int(i)]] for i in g if i >= 0) for _ in gb]
-                                for g in ga]) & np.array([[all(a in self.elig[self.cls[int(j)]] for j in h if j >= 0)
-                                                           for h in gb] for _ in ga])
+                ok &= self._group_eligible(ga, b)[:, None] & self._group_eligible(gb, a)[None, :]
             if not ok.any():
                 continue
             ca = (np.where(ga >= 0, self._cost_at(np.maximum(ga, 0), b) - self._cost_at(np.maximum(ga, 0), a), 0)
@@ -449,10 +460,12 @@ class _Search:
         return out
 
     def _eligible(self, items: np.ndarray, members: np.ndarray | int) -> np.ndarray:
-        it, mb = np.broadcast_arrays(items, members)
-        flat = [int(m) in self.elig[self.cls[int(i)]]
-                for i, m in zip(it.ravel().tolist(), mb.ravel().tolist(), strict=True)]
-        return np.array(flat, dtype=bool).reshape(it.shape)
+        return self.elig_mat[self.cls_a[items], members]
+
+    def _group_eligible(self, groups: np.ndarray, m: int) -> np.ndarray:
+        """Rows of :func:`_groups` whose every item (``-1``: none) may go to ``m``."""
+        ok = self.elig_mat[self.cls_a[np.maximum(groups, 0)], m]
+        return np.where(groups >= 0, ok, True).all(axis=1)
 
     def _spread(self, a: int, target: int) -> bool:
         """The move or swap out of ``a`` whose larger resulting load is least (then cheapest)."""
@@ -463,6 +476,7 @@ class _Search:
         for b in cands:
             rb = (top - 1 - self.nl(b)) // self.r[b]
             held_b = self.held[b]
+            self.charge(len(self.held[a]) * (WINDOW + 1) * 20)  # pure-Python loop: costlier per cell
             for wi, i in self.held[a]:
                 if b not in self.elig[self.cls[i]]:
                     continue
@@ -551,7 +565,9 @@ class _Search:
             if not order:
                 return
             a = order[0]
-            below = sorted((b for b in range(self.n) if self.nl(b) < self.nl(a) - 1), key=lambda b: (self.nl(b), b))
+            # only members that may take one of a's items can lower its load
+            reach = set().union(*(self.elig[self.cls[int(i)]] for i in self._items(a).tolist()))
+            below = sorted((b for b in reach if b != a and self.nl(b) < self.nl(a) - 1), key=lambda b: (self.nl(b), b))
             cands = below[:CANDIDATES]
             got = self._options(a, cands, [self.room(b, cap) for b in cands], moves_cap - spent)
             if got is None:
@@ -574,3 +590,22 @@ class _Search:
             self._apply(a, i, j, b)
             spent += int(dc[r, col])
             stuck.discard(b)
+
+
+def give_back(data: Data, counts: np.ndarray, cap: int, *, deadline: float | None = None,
+              max_steps: int | None = None) -> np.ndarray:
+    """``counts`` with items sent home (alone or by short chains of fixes) while that lowers the moved cost
+    and keeps every ``NL_m <= cap``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = Data(weights=[2, 2], counts=[1, 1], eligible=[[0, 1]] * 2, cost=[{0: 0}, {}], ratio=[1, 1],
+    ...          default_cost=[4, 0])
+    >>> give_back(d, np.array([[0, 1], [1, 0]]), cap=2).tolist()  # the owned item goes home, the free one leaves
+    [[1, 0], [0, 1]]
+    """
+    s = _Search(data, deadline, max_steps)
+    s.place_counts(counts)
+    s.give_back(cap)
+    return s.counts()

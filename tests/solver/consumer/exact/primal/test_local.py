@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.bench_weighted import large_instance
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.engine import _local_data, scale
-from solver.consumer.exact.local import Data, improve, level
+from solver.consumer.exact.data import local_data, scale
+from solver.consumer.exact.primal.local import Data, improve, level
 from solver.consumer.items import build_classes
 from solver.consumer.optimal import solve
 from solver.model.scoring import score
@@ -24,7 +24,7 @@ ORDER = ("max_load", "moves", "sum_sq")
 def _data(inst):
     ic = build_classes(inst)
     sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, _local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+    return ic, sc, local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,64 @@
+"""The exact engine's integer data: loads per capacity and move costs as exact integers.
+
+:func:`scale` turns an instance's item classes into :class:`Scaled` integers
+(:mod:`.scaling`); :func:`local_data` gives the primal heuristics
+(:mod:`.primal`) the same numbers as :class:`.primal.local.Data`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.scaling import capacity_ratios, integer_scale
+from solver.consumer.items import ItemClasses
+
+#: Largest scaled total load per capacity (linear stages; int64 with room).
+MAX_LINEAR = 2**40
+
+
+@dataclass
+class Scaled:
+    """The integer data of one instance."""
+
+    wint: list[int]
+    ratio: list[int]
+    load_unit: Fraction  # original load per capacity = NL * load_unit
+    move_unit: Fraction
+    owned: list[int]
+    own: list[dict[int, int]]
+    exact: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def scale(ic: ItemClasses, caps: Sequence[float]) -> Scaled:
+    """Exact integers for loads per capacity and move costs (see :mod:`.scaling`)."""
+    ratio, big_p, exact_caps = capacity_ratios(caps)
+    max_ratio = max(ratio, default=1)
+    total = float((ic.weight * ic.count).sum())
+    ws = integer_scale(ic.weight.tolist(), limit=max(1, MAX_LINEAR // max_ratio), total=total)
+    mvals = [float(v) for v in ic.owned_cost.tolist()] + [c for own in ic.owners for _, c in own]
+    ms = integer_scale(mvals, limit=2**40 // max(1, ic.total_items))
+    nc = ic.n_classes
+    owned = ms.ints[:nc]
+    rest = iter(ms.ints[nc:])
+    own = [{o: next(rest) for o, _ in ic.owners[c]} for c in range(nc)]
+    notes = []
+    if not ws.exact:
+        notes.append("item loads have no exact integer scale: proven up to a load resolution of "
+                      f"{float(ws.unit / big_p):.3g}")
+    if not exact_caps:
+        notes.append("capacities have no small rational form: loads per capacity are rounded")
+    if not ms.exact:
+        notes.append(f"move costs rounded to a resolution of {float(ms.unit):.3g}")
+    return Scaled(ws.ints, ratio, ws.unit / big_p, ms.unit, owned, own,
+                  ws.exact and exact_caps and ms.exact, notes)
+
+
+def local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]]) -> Data:
+    """The engine's integer model for :mod:`.primal`: scaled loads, capacity ratios, move costs per member."""
+    return Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()], eligible=eligible,
+                cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
+                ratio=sc.ratio, default_cost=sc.owned)

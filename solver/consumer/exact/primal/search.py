@@ -1,0 +1,144 @@
+"""The primal side of each stage, composed from the starts, the local search and the windows.
+
+* :func:`lower_max_load` -- several starts (the sticky local search towards
+  the bound, the sticky and the plain largest-first greedy), each levelled
+  (:func:`.local.level`: the sum of squared loads falls, which drains the
+  most loaded members); the lowest max load wins, then the lower moved cost.
+  Stops as soon as a start reaches the bound; every solution found is kept
+  (a later stage may start from any that fits its cap).
+* :func:`fewer_moves_at` -- at a cap: the best of the given solutions and
+  shed-and-refill (a sticky start built for that cap), the focused model
+  when shed-and-refill finds nothing, then window re-solves
+  (:func:`.lns.fewer_moves`) and items sent home by short chains.
+
+Work is bounded by a wall-clock deadline, or, with ``deterministic``, by
+step and window counts derived from the time limit (the same result on
+every run).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.consumer.exact.primal.lns import Budget, fewer_moves, focused
+from solver.consumer.exact.primal.local import Data, give_back, improve, level
+from solver.consumer.exact.primal.start import lpt, shed_refill
+
+#: Local-search steps per second of budget in deterministic mode (about a second's work on 2 cores).
+STEPS_PER_SECOND = 20_000
+#: Windows per second of budget in deterministic mode.
+WINDOWS_PER_SECOND = 4
+
+
+@dataclass(frozen=True)
+class Work:
+    """A share of the solve: ``seconds`` of wall clock, or the same amount of deterministic work."""
+
+    seconds: float
+    deterministic: bool = False
+    workers: int = 1
+
+    def deadline(self) -> float | None:
+        return None if self.deterministic else time.perf_counter() + self.seconds
+
+    def steps(self) -> int | None:
+        return max(100, int(self.seconds * STEPS_PER_SECOND)) if self.deterministic else None
+
+    def part(self, share: float) -> Work:
+        return Work(self.seconds * share, self.deterministic, self.workers)
+
+    def budget(self) -> Budget:
+        if self.deterministic:
+            return Budget(time.perf_counter() + self.seconds, True,
+                          max(1, int(self.seconds * WINDOWS_PER_SECOND)), 1)
+        return Budget(time.perf_counter() + self.seconds, False, 0, self.workers)
+
+
+def nl_max(d: Data, x: np.ndarray) -> int:
+    """Largest ``NL_m`` of ``x``."""
+    return int(((np.asarray(d.weights, dtype=np.int64) @ x) * np.asarray(d.ratio, dtype=np.int64)).max(initial=0))
+
+
+def moved_cost(d: Data, x: np.ndarray) -> int:
+    """Moved cost of ``x``."""
+    dflt = np.asarray(d.default_cost if d.default_cost is not None else [0] * len(d.counts), dtype=np.int64)
+    total = int((x.sum(axis=1) * dflt).sum())
+    for c, costs in enumerate(d.cost):
+        for m, k in costs.items():
+            if x[c, m]:
+                total -= int(x[c, m]) * (int(dflt[c]) - k)
+    return total
+
+
+def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
+    """Solutions of low max load (see the module docstring), the best first (max load, then moved cost).
+
+    The starts, in order, each with a share of ``work``: the sticky local search towards ``lb`` (few
+    moves), then that result levelled, the sticky greedy levelled and the plain greedy levelled; the
+    search stops at the first solution that reaches ``lb``.
+    """
+    t_end = time.perf_counter() + work.seconds
+    pool: list[np.ndarray] = []
+
+    def share(k: int, of: int) -> Work:
+        if work.deterministic:
+            return work.part(1.0 / of)
+        return Work(max(0.01, (t_end - time.perf_counter()) / (of - k)), False, work.workers)
+
+    def levelled(x: np.ndarray, w: Work) -> np.ndarray:
+        return level(d, x, nl_max(d, x), 2**62, deadline=w.deadline(), max_steps=w.steps())
+
+    steps = [lambda w: improve(d, lb, deadline=w.deadline(), max_steps=w.steps()),
+             lambda w: levelled(pool[0], w),
+             lambda w: levelled(lpt(d, sticky=True), w),
+             lambda w: levelled(lpt(d, sticky=False), w)]
+    for k, step in enumerate(steps):
+        if pool and not work.deterministic and time.perf_counter() >= t_end:
+            break
+        pool.append(step(share(k, len(steps))))
+        if nl_max(d, pool[-1]) <= lb:
+            break
+    pool.sort(key=lambda x: (nl_max(d, x), moved_cost(d, x)))
+    return pool
+
+
+def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], *, seed: int = 0,
+                   floor: int = 0) -> np.ndarray | None:
+    """A solution with every ``NL_m <= cap`` and little moved cost (see the module docstring).
+
+    ``starts``: solutions already known (those within the cap are candidates);
+    ``floor``: a lower bound on the moved cost (the search stops when it is reached).
+    Returns ``None`` only when no start fits the cap and none is found.
+    """
+    t0 = time.perf_counter()
+    best: np.ndarray | None = None
+    best_cost = 0
+
+    def offer(x: np.ndarray | None) -> None:
+        """Keep ``x`` if it fits the cap and moves less than the best so far."""
+        nonlocal best, best_cost
+        if x is None or nl_max(d, x) > cap:
+            return
+        cost = moved_cost(d, x)
+        if best is None or cost < best_cost:
+            best, best_cost = x, cost
+
+    for x in starts:
+        offer(x)
+    # sticky starts built for this cap: shed-and-refill both ways, and the local search aimed at the cap
+    for exact_cover, s in ((True, 0), (False, 0), (False, 1)):
+        offer(shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover))
+    offer(improve(d, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
+    if best is None or best_cost > floor:
+        offer(focused(d, cap, work.part(0.3).budget(), best, seed=seed))
+    if best is not None and best_cost > floor:
+        used = 0.0 if work.deterministic else time.perf_counter() - t0
+        left = Work(max(0.0, work.seconds - used) if not work.deterministic else work.seconds * 0.6,
+                    work.deterministic, work.workers)
+        offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed))
+        offer(give_back(d, best, cap, deadline=left.part(0.1).deadline(), max_steps=left.part(0.1).steps()))
+    return best
