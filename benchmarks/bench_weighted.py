@@ -57,8 +57,9 @@ def realistic_records() -> list[dict[str, Any]]:
     return recs
 
 
-def large_instance(seed: int = 1, n: int = 10_000, members: int = 200, leave: int = 10) -> Instance:
-    """Lognormal loads and state sizes; a balanced (greedy) assignment over ``members + leave``, then ``leave`` go."""
+def large_instance(seed: int = 1, n: int = 10_000, members: int = 200, leave: int = 10, join: int = 0) -> Instance:
+    """Lognormal loads and state sizes; a balanced (greedy) assignment over ``members + leave``, then ``leave``
+    go and ``join`` new members (owning nothing) arrive: with joiners the old members must shed load."""
     from solver.io import parse_instance
 
     rng = np.random.default_rng(seed)
@@ -80,7 +81,9 @@ def large_instance(seed: int = 1, n: int = 10_000, members: int = 200, leave: in
     gone = set(rng.choice(total, size=leave, replace=False).tolist())
     docs = [{"id": f"c{i:03d}", "topics": ["events", "orders"], "owned": {t: sorted(ps) for t, ps in owned[i].items()},
              "generation": 3} for i in range(total) if i not in gone]
-    return parse_instance({"format": "kassign/v1", "name": "weighted-10k-leave", "topics": topics, "members": docs})
+    docs += [{"id": f"n{i:03d}", "topics": ["events", "orders"]} for i in range(join)]
+    name = f"weighted-{n // 1000}k-leave{leave}" + (f"-join{join}" if join else "")
+    return parse_instance({"format": "kassign/v1", "name": name, "topics": topics, "members": docs})
 
 
 def run_realistic(time_limit: float, deterministic: bool) -> None:

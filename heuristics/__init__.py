@@ -6,8 +6,9 @@ one of them, so afterwards the registry (``solver.registry.get(name)``) holds
 every heuristic.  Families live in sub-packages: :mod:`heuristics.sticky`
 (``sticky``, ``cooperative-sticky``), :mod:`heuristics.kip848` (``uniform``,
 ``server-range``), :mod:`heuristics.streams` (Kafka Streams' task assignors);
-``range``, ``roundrobin``, ``fair`` (KIP-49) and ``stream-join-sticky``
-(KIP-315) are modules of their own.
+``range``, ``roundrobin``, ``fair`` (KIP-49), ``stream-join-sticky``
+(KIP-315) and ``lag-based`` (the lag-aware ``LagBasedPartitionAssignor`` of
+``grantneale/kafka-lag-based-assignor``) are modules of their own.
 
 The public API is the registry: ``solver.registry.get(name).run(instance, params)``
 runs any assignor on an :class:`solver.Instance` and returns a
@@ -43,7 +44,7 @@ from __future__ import annotations
 import importlib
 
 #: Modules and sub-packages whose import registers assignors.
-ASSIGNOR_MODULES = ("range", "roundrobin", "fair", "stream_join_sticky", "sticky", "kip848", "streams")
+ASSIGNOR_MODULES = ("range", "roundrobin", "fair", "stream_join_sticky", "lag_based", "sticky", "kip848", "streams")
 
 for _name in ASSIGNOR_MODULES:
     importlib.import_module(f"{__name__}.{_name}")

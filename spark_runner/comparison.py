@@ -150,7 +150,10 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         The optimum's ``time_limit``, ``seed`` and ``options``; heuristics get
         the seed and options (see :func:`heuristic_params`).  A
         ``balance_tolerance`` (consumer protocol) adds the row
-        ``optimal~EPS``: the optimum under that tolerance.
+        ``optimal~EPS``: the optimum under that tolerance.  Weighted groups
+        (items that differ in load) get that row by default with
+        ``EPS = 0.01`` (:data:`solver.consumer.optimal.DEFAULT_BALANCE_TOLERANCE`);
+        ``balance_tolerance=0`` leaves it out.
     settle
         Run cooperative assignors' follow-up rounds until nothing is withheld
         (default); ``False`` shows their first round only.
@@ -189,6 +192,14 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         chosen = available(chosen, instance, p, warn)
     ref = REFERENCE[instance.protocol]
     tolerance = p.balance_tolerance if instance.protocol == "consumer" else None
+    if tolerance is None and instance.protocol == "consumer":
+        from solver.consumer.optimal import DEFAULT_BALANCE_TOLERANCE, items_differ
+
+        # weighted groups: the answer to deploy is the fewest moves within 1% of the best balance found
+        # (the strict optimum can move far more for the last fraction of a percent); the strict row stays
+        tolerance = DEFAULT_BALANCE_TOLERANCE if items_differ(instance) else None
+    if tolerance == 0:
+        tolerance = None  # an explicit 0 asks for the strict optimum only
     opt = get(ref).run(instance, replace(p, balance_tolerance=None))
     hp = heuristic_params(p, settle)
     rows = _rows(instance, ref, opt, chosen, hp, warn)

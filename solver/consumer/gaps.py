@@ -40,6 +40,7 @@ import numpy as np
 from solver.consumer.cpsat import solve_cpsat
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import build_classes
+from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
 from solver.result import Result
@@ -135,7 +136,8 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
     -------
     (moved_cost, proven)
         ``proven`` is false when CP-SAT stopped at its time limit (``moved_cost``
-        is then the best found, an upper bound).  Raises
+        is then the best found, an upper bound; with ``upper`` and nothing found
+        in time, ``upper`` itself).  Raises
         :class:`~solver.errors.InfeasibleError` when no such assignment exists.
     """
     view = GroupView(instance)
@@ -163,9 +165,15 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
             out = solve_flow(ic, racks, order=("balance", "moves"), caps=item_caps)
             if _close_le(sum_sq, _flow_sum_sq(ic, out.flows, caps)):
                 return out.moved_cost_int / out.move_scale, True
-    cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
-                       deterministic=deterministic, load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
-                       moves_cap=None if upper is None else upper * (1 + 1e-12) + 1e-9)
+    try:
+        cout = solve_cpsat(ic, caps, racks, stages=("moves",), time_limit=time_limit, seed=seed,
+                           deterministic=deterministic, load_cap=max_load * (1 + 1e-12), sum_sq_cap=sum_sq,
+                           moves_cap=None if upper is None else upper * (1 + 1e-12) + 1e-9)
+    except InfeasibleError:
+        if upper is None:
+            raise
+        # nothing found in time: the assignment being measured is the best known (excess 0, not proven)
+        return float(upper), False
     rep = cout.stages[0]
     return rep.value, rep.proven and cout.exact
 

@@ -199,7 +199,8 @@ def located(source: str) -> Iterator[None]:
 
 
 def unproven_note(name: str, res: Result) -> str | None:
-    """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``.
+    """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``:
+    every stage with its value, and for each open stage its bound and gap (numbers with thousands separators).
 
     Examples
     --------
@@ -212,8 +213,10 @@ def unproven_note(name: str, res: Result) -> str | None:
         return None
     stages = list(res.extra.get("stages") or [f"stage {k + 1}" for k in range(len(res.objective))])
 
+    from spark_runner.units import number
+
     def num(x: float) -> str:
-        return f"{x:.6g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
+        return number(x, digits=7)
 
     flags = res.extra.get("proven", res.extra.get("stage_proven"))
     proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
@@ -222,7 +225,7 @@ def unproven_note(name: str, res: Result) -> str | None:
         if ok:
             parts.append(f"{s} {num(v)} (proven)")
         else:
-            parts.append(f"{s} {num(v)} >= {num(b)} (gap {100 * (v - b) / max(abs(v), 1e-12):.3g}%)")
+            parts.append(f"{s} {num(v)} >= {num(b)} (gap {number(100 * (v - b) / max(abs(v), 1e-12), 3)}%)")
     return f"{name}: not proven optimal: " + ", ".join(parts)
 
 

@@ -138,6 +138,13 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     ref = rows[0] if rows else {}
     optimum = "optimal-streams" if streams else "optimal"
     run = f"run the optimum: kassign assign {source} --assignor {optimum} -o assignment.json"
+    tol = next((r for r in rows if str(r.get("assignor", "")).startswith(f"{optimum}~")), None)
+    if tol is not None and "error" not in tol:
+        # weighted groups: what to deploy is the fewest moves within the tolerance of the best balance
+        eps = str(tol["assignor"]).split("~", 1)[1]
+        run = (f"deploy the optimum within {float(eps):.0%} of the best balance (moves "
+               f"{number(tol.get('moved'))} partitions, the strict optimum {number(ref.get('moved'))}): "
+               f"kassign assign {source} --assignor {optimum} --balance-tolerance {eps} -o assignment.json")
     kafka = [r for r in rows[1:] if shipped(str(r["assignor"])) and r.get("outcome") == "valid"]
     if not kafka:
         return f"No assignor that ships with Kafka gives a valid assignment that keeps units together here; {run}"

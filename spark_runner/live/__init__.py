@@ -5,8 +5,8 @@
   ``kassign/v1`` instance (read-only; :mod:`spark_runner.live.broker` talks
   to the cluster).
 * :mod:`spark_runner.live.assignor` - :class:`KassignOptimalAssignor`, a
-  kafka-python partition assignor (protocol ``kassign-optimal``) that hands
-  out kassign's optimum.
+  kafka-python 3 and aiokafka partition assignor (protocol ``kassign-optimal``)
+  that hands out kassign's optimum.
 * :mod:`spark_runner.live.wire` - the consumer protocol's subscription and
   assignment bytes, and kassign's user data.
 

@@ -28,7 +28,9 @@ from solver.errors import KassignError
 
 #: API keys a capture needs (name for the error message).
 DESCRIBE_GROUPS = 15
-CONSUMER_GROUP_DESCRIBE = 69
+#: KIP-848's own group protocol is ConsumerGroupHeartbeat (68): a broker that answers it runs KIP-848 groups.
+#: (ConsumerGroupDescribe, 69, alone says nothing: Tansu 0.6 lists it without running KIP-848 groups.)
+CONSUMER_GROUP_HEARTBEAT = 68
 REQUIRED_APIS = {3: "Metadata", 9: "OffsetFetch", 2: "ListOffsets", DESCRIBE_GROUPS: "DescribeGroups"}
 
 # Kafka error codes that need a specific message.

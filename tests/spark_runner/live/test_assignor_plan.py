@@ -108,14 +108,17 @@ def test_past_the_budget_kafkas_cooperative_sticky_result_is_used_and_logged(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     parts = {"a": 7, "b": 5}
     members = _group(4, parts, owned_by=3, seed=4)
-    monkeypatch.setattr(live, "_solve_within", lambda instance, budget: None)
+    monkeypatch.setattr(live, "_solve_within", lambda instance, budget, wall: None)
     with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
-        res = plan(members, parts, budget=0.5)
+        res = plan(members, parts, budget=0.5, wall=2.0)
     assert res.engine == "cooperative-sticky" and res.status == "fallback"
-    assert "not proven within 0.5 s" in caplog.text and "cooperative-sticky" in caplog.text
+    assert "no answer from the optimal engine within 2 s" in caplog.text and "cooperative-sticky" in caplog.text
     inst = parse_instance(build_instance_doc(members, parts))
+    # Kafka's first round (what it withholds is what kassign withholds: partitions another member claims)
     kafka = get("cooperative-sticky").run(inst, Params()).assignment.to_lists()
     assert res.assignment == {m: {t: list(ps) for t, ps in tps.items()} for m, tps in kafka.items()}
+    settled = get("cooperative-sticky").run(inst, Params(options={"rounds": "settle"})).assignment.to_lists()
+    assert res.target == {m: {t: list(ps) for t, ps in tps.items()} for m, tps in settled.items()}
 
 
 def test_a_slow_solver_really_falls_back_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +135,7 @@ def test_a_slow_solver_really_falls_back_within_the_budget(monkeypatch: pytest.M
 
     monkeypatch.setattr(assignors, "get", lambda name: Slow() if name == "optimal" else real(name))
     t0 = time.perf_counter()
-    res = plan(_group(3, {"a": 6}, owned_by=2, seed=5), {"a": 6}, budget=0.3)
+    res = plan(_group(3, {"a": 6}, owned_by=2, seed=5), {"a": 6}, budget=0.3, wall=0.3)
     assert res.engine == "cooperative-sticky" and time.perf_counter() - t0 < 2.5
 
 
@@ -235,3 +238,158 @@ def test_a_follow_up_round_hands_out_the_steps_target_without_solving_again(monk
     assert _flat(second.assignment) == _flat(second.target) == _flat(first.target)
     asg.assign(Cluster(), [Entry(r) for r in after[:3]])  # a member left: a new step, solved again
     assert asg.last_plan is not None and asg.last_plan.engine != "follow-up"
+
+
+# --------------------------------------------------------------------------- weighted past the budget
+
+
+def _lag_group(members: int, topics: int, partitions: int, seed: int = 0) -> tuple[list[MemberReport], dict[str, int]]:
+    """``members - 1`` members owning every partition round-robin with random lags (generation 5), one new."""
+    from benchmarks.bench_live import group
+
+    return group(members, topics, partitions, True, seed), {f"topic-{i:02d}": partitions for i in range(topics)}
+
+
+def test_weighted_past_the_budget_hands_out_the_best_found_never_worse_than_cooperative_sticky() -> None:
+    """Not proven within the budget: the engine's best found (a valid assignment), compared with Kafka's."""
+    members, parts = _lag_group(10, 4, 32)
+    res = plan(members, parts, rebalance="eager", budget=0.2, wall=120)
+    assert res.status in ("best-found", "cooperative-sticky") and res.withheld == 0
+    inst = parse_instance(build_instance_doc(members, parts))
+    got = score(inst, Assignment.from_lists(res.target))
+    kafka = score(inst, get("cooperative-sticky").run(inst, Params(options={"rounds": "settle"})).assignment)
+    assert got["valid"] and got["unassigned"] == 0
+    assert (got["weighted_max_load"], got["moved_cost"]) <= (kafka["weighted_max_load"], kafka["moved_cost"])
+    assert (res.kafka_max_load, res.kafka_moved_cost) == (kafka["weighted_max_load"], kafka["moved_cost"])
+    # deterministic budget: the same reports give the same assignment
+    again = plan(list(reversed(members)), parts, rebalance="eager", budget=0.2, wall=120)
+    assert (again.target, again.status) == (res.target, res.status)
+
+
+def _feasible(assignment: dict[str, dict[str, list[int]]]) -> Any:
+    from solver.result import Result, Status
+
+    return Result(Assignment.from_lists(assignment), Status.FEASIBLE, extra={"engine": "exact"})
+
+
+def test_a_best_found_worse_than_cooperative_sticky_gives_way_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    members = [MemberReport("m0", ("a",), {"a": (0, 1)}, 3, {"a": {0: 5.0, 1: 1.0}}),
+               MemberReport("m1", ("a",), {"a": (2,)}, 3, {"a": {2: 4.0}})]
+    parts = {"a": 3}
+    # worse: everything on m1 (max load 10, 2 moved) against Kafka's sticky answer (nothing moves, max load 6)
+    monkeypatch.setattr(live, "_solve_within", lambda i, b, w: _feasible({"m0": {}, "m1": {"a": [0, 1, 2]}}))
+    res = plan(members, parts)
+    assert (res.engine, res.status) == ("cooperative-sticky", "cooperative-sticky")
+    assert res.target == {"m0": {"a": [0, 1]}, "m1": {"a": [2]}} and res.withheld == 0
+    assert (res.max_load, res.moved_cost, res.kafka_max_load, res.kafka_moved_cost) == (10.0, 2.0, 6.0, 0.0)
+    # better (max load 5 for 1 move): kept, and cooperatively withheld while m0 still holds a-1
+    monkeypatch.setattr(live, "_solve_within", lambda i, b, w: _feasible({"m0": {"a": [0]}, "m1": {"a": [1, 2]}}))
+    res = plan(members, parts)
+    assert (res.engine, res.status, res.withheld) == ("exact", "best-found", 1)
+    assert res.assignment == {"m0": {"a": [0]}, "m1": {"a": [2]}}
+
+
+def test_an_engine_failure_falls_back_with_its_reason(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(live, "_solve_within", lambda i, b, w: RuntimeError("boom"))
+    with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
+        res = plan(_group(3, {"a": 6}, owned_by=2, seed=8), {"a": 6})
+    assert res.status == "fallback" and "optimal solver failed (RuntimeError: boom)" in caplog.text
+
+
+# --------------------------------------------------------------------------- the client adapter
+
+
+class _Cluster:
+    def __init__(self, parts: dict[str, int]) -> None:
+        self.parts = parts
+
+    def partitions_for_topic(self, t: str) -> set[int]:
+        return set(range(self.parts[t]))
+
+
+def test_aiokafka_members_mapping_is_planned_eagerly(caplog: pytest.LogCaptureFixture) -> None:
+    """aiokafka rebalances eagerly only: a withheld partition would stay unowned, so nothing is withheld."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+
+    from spark_runner.live.wire import KassignUserData, encode_user_data
+
+    parts = {"a": 7, "b": 5}
+    group = _group(4, parts, owned_by=3, seed=1)
+    asg = live.KassignOptimalAssignor(warm=False)  # cooperative configured
+    members = {r.member_id: ConsumerProtocolMemberMetadata(
+        0, list(r.topics), encode_user_data(KassignUserData(-1, r.owned))) for r in group}
+    with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
+        out = asg.assign(_Cluster(parts), members)
+    assert asg.last_plan is not None and asg.last_plan.withheld == 0
+    assert "rebalances eagerly only" in caplog.text
+    given = {mid: ConsumerProtocolMemberAssignment.decode(a.encode()).partitions() for mid, a in out.items()}
+    assert sorted(len(v) for v in given.values()) == [3, 3, 3, 3]  # every partition handed out at once
+    # aiokafka's on_assignment carries no generation: the member reports -1
+    asg.on_assignment(ConsumerProtocolMemberAssignment.decode(out["m0"].encode()))
+    assert asg.generation == -1 and sum(map(len, asg.owned.values())) == 3
+
+
+def test_kafka_python_members_list_stays_cooperative() -> None:
+    parts = {"a": 7, "b": 5}
+
+    class Entry:
+        def __init__(self, r: MemberReport) -> None:
+            self.member_id = r.member_id
+            self.metadata = type("Md", (), {"topics": r.topics, "user_data": _ud(r)})()
+
+    def _ud(r: MemberReport) -> bytes:
+        from spark_runner.live.wire import KassignUserData, encode_user_data
+
+        return encode_user_data(KassignUserData(r.generation, r.owned))
+
+    asg = live.KassignOptimalAssignor(warm=False)
+    asg.assign(_Cluster(parts), [Entry(r) for r in _group(4, parts, owned_by=3, seed=1)])
+    assert asg.last_plan is not None and asg.last_plan.withheld == 3
+
+
+_PARTITION = st.one_of(st.integers(-5, 2**40), st.floats(), st.text(max_size=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(
+    st.one_of(st.tuples(st.sampled_from(["a", "b"]), _PARTITION), st.text(max_size=3), st.integers(), st.none()),
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 2**70), st.none(), st.text(max_size=2)),
+    max_size=8))
+def test_any_weights_function_output_never_breaks_a_join(raw: dict[Any, Any]) -> None:
+    """A weight function's odd output (huge partition numbers, NaN lags, wrong keys) is left out, never a crash.
+
+    kafka-python encodes the join's metadata on its network thread: an exception there (a ``struct.error`` from
+    a partition past int32, a ``TypeError`` from a ``None`` lag) used to end the consumer.
+    """
+    from spark_runner.live.wire import decode_subscription, decode_user_data
+
+    asg = live.KassignOptimalAssignor(warm=False, weights=lambda: raw)
+    asg.owned, asg.generation = {"a": (0,)}, 4
+    data = decode_user_data(asg.user_data())
+    assert data is not None and data.generation == 4
+    for t, per in data.weights.items():
+        for p, w in per.items():
+            assert (t, p) in raw and float(raw[(t, p)]) == w and 0 <= p < 2**31 and w >= 0
+    assert decode_subscription(asg.metadata({"a", "b"}).encode()).topics == ("a", "b")
+
+
+def test_a_failing_weights_function_reports_none(caplog: pytest.LogCaptureFixture) -> None:
+    def broken() -> dict[tuple[str, int], float]:
+        raise RuntimeError("Cannot block on net.run() from the IO thread itself")
+
+    asg = live.KassignOptimalAssignor(warm=False, weights=broken)
+    with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
+        from spark_runner.live.wire import decode_user_data
+
+        data = decode_user_data(asg.user_data())
+    assert data is not None and dict(data.weights) == {}
+    assert "the weights function failed (RuntimeError" in caplog.text
+
+
+def test_a_nan_weight_from_another_member_does_not_break_the_leader() -> None:
+    members = [MemberReport("m0", ("a",), {"a": (0,)}, 1, {"a": {0: float("nan"), 1: 4.0}}),
+               MemberReport("m1", ("a",), {"a": (1,)}, 1, {"a": {1: float("inf")}})]
+    doc = build_instance_doc(members, {"a": 2})
+    assert doc["topics"]["a"] == {"partitions": 2, "weights": [4.0, 4.0]}  # a-0 unknown: the mean of the rest
+    assert plan(members, {"a": 2}).status == "optimal"

@@ -161,3 +161,52 @@ def test_describe_group_error_codes_become_exit_codes(code: int, kind: str | Non
     with pytest.raises(getattr(mod, kind), match=match) as e:
         b.describe_group("g")
     assert e.value.exit_code == exit_code
+
+
+class _StubBroker:
+    """kassign's Broker as far as ``observe`` uses it before any topic: the API list and one group answer."""
+
+    bootstrap = "b:9092"
+
+    def __init__(self, apis: set[int], group: GroupDescription) -> None:
+        self.apis, self.group = apis, group
+
+    def check_apis(self) -> dict[int, tuple[int, int]]:
+        return dict.fromkeys(self.apis, (0, 0))
+
+    def describe_group(self, group: str) -> GroupDescription:
+        return self.group
+
+
+@pytest.mark.parametrize(("apis", "hint"), [({15, 68, 69}, True), ({15, 69}, False), ({15}, False)])
+def test_the_kip848_hint_keys_on_consumer_group_heartbeat(apis: set[int], hint: bool) -> None:
+    """API 68 (ConsumerGroupHeartbeat) is KIP-848's protocol; 69 alone (Tansu 0.6) runs no KIP-848 group."""
+    from spark_runner.live.broker import GroupNotFound
+    from spark_runner.live.capture import observe
+
+    with pytest.raises(GroupNotFound) as e:
+        observe(_StubBroker(apis, GroupDescription("g", "Dead", "", "", ())), "g", timeout=1)  # type: ignore[arg-type]
+    assert ("KIP-848" in str(e.value)) is hint
+
+
+def test_members_without_metadata_stop_the_capture_saying_what_still_works() -> None:
+    from spark_runner.live.broker import BrokerUnavailable
+    from spark_runner.live.capture import observe
+
+    members = tuple(GroupMember(f"m{i}", None, "", "", b"", b"") for i in range(2))
+    with pytest.raises(BrokerUnavailable) as e:
+        observe(_StubBroker({15}, GroupDescription("g", "Stable", "consumer", "", members)), "g")  # type: ignore[arg-type]
+    assert e.value.exit_code == 69
+    assert str(e.value).startswith("the broker at b:9092 returned no member metadata for group 'g' (DescribeGroups: "
+                                   "2 of 2 member(s) without subscription bytes, no protocol name)")
+    assert "what still works on this broker: the live assignor" in str(e.value)
+
+
+def test_end_offsets_below_the_committed_ones_are_named_wrong() -> None:
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "range", (_member("m", ["t"], {"t": [0, 1]}),)),
+                   {"t": _topic("t", 2)}, {1: None}, committed={("t", 0): 5, ("t", 1): 2},
+                   end={("t", 0): 1, ("t", 1): 9})
+    doc = consumer_instance(obs, weights="lag")
+    assert doc["topics"]["t"]["weights"] == [0.0, 7.0]
+    assert any("t-0 (committed 5, end 1)" in n and "wrong" in n for n in doc["notes"])
+    assert not any("t-1 (" in n for n in doc["notes"])

@@ -1,10 +1,17 @@
-"""The live assignor ``kassign-optimal`` in a real group on a real broker (noida-db), through joins and leaves."""
+"""The live assignor ``kassign-optimal`` in real groups on real brokers (noida-db and Tansu), both clients.
+
+The property, for every broker, client (kafka-python cooperative and eager, aiokafka) and for unit and weighted
+groups: after a join, a leave and a restart (of the group's leader), the settled group reaches the optimum's max
+load, and it moved no more than the optimum would from what the leader was told at the step's first round.
+kafka-python cooperative groups are also checked round by round (no partition handed out while another member
+holds it) and on a timeline (no partition held by two members at once).
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -15,19 +22,22 @@ from solver.model.scoring import score
 from solver.result import Params
 from spark_runner.assignors import get
 from spark_runner.live.assignor import KassignOptimalAssignor
+from spark_runner.live.broker import BrokerUnavailable
 from spark_runner.live.capture import capture
-from tests.spark_runner.live.kafka_harness import Broker, Member, wait_until
-from tests.spark_runner.live.test_kafka_capture import _admin, _create
+from tests.spark_runner.live.kafka_harness import AioMember, Broker, GroupWatch, Member, wait_until
+from tests.spark_runner.live.test_kafka_capture import _create
 
 pytestmark = pytest.mark.kafka
 TP = tuple[str, int]
 
 
 class Round:
-    """One leader decision: who was in the member list, what each claimed (and at which generation), who got what."""
+    """One leader decision: who decided, who was listed, what each claimed (and at which generation), who got what."""
 
-    def __init__(self, members: dict[str, tuple[int, frozenset[TP]]], assignment: dict[str, frozenset[TP]]) -> None:
+    def __init__(self, leader: str, members: dict[str, tuple[int, frozenset[TP]]],
+                 assignment: dict[str, frozenset[TP]]) -> None:
         self.time = time.monotonic()
+        self.leader = leader
         self.members = members
         self.assignment = assignment
 
@@ -38,11 +48,11 @@ class Round:
 
 
 def _name(member_id: str) -> str:
-    return member_id.split("-", 1)[0]  # kafka-python member ids start with the client id
+    return member_id.split("-", 1)[0]  # both clients' member ids start with the client id
 
 
 class Recorder:
-    """Every member's assignment changes, with the time they took effect."""
+    """Every leader decision, and every member's assignment changes with the time they took effect."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -56,6 +66,29 @@ class Recorder:
     def add(self, name: str, generation: int, held: frozenset[TP]) -> None:
         with self.lock:
             self.events.append((time.monotonic(), name, generation, held))
+
+    def first_full_round(self, since: float, names: set[str]) -> Round | None:
+        """The first decision after ``since`` that listed exactly ``names``."""
+        with self.lock:
+            return next((r for r in self.rounds if r.time > since and set(r.members) == names), None)
+
+    def last_leader(self, among: set[str]) -> str:
+        """The member (of ``among``) that decided the latest round."""
+        with self.lock:
+            return next(r.leader for r in reversed(self.rounds) if r.leader in among)
+
+    def decided(self, state: dict[str, set[TP]]) -> bool:
+        """``state`` is what the latest round handed out, to exactly its members.
+
+        Tansu can leave a formed group Stable with members still holding their previous assignment after
+        the leader's SyncGroup (the leader's new assignment not passed on): a group is settled only once
+        its members hold what the leader last decided.
+        """
+        with self.lock:
+            if not self.rounds:
+                return False
+            last = self.rounds[-1]
+        return set(last.assignment) == set(state) and all(last.assignment[n] == state[n] for n in state)
 
     def assert_rounds_never_give_a_held_partition(self) -> None:
         """In every round the leader saw, no partition went to a member while another member held it."""
@@ -114,15 +147,15 @@ def _recording(recorder: Recorder, name: str, **kw: Any) -> KassignOptimalAssign
             out = super().assign(cluster, members)
             from spark_runner.live.wire import decode_user_data
 
+            pairs = (list(members.items()) if isinstance(members, Mapping)
+                     else [(m.member_id, m.metadata) for m in members])
             seen = {}
-            for m in members:
-                data = decode_user_data(bytes(m.metadata.user_data))
+            for mid, md in pairs:
+                data = decode_user_data(bytes(md.user_data))
                 assert data is not None
-                seen[_name(m.member_id)] = (data.generation, frozenset((t, p) for t, ps in data.owned.items()
-                                                                        for p in ps))
-            given = {_name(mid): frozenset((t, p) for t, ps in a.assigned_partitions for p in ps)
-                     for mid, a in out.items()}
-            recorder.add_round(Round(seen, given))
+                seen[_name(mid)] = (data.generation, frozenset((t, p) for t, ps in data.owned.items() for p in ps))
+            given = {_name(mid): frozenset(tp for tp in _partitions(a)) for mid, a in out.items()}
+            recorder.add_round(Round(name, seen, given))
             return out
 
         def on_assignment(self, assignment: Any, generation: int = -1) -> None:
@@ -132,29 +165,34 @@ def _recording(recorder: Recorder, name: str, **kw: Any) -> KassignOptimalAssign
     return Recording(**kw)
 
 
+def _partitions(a: Any) -> list[TP]:
+    return [(t, p) for t, ps in a.assigned_partitions for p in ps]
+
+
 @pytest.fixture
-def members() -> Iterator[dict[str, Member]]:
-    running: dict[str, Member] = {}
+def members() -> Iterator[dict[str, Any]]:
+    running: dict[str, Any] = {}
     yield running
     for m in running.values():
         if m.is_alive():
             m.stop()
 
 
-def _settled(broker: Broker, group: str, members: dict[str, Member], all_tps: set[TP],
-             seconds: float = 120) -> dict[str, set[TP]]:
+def _settled(broker: Broker, group: str, members: dict[str, Any], all_tps: set[TP],
+             seconds: float = 120, recorder: Recorder | None = None) -> dict[str, set[TP]]:
     """Wait until the group is Stable and every partition is held exactly once; return who holds what."""
-    adm = _admin(broker)
+    watch = GroupWatch(broker.bootstrap)
     state: dict[str, set[TP]] = {}
 
     def ready() -> bool:
         nonlocal state
-        g = adm.describe_groups([group])[group]
-        if g["group_state"] != "Stable" or len(g["members"]) != len(members):
+        g_state, n = watch.state(group)
+        if g_state != "Stable" or n != len(members):
             return False
         state = {n: m.assigned() for n, m in members.items()}  # read, not call: a joining member blocks in poll
         flat = [tp for s in state.values() for tp in s]
-        return len(flat) == len(set(flat)) and set(flat) == all_tps
+        return (len(flat) == len(set(flat)) and set(flat) == all_tps
+                and (recorder is None or recorder.decided(state)))
 
     last: dict[str, set[TP]] = {}
 
@@ -171,52 +209,75 @@ def _settled(broker: Broker, group: str, members: dict[str, Member], all_tps: se
     try:
         wait_until(settled, seconds, f"group {group} settled with {len(members)} members", step=0.2)
     finally:
-        adm.close()
+        watch.close()
     return state
 
 
-def _check_optimal_step(before: dict[str, set[TP]], after: dict[str, set[TP]], subs: dict[str, list[str]],
-                        sizes: dict[str, int], moves: bool = True) -> dict[str, Any]:
-    """``after`` is most balanced and moved the fewest partitions possible from ``before`` (the optimum's)."""
-    doc = {"format": "kassign/v1", "topics": sizes,
-           "members": [{"id": n, "topics": sorted(subs[n]), "generation": 1,
-                        "owned": {t: sorted(p for tt, p in before.get(n, set()) if tt == t)
-                                  for t in sorted({t for t, _ in before.get(n, set())})}} for n in sorted(after)]}
-    inst = parse_instance(doc)
+def _instance(told: Round, subs: dict[str, list[str]], sizes: dict[str, int],
+              lags: dict[TP, float] | None) -> Any:
+    """The group as the leader saw it at ``told`` (claims and generations), with the true lags."""
+    topics: dict[str, Any] = {t: ({"partitions": n, "weights": [lags[(t, p)] for p in range(n)]} if lags else n)
+                              for t, n in sizes.items()}
+    return parse_instance({"format": "kassign/v1", "topics": topics, "members": [
+        {"id": n, "topics": sorted(subs[n]), "generation": gen,
+         "owned": {t: sorted(p for tt, p in owned if tt == t and t in subs[n]) for t in sorted({t for t, _ in owned})}}
+        for n, (gen, owned) in sorted(told.members.items())]})
+
+
+def _check_step(told: Round, after: dict[str, set[TP]], subs: dict[str, list[str]], sizes: dict[str, int],
+                lags: dict[TP, float] | None) -> dict[str, Any]:
+    """``after`` reaches the optimum's max load (unit: its load vector) and moved no more than the optimum."""
+    inst = _instance(told, subs, sizes, lags)
     got = score(inst, Assignment.from_lists({n: {t: [p for tt, p in s if tt == t] for t in sizes}
                                              for n, s in after.items()}))
-    best = score(inst, get("optimal").run(inst, Params(seed=0)).assignment)
+    best = score(inst, get("optimal").run(inst, Params(seed=0, time_limit=60)).assignment)
     assert got["valid"] and got["unassigned"] == 0
-    assert (got["max_load"], got["sum_sq_load"]) == (best["max_load"], best["sum_sq_load"])
-    if moves:
-        assert got["moved"] == best["moved"]
+    assert got["weighted_max_load"] == best["weighted_max_load"], (got, best)
+    if lags is None:
+        assert got["sum_sq_load"] == best["sum_sq_load"]
+    assert got["moved_cost"] <= best["moved_cost"] + 1e-9, (got["moved_cost"], best["moved_cost"])
     return got
 
 
 class BrokerStall(Exception):
-    """The group did not settle in time: noida-db held a JoinGroup until the rebalance timed out (see below)."""
+    """The group did not settle in time: noida-db held a JoinGroup until the rebalance timed out, or Tansu did not
+    pass the leader's SyncGroup assignment on (see docs/capture.md)."""
 
 
-def _scenario(broker: Broker, unique: str, members: dict[str, Member], rebalance: str) -> None:
-    """3 members, then a join, a leave and a join; every settled state checked against the optimum."""
+# (client, rebalance): kafka-python runs both protocols; aiokafka rebalances eagerly only (the assignor plans
+# eagerly for it whatever it is configured with: here its default, cooperative)
+CLIENTS = [("kafka-python", "cooperative"), ("kafka-python", "eager"), ("aiokafka", "cooperative")]
+
+
+def _scenario(broker: Broker, unique: str, members: dict[str, Any], client: str, rebalance: str,
+              weighted: bool) -> dict[str, int]:
+    """3 members, then a join, a leave and a restart of the leader; every settled state checked."""
     a, b = f"{unique}-a", f"{unique}-b"
     sizes = {a: 7, b: 5}
     _create(broker, sizes)
     all_tps = {(t, p) for t, n in sizes.items() for p in range(n)}
+    lags = {(t, p): float(1 + (7 * p + len(t) * 3) % 5) * 1000 for t, n in sizes.items() for p in range(n)} \
+        if weighted else None
     group = f"{unique}-g"
     recorder = Recorder()
     subs: dict[str, list[str]] = {}
+    settle_s = 45 if broker.name == "noida-db" else 120  # Tansu answers a rebalance round in about 3 s
 
     def join(name: str, topics: list[str]) -> None:
         subs[name] = topics
-        strategy = [_recording(recorder, name, rebalance=rebalance, budget=5.0)]
-        # noida-db can lose a JoinGroup sent while other members' SyncGroup of the same generation is in flight
-        # (it answers it only when the rebalance times out, and may leave that member out of the leader's
-        # list).  A cooperative member that revoked rejoins at once; a short pause on revocation (where an
-        # application commits and flushes) keeps the group off that path most of the time, and a short
-        # rebalance timeout bounds the stall when it happens anyway.
-        members[name] = Member(broker.bootstrap, group, topics, name=name, strategy=strategy,
-                               max_poll_interval_ms=7000, revoke_pause=0.3)
+        # every member knows every partition's lag (e.g. from the group's committed offsets)
+        weights = (lambda: dict(lags)) if lags else None
+        strategy = [_recording(recorder, name, rebalance=rebalance, budget=5.0, weights=weights)]
+        if client == "aiokafka":
+            members[name] = AioMember(broker.bootstrap, group, topics, name=name, strategy=strategy)
+        else:
+            # noida-db can lose a JoinGroup sent while other members' SyncGroup of the same generation is in
+            # flight (it answers it only when the rebalance times out, and may leave that member out of the
+            # leader's list).  A cooperative member that revoked rejoins at once; a short pause on revocation
+            # (where an application commits and flushes) keeps the group off that path most of the time, and
+            # a short rebalance timeout bounds the stall when it happens anyway.
+            members[name] = Member(broker.bootstrap, group, topics, name=name, strategy=strategy,
+                                   max_poll_interval_ms=7000, revoke_pause=0.3)
         members[name].start()
 
     def leave(name: str) -> None:
@@ -225,59 +286,73 @@ def _scenario(broker: Broker, unique: str, members: dict[str, Member], rebalance
 
     def settle() -> dict[str, set[TP]]:
         try:
-            return _settled(broker, group, members, all_tps, seconds=45)
+            return _settled(broker, group, members, all_tps, seconds=settle_s, recorder=recorder)
         except AssertionError as e:
-            raise BrokerStall(str(e)) from None
+            with recorder.lock:
+                rounds = [f"{r.leader}: " + ", ".join(f"{n}<-{len(a)}" for n, a in sorted(r.assignment.items()))
+                          for r in recorder.rounds[-4:]]
+            held = {n: len(m.assigned()) for n, m in members.items()}
+            raise BrokerStall(f"{e}; last rounds {rounds}; held {held}") from None
 
     for i in range(3):
         join(f"m{i}", [a, b])
     state = settle()
-    assert sorted(map(len, state.values())) == [4, 4, 4]
-    steps = [("join", "m3", [a, b]), ("leave", "m0", []), ("join", "m4", [a])]
-    clean = 0
-    for what, name, topics in steps:
-        before = state
+    if not weighted:
+        assert sorted(map(len, state.values())) == [4, 4, 4]
+    checked = {}
+    for what in ("join", "leave", "restart"):
         start = time.monotonic()
-        join(name, topics) if what == "join" else leave(name)
-        state = settle()
-        # The moves are measured from what the leader was told in the step's first round; when that is not
-        # the state before the step (the broker dropped a member from a round), only balance is checked.
-        with recorder.lock:
-            first = next(r for r in recorder.rounds if r.time > start)
-        told = {n: set(owned) for n, (_g, owned) in first.members.items()}
-        if set(told) == set(state) and all(told[n] == before.get(n, set()) for n in told):
-            clean += 1
-            metrics = _check_optimal_step(before, state, subs, sizes)
+        if what == "join":
+            join("m3", [a, b])
+        elif what == "leave":
+            leave("m0")
         else:
-            metrics = _check_optimal_step({}, state, subs, sizes, moves=False)
-        assert metrics["spread"] <= 1, (what, name, state)
-    assert clean >= 2, f"only {clean} of {len(steps)} steps ran without a broker anomaly"
-    if rebalance == "cooperative":  # eager members revoked everything before joining
+            name = recorder.last_leader(set(members))
+            leave(name)
+            join(name, subs[name])
+        state = settle()
+        told = recorder.first_full_round(start, set(state))
+        assert told is not None, f"{what}: no leader round listed {sorted(state)}"
+        _check_step(told, state, subs, sizes, lags)
+        checked[what] = 1
+    if client == "kafka-python" and rebalance == "cooperative":  # eager members revoked everything before joining
         recorder.assert_rounds_never_give_a_held_partition()
         excused = recorder.assert_never_two_owners()
         if excused:
             print(f"{excused} overlap(s) from members the broker left out of the leader's list")
-    # A capture of the group now: the protocol, every member's generation as its subscription reports it.
+    _capture_check(broker, group)
+    return checked
+
+
+def _capture_check(broker: Broker, group: str) -> None:
+    """A capture of the group now: the protocol and every member's generation as its subscription reports it."""
+    if broker.name == "tansu":
+        # Tansu 0.6 keeps no member metadata: DescribeGroups answers with empty subscriptions and no protocol.
+        with pytest.raises(BrokerUnavailable, match="returned no member metadata") as e:
+            capture(broker.bootstrap, group, timeout=20)
+        assert e.value.exit_code == 69 and "what still works on this broker: the live assignor" in str(e.value)
+        return
     doc = capture(broker.bootstrap, group, timeout=20)
     assert doc["source"]["assignor"] == "kassign-optimal" and doc["source"]["kassign_assignor"] == "optimal"
-    # A member reports the generation of what it owned when it last joined: the newest member joined owning
-    # nothing (-1); the others owned partitions of a generation past the first.
-    gens = {doc["source"]["clients"][m["id"]]["client_id"]: m["generation"] for m in doc["members"]}
-    assert gens.pop("m4") in (-1, *range(2, 100)) and all(g > 1 for g in gens.values()), gens
+    assert len(doc["members"]) == 3
 
 
-@pytest.mark.parametrize("rebalance", ["cooperative", "eager"])
-def test_optimal_through_joins_and_leaves(kafka_broker: Broker, unique: str, members: dict[str, Member],
-                                          rebalance: str) -> None:
-    """Every settled state is most balanced with the fewest moves; no round hands out a held partition.
+@pytest.mark.parametrize("weighted", [False, True], ids=["unit", "weighted"])
+@pytest.mark.parametrize(("client", "rebalance"), CLIENTS, ids=["kafka-python-coop", "kafka-python-eager", "aiokafka"])
+def test_settles_on_the_optimum_through_a_join_a_leave_and_a_restart(
+        live_broker: Broker, unique: str, members: dict[str, Any], client: str, rebalance: str,
+        weighted: bool) -> None:
+    """Every settled state has the optimum's max load and no more moves than the optimum from what was told.
 
-    An attempt in which noida-db stalls the group (its lost-JoinGroup bug, never an invariant violation) is
-    run again on a fresh group, up to three times.
+    An attempt in which the broker stalls the group (noida-db's lost-JoinGroup bug, never an invariant
+    violation) is run again on a fresh group, up to three times.
     """
+    if weighted and rebalance == "eager":
+        pytest.skip("weighted groups: kafka-python cooperative and aiokafka (eager) cover both protocols")
     stalls = []
     for attempt in range(3):
         try:
-            _scenario(kafka_broker, f"{unique}-{attempt}", members, rebalance)
+            _scenario(live_broker, f"{unique}-{attempt}", members, client, rebalance, weighted)
             break
         except BrokerStall as e:
             stalls.append(str(e))

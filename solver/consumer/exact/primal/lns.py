@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,9 +100,9 @@ def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int
 
     model = cp_model.CpModel()
     cls = np.flatnonzero(x[:, win].sum(axis=1)).tolist()
-    loads: dict[int, list[tuple[int, object]]] = {m: [] for m in win}
-    terms: list[tuple[int, object]] = []
-    ys: dict[tuple[int, int], object] = {}
+    loads: dict[int, list[tuple[int, Any]]] = {m: [] for m in win}
+    terms: list[tuple[int, Any]] = []
+    ys: dict[tuple[int, int], Any] = {}
     current = 0
     for c in cls:
         k = int(x[c, win].sum())
@@ -259,9 +260,9 @@ def _solve_free(mod: _Model, loose: np.ndarray, win: list[int], base: np.ndarray
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
-    loads: dict[int, list[tuple[int, object]]] = {m: [] for m in win}
-    terms: list[tuple[int, object]] = []
-    ys: dict[tuple[int, int], object] = {}
+    loads: dict[int, list[tuple[int, Any]]] = {m: [] for m in win}
+    terms: list[tuple[int, Any]] = []
+    ys: dict[tuple[int, int], Any] = {}
     cls = np.flatnonzero(loose.sum(axis=1)).tolist()
     for c in cls:
         k = int(loose[c].sum())

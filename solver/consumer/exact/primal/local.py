@@ -460,12 +460,12 @@ class _Search:
         return out
 
     def _eligible(self, items: np.ndarray, members: np.ndarray | int) -> np.ndarray:
-        return self.elig_mat[self.cls_a[items], members]
+        return np.asarray(self.elig_mat[self.cls_a[items], members])
 
     def _group_eligible(self, groups: np.ndarray, m: int) -> np.ndarray:
         """Rows of :func:`_groups` whose every item (``-1``: none) may go to ``m``."""
         ok = self.elig_mat[self.cls_a[np.maximum(groups, 0)], m]
-        return np.where(groups >= 0, ok, True).all(axis=1)
+        return np.asarray(np.where(groups >= 0, ok, True).all(axis=1))
 
     def _spread(self, a: int, target: int) -> bool:
         """The move or swap out of ``a`` whose larger resulting load is least (then cheapest)."""

@@ -131,7 +131,7 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
         offer(x)
     # sticky starts built for this cap: shed-and-refill both ways, and the local search aimed at the cap
     for exact_cover, s in ((True, 0), (False, 0), (False, 1)):
-        offer(shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover))
+        offer(shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, deadline=work.part(0.1).deadline()))
     offer(improve(d, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
     if best is None or best_cost > floor:
         offer(focused(d, cap, work.part(0.3).budget(), best, seed=seed))

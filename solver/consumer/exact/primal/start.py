@@ -31,7 +31,7 @@ is new.  At a cap of 8, member 0 sheds the 4 (the cheapest cover of its excess):
 from __future__ import annotations
 
 import heapq
-from fractions import Fraction
+import time
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def lpt(d: Data, *, sticky: bool = True) -> np.ndarray:
 
 
 def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = None,
-                exact_cover: bool = True) -> np.ndarray | None:
+                exact_cover: bool = True, deadline: float | None = None) -> np.ndarray | None:
     """Shed-and-refill at ``cap`` (every ``NL_m <= cap``); ``None`` when the step budget runs out.
 
     Parameters
@@ -79,7 +79,9 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
     seed
         Seeds the choice of the member that takes an item fitting nowhere.
     max_steps
-        Placements allowed (default: 10 per item).
+        Work allowed: placements, and items looked at when shedding (default: 10 per item).
+    deadline
+        ``time.perf_counter()`` instant after which it gives up (``None``).
     exact_cover
         Shed a least-cost cover of the excess (default), or, as the plain
         greedy does, the items cheapest per unit of load until within the room.
@@ -118,6 +120,8 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
                 queue.append((-weights[c], tie, c))
                 tie += 1
 
+    steps = 0  # work done: placements, and items looked at when shedding
+
     def keep_cost(c: int, m: int) -> int:
         """Moved cost that taking one item of ``c`` off ``m`` adds (its saving there, if ``m`` is home)."""
         return dflt[c] - d.cost[c].get(m, dflt[c]) if home[c] == m else 0
@@ -127,14 +131,16 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
         nonlocal tie
         if load[m] <= room[m]:
             return
+        nonlocal steps
         cls = [c for c in held[m] if weights[c] > 0]
+        steps += len(cls) // 16
         items = [(weights[c], keep_cost(c, m), held[m][c] - (1 if c == protect else 0)) for c in cls]
         if exact_cover:
             takes = cover(items, load[m] - room[m])
         else:
             takes = [0] * len(cls)
             excess = load[m] - room[m]
-            for j in sorted(range(len(cls)), key=lambda j: (Fraction(items[j][1], items[j][0]), -items[j][0])):
+            for j in sorted(range(len(cls)), key=lambda j: (items[j][1] / items[j][0], -items[j][0])):
                 t = min(items[j][2], -(-excess // items[j][0]))
                 takes[j] = t
                 excess -= t * items[j][0]
@@ -154,11 +160,10 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
     heapq.heapify(queue)
     for m in range(n):
         shed(m)
-    steps = 0
     budget = max_steps if max_steps is not None else 10 * int(sum(int(k) for k in d.counts)) + 1000
     while queue:
         steps += 1
-        if steps > budget:
+        if steps > budget or (deadline is not None and steps % 64 == 0 and time.perf_counter() > deadline):
             return None
         negw, _, c = heapq.heappop(queue)
         w = -negw

@@ -126,8 +126,9 @@ def test_bounds_on_every_visible_weighted_scale_group_stay_below_the_best_known(
 
     path = shared_path("scenarios", "optimal", "weighted-scale.jsonl.gz")
     ref = json.loads(shared_path("scenarios", "optimal", "weighted-scale-best.json").read_text())
-    for line in itertools.islice(gzip.open(path, "rt"), 8):
-        rec = json.loads(line)
+    with gzip.open(path, "rt") as fh:
+        recs = [json.loads(line) for line in itertools.islice(fh, 8)]
+    for rec in recs:
         q = ref[rec["id"]]
         ic, sc = _data(parse_instance(rec["instance"]))
         z = max_load_bound(ic, sc.wint, sc.ratio)
