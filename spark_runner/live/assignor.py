@@ -158,6 +158,7 @@ def _solve_within(instance: Any, budget: float, wall: float) -> Any:
 
     An exception the engine raised is returned, not raised (the caller falls back).
     """
+    from solver.consumer.optimal import DEFAULT_BALANCE_TOLERANCE
     from solver.result import Params
     from spark_runner.assignors import get
 
@@ -165,11 +166,13 @@ def _solve_within(instance: Any, budget: float, wall: float) -> Any:
 
     def work() -> None:
         try:
-            # weighted: the bottleneck, then the fewest moves (the live promise); evenness among the other
-            # members is not worth a slower proof in a join round
+            # weighted: the bottleneck, then the fewest moves (the live promise) within the default balance
+            # tolerance of the best max load found; evenness among the other members is not worth a slower
+            # proof in a join round
             objective = ("max_load", "moves") if instance.has_weights else None
+            eps = DEFAULT_BALANCE_TOLERANCE if instance.has_weights else None
             box.append(get("optimal").run(instance, Params(time_limit=budget, seed=0, objective=objective,
-                                                           options={"deterministic": True})))
+                                                           balance_tolerance=eps, options={"deterministic": True})))
         except Exception as e:  # reported by the caller, which falls back
             box.append(e)
 

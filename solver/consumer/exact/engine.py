@@ -482,13 +482,26 @@ def solve_exact(
         name = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
                 cp_model.INFEASIBLE: "infeasible"}.get(st, "unknown")
         if name in ("optimal", "feasible"):
+            prev = current
             current = {(c, m): int(solver.value(v)) for c, row in enumerate(xs) for m, v in row if solver.value(v)}
             if objective is None:
                 return name, 0, 0, dt
             val = round(solver.objective_value)
             bnd = math.ceil(solver.best_objective_bound - 1e-6)
+            # a short (deterministic) budget can end before CP-SAT even takes its hint: never return worse
+            # than the solution it was given
+            stage = next((k for k, v in objs.items() if v is objective), None)
+            if name == "feasible" and prev is not None and stage in ("max_load", "moves", "racks") and fits(prev):
+                before = counts_of(prev)[stage]
+                if before < val:
+                    current, val = prev, before
             return name, val, (val if name == "optimal" else bnd), dt
         return name, None, None, dt
+
+    def fits(sol: dict[tuple[int, int], int]) -> bool:
+        """Whether ``sol`` keeps the caps the stages so far have set."""
+        got = counts_of(sol)
+        return got["max_load"] <= int(z_dom[1]) and all(got[k] <= int(dom[k][1]) for k in ("moves", "racks"))
 
     def fix(name: str, value: int, proven: bool) -> None:
         d = dom[name]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from solver.consumer.optimal import DEFAULT_BALANCE_TOLERANCE
 from solver.io import parse_instance
 from solver.model.instance import Assignment
 from solver.model.scoring import score
@@ -232,9 +233,14 @@ def _check_step(told: Round, after: dict[str, set[TP]], subs: dict[str, list[str
                                              for n, s in after.items()}))
     best = score(inst, get("optimal").run(inst, Params(seed=0, time_limit=60)).assignment)
     assert got["valid"] and got["unassigned"] == 0
-    assert got["weighted_max_load"] == best["weighted_max_load"], (got, best)
     if lags is None:
+        assert got["weighted_max_load"] == best["weighted_max_load"], (got, best)
         assert got["sum_sq_load"] == best["sum_sq_load"]
+    else:
+        # weighted: the live assignor deploys the fewest moves within the default tolerance of the best max load
+        eps = DEFAULT_BALANCE_TOLERANCE
+        assert got["weighted_max_load"] <= best["weighted_max_load"] * (1 + eps) + 1e-9, (got, best)
+        best = score(inst, get("optimal").run(inst, Params(seed=0, time_limit=60, balance_tolerance=eps)).assignment)
     assert got["moved_cost"] <= best["moved_cost"] + 1e-9, (got["moved_cost"], best["moved_cost"])
     return got
 
