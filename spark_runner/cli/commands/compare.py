@@ -45,9 +45,12 @@ def _params(time_limit: float | None, seed: int | None, balance_tolerance: float
 
 
 def _releases(doc: dict[str, Any]) -> str:
-    """``"; Kafka 4.4.0 rules"``: the releases the Kafka-named rows followed (``""`` for none)."""
+    """``"; Kafka 4.3.1 rules"``: the releases the Kafka-named rows followed, when not the default one
+    (``--json`` says it on every row)."""
+    from solver.kafka_version import DEFAULT
+
     releases = sorted({r["kafka_version"] for r in doc["rows"] if r.get("kafka_version")})
-    return f"; Kafka {', '.join(releases)} rules" if releases else ""
+    return f"; Kafka {', '.join(releases)} rules" if releases and releases != [str(DEFAULT)] else ""
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,

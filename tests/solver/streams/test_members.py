@@ -105,7 +105,7 @@ def test_member_metrics() -> None:
     s = score_streams(inst, StreamsAssignment.from_lists(clients, False, members))
     # m1 ran 0_0 and now m2 does; m2's 1_0 counts as not running now (current_active is empty)
     assert (s["max_member_tasks"], s["member_spread"], s["moved_member_actives"]) == (2, 0, 1)
-    assert s["valid"] is False  # 0_2 has no standby although b could hold it: the usual rule
+    assert s["standby_shortfall"] == 2  # 0_0 and 0_2 have no standby although b could hold them
     plain = score_streams(inst, StreamsAssignment.from_lists(clients))
     assert plain["max_member_tasks"] is None and plain["moved_member_actives"] is None
     wrong = {**members, "m3": {"active": ["0_1", "0_0"]}, "ghost": {}}
