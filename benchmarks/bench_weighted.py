@@ -6,11 +6,19 @@ Cases (``--cases``):
   (and the hand-written ``ingest-2-left-weighted.json``) with the default
   objective and ``--time-limit``: seconds per record (median, max), whether max
   load and moved cost match the reference optimum and are proven, status.
+- ``scale``: every group of ``scenarios/optimal/weighted-scale.jsonl.gz`` run as
+  a user runs it, ``kassign assign --assignor optimal --time-limit S`` in a new
+  process (whole-process seconds), strict and with ``--balance-tolerance 0.01``:
+  max load and moved cost as ratios to ``weighted-scale-best.json`` (the best
+  figures a separate pipeline found), proven shares and gaps; beside them, in the
+  same run, Kafka's cooperative-sticky and two plain greedy baselines -- the
+  largest-first greedy (LPT) for the max load and shed-and-refill at kassign's
+  caps for the moved cost.
 - ``large``: 10,000 partitions (two topics) with lognormal loads and state
-  sizes, 210 members with a balanced previous assignment of which 10 leave
-  (200 remain): max-load gap and moved-cost gap against their bounds after
-  ``--time-limit`` seconds, and Kafka's assignors (:data:`PEERS`) on the same
-  group beside it.
+  sizes, 210 members with a balanced previous assignment; 10 leave and 10 new
+  members join (the old members must shed: the moved-cost bound is positive):
+  max-load gap and moved-cost gap against their bounds after ``--time-limit``
+  seconds, and Kafka's assignors (:data:`PEERS`) on the same group beside it.
 - ``backends``: the probe stage (least moved cost at the max-load bound) of the
   realistic records with CP-SAT, HiGHS and SCIP: the measurement behind the
   default backend.
@@ -36,7 +44,7 @@ import numpy as np
 
 from solver.model import Instance
 
-CASES = ("realistic", "large", "backends")
+CASES = ("realistic", "scale", "large", "backends")
 #: Kafka assignors run beside the optimum on the large case.
 PEERS = ("cooperative-sticky", "uniform", "range")
 
@@ -122,17 +130,104 @@ def run_realistic(time_limit: float, deterministic: bool) -> None:
           f"{statistics.median(secs):.2f} s, max {max(secs):.2f} s\n")
 
 
+def _pair(a: float, b: float | None) -> str:
+    return "-" if b is None else f"{a:,.0f} / {b:,.0f}"
+
+
+def run_scale(time_limit: float, deterministic: bool) -> None:
+    """The weighted-scale groups, whole-process, strict and 1% tolerance, beside cooperative-sticky and greedies."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from solver.consumer.exact.data import local_data, scale
+    from solver.consumer.exact.primal.search import moved_cost, nl_max
+    from solver.consumer.exact.primal.start import lpt, shed_refill
+    from solver.consumer.gaps import member_loads
+    from solver.consumer.items import build_classes
+    from solver.io import parse_instance
+    from solver.model.scoring import score
+    from solver.registry import get
+    from solver.result import Params
+    from spark_runner.assignors import load_all
+
+    load_all()
+    folder = _shared() / "scenarios" / "optimal"
+    ref = json.loads((folder / "weighted-scale-best.json").read_text())
+    with gzip.open(folder / "weighted-scale.jsonl.gz", "rt") as fh:
+        recs = [json.loads(line) for line in fh if line.strip()]
+    kassign = [sys.executable, "-m", "spark_runner", "assign"]
+    seed = ["--seed", "0"] if deterministic else []
+    print(f"## scale: {len(recs)} weighted groups, `kassign assign --assignor optimal --time-limit {time_limit:g}`"
+          f"{' --seed 0' if deterministic else ''} per process, strict | `--balance-tolerance 0.01`")
+    print("| group | partitions x members | s (strict / 1%) | max load / best | proven | moves / best "
+          "(strict) | moves gap | moves 1% / best 1% | gap 1% | coop-sticky max load / moves | LPT max load "
+          "| shed-refill moves at kassign's caps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    secs: list[float] = []
+    counts = {"proven": 0, "ml": 0, "tol1": 0, "gap1": 0, "beaten": 0}
+    tmp = Path(tempfile.mkdtemp())
+    for rec in recs:
+        q = ref[rec["id"]]
+        path = tmp / f"{rec['id']}.json"
+        path.write_text(json.dumps(rec["instance"]))
+        out = {}
+        for tag, extra in (("strict", []), ("tol", ["--balance-tolerance", "0.01"])):
+            t0 = time.perf_counter()
+            p = subprocess.run([*kassign, str(path), "--assignor", "optimal", "--time-limit", str(time_limit),
+                                *seed, *extra], capture_output=True, text=True, check=True)
+            secs.append(time.perf_counter() - t0)
+            doc = json.loads(p.stdout)
+            st = doc["stats"]
+            out[tag] = (secs[-1], dict(zip(st["stages"], st["objective"], strict=True)),
+                        dict(zip(st["stages"], st["stage_gaps"], strict=True)),
+                        dict(zip(st["stages"], st["stage_proven"], strict=True)))
+        inst = parse_instance(rec["instance"])
+        (t_s, obj, gaps, prv), (t_t, obj1, gaps1, _) = out["strict"], out["tol"]
+        coop = get("cooperative-sticky").run(inst, Params(options={"rounds": "settle"}))
+        c_ml = float(member_loads(inst, coop.assignment).max())
+        c_mv = score(inst, coop.assignment)["moved_cost"]
+        ic = build_classes(inst)
+        sc = scale(ic, [m.capacity for m in inst.members])
+        data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+        lpt_ml = nl_max(data, lpt(data, sticky=False)) * float(sc.load_unit)
+        greedy = []
+        for cap in (obj["max_load"], obj["max_load"] * 1.01):
+            z = int(cap / float(sc.load_unit) * (1 + 1e-12))
+            got = [g for g in (shed_refill(data, z, seed=s, exact_cover=False) for s in (0, 1)) if g is not None]
+            greedy.append(min(moved_cost(data, g) for g in got) * float(sc.move_unit) if got else None)
+        ml_ratio = obj["max_load"] / q["best_max_load"]
+        bm = q["best_moves_at_best"]
+        counts["proven"] += bool(prv["max_load"])
+        counts["ml"] += ml_ratio <= 1.001
+        counts["tol1"] += obj1["moves"] <= q["best_moves_at_1pct"] * 1.01 + 1
+        counts["gap1"] += gaps1["moves"] <= 0.01
+        counts["beaten"] += any(g is not None and g < m for g, m in zip(greedy, (obj["moves"], obj1["moves"]),
+                                                                       strict=True))
+        print(f"| {rec['id']} | {rec['partitions']:,} x {rec['members']} | {t_s:.1f} / {t_t:.1f} | {ml_ratio:.5f} "
+              f"| {'yes' if prv['max_load'] else 'no'} | {_pair(obj['moves'], bm)} | {gaps['moves']:.1%} "
+              f"| {_pair(obj1['moves'], q['best_moves_at_1pct'])} | {gaps1['moves']:.2%} "
+              f"| {c_ml / obj['max_load']:.3f}x / {c_mv:,.0f} | {lpt_ml / obj['max_load']:.4f}x "
+              f"| {'-' if greedy[0] is None else f'{greedy[0]:,.0f}'} / "
+              f"{'-' if greedy[1] is None else f'{greedy[1]:,.0f}'} |")
+    n = len(recs)
+    print(f"\nmax load within 0.1% of the best known {counts['ml']}/{n}, proven {counts['proven']}/{n}; 1% tolerance: "
+          f"moves within 1% (+1) of the best known {counts['tol1']}/{n}, proven gap <= 1% {counts['gap1']}/{n}; "
+          f"shed-and-refill beats kassign's moves at its caps on {counts['beaten']}/{n}; whole process median "
+          f"{statistics.median(secs):.1f} s, max {max(secs):.1f} s\n")
+
+
 def run_large(time_limit: float, deterministic: bool) -> None:
     from solver.consumer.optimal import solve
     from solver.result import Params
 
     t0 = time.perf_counter()
-    inst = large_instance()
+    inst = large_instance(join=10)
     build = time.perf_counter() - t0
     t0 = time.perf_counter()
     res = solve(inst, Params(time_limit=time_limit, options={"deterministic": deterministic}))
     dt = time.perf_counter() - t0
-    print(f"## large: {inst.total_partitions} partitions, {len(inst.members)} members (10 left), "
+    print(f"## large: {inst.total_partitions} partitions, {len(inst.members)} members (10 left, 10 joined), "
           f"--time-limit {time_limit:g}, build {build:.2f} s, solve {dt:.2f} s, status {res.status.value}")
     print("| stage | value | bound | gap |")
     print("|---|---|---|---|")
@@ -202,6 +297,8 @@ def main() -> None:
     for case in args.cases.split(","):
         if case == "realistic":
             run_realistic(args.time_limit, args.deterministic)
+        elif case == "scale":
+            run_scale(args.time_limit, args.deterministic)
         elif case == "large":
             run_large(args.time_limit, args.deterministic)
         elif case == "backends":
