@@ -527,6 +527,20 @@ class _StreamsAssignmentDoc(BaseModel):
     probing_rebalance: StrictBool = False
 
 
+def _unknown_names(table: str, what: str, entries: dict[str, _ClientTasksSpec], known: set[str],
+                   known_tasks: set[str]) -> list[Problem]:
+    """Problems for the ``table`` entries (clients or members) and task ids the instance does not have."""
+    problems: list[Problem] = []
+    for name, lists in entries.items():
+        if name not in known:
+            problems.append(Problem(json_path((table, name)), f"{what} not in the instance"))
+        for kind in ("active", "standby", "warmup"):
+            for j, tid in enumerate(getattr(lists, kind)):
+                if tid not in known_tasks:
+                    problems.append(Problem(json_path((table, name, kind, j)), f"task {tid!r} not in tasks"))
+    return problems
+
+
 def parse_streams_assignment(data: Any, instance: Instance, source: str = "<input>") -> StreamsAssignment:
     """Validate an assignment document against a Streams instance.
 
@@ -541,26 +555,12 @@ def parse_streams_assignment(data: Any, instance: Instance, source: str = "<inpu
     except ValidationError as e:
         raise InstanceError(source, pydantic_problems(e, ())) from None
     spec: StreamsSpec = instance.streams
-    known_clients = set(spec.client_ids)
     known_tasks = set(spec.task_ids)
-    problems: list[Problem] = []
-    for cid, ct in doc.assignment.items():
-        if cid not in known_clients:
-            problems.append(Problem(json_path(("assignment", cid)), "client not in the instance"))
-        for kind in ("active", "standby", "warmup"):
-            for j, tid in enumerate(getattr(ct, kind)):
-                if tid not in known_tasks:
-                    problems.append(Problem(json_path(("assignment", cid, kind, j)), f"task {tid!r} not in tasks"))
+    problems = _unknown_names("assignment", "client", doc.assignment, set(spec.client_ids), known_tasks)
     members = None
     if doc.members is not None:
         known_members = {m.id for c in spec.clients for m in (c.members or ())}
-        for mid, mt in doc.members.items():
-            if mid not in known_members:
-                problems.append(Problem(json_path(("members", mid)), "member not in the instance"))
-            for kind in ("active", "standby", "warmup"):
-                for j, tid in enumerate(getattr(mt, kind)):
-                    if tid not in known_tasks:
-                        problems.append(Problem(json_path(("members", mid, kind, j)), f"task {tid!r} not in tasks"))
+        problems += _unknown_names("members", "member", doc.members, known_members, known_tasks)
         members = {mid: {"active": mt.active, "standby": mt.standby, "warmup": mt.warmup}
                    for mid, mt in doc.members.items()}
     if problems:
