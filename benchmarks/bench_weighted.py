@@ -189,7 +189,7 @@ def run_scale(time_limit: float, deterministic: bool) -> None:
         c_mv = score(inst, coop.assignment)["moved_cost"]
         ic = build_classes(inst)
         sc = scale(ic, [m.capacity for m in inst.members])
-        data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+        data = local_data(ic, sc)
         lpt_ml = nl_max(data, lpt(data, sticky=False)) * float(sc.load_unit)
         greedy = []
         for cap in (obj["max_load"], obj["max_load"] * 1.01):

@@ -208,7 +208,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         # at most (1 + EPS) x the optimum's, measured against the optimum
         from solver.consumer.gaps import gap_metrics
 
-        tol = get(ref).run(instance, p)
+        tol = get(ref).run(instance, replace(p, balance_tolerance=tolerance))
         s = score(instance, tol.assignment)
         row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
         row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s)))

@@ -29,6 +29,7 @@ from solver.consumer.exact import solve_exact
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import ItemClasses, build_classes
 from solver.consumer.optimal import differs_in_load
+from solver.errors import InfeasibleError
 from solver.model import Instance
 from solver.result import Params
 
@@ -126,16 +127,25 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     unit = float(owned.min()) if use_flow and owned.size else 1.0
     budgets = _budgets(top, max_points, unit) if use_flow else sorted(
         {float(x) for x in np.linspace(0.0, top, max(2, min(max_points, int(top) + 1)))})
+    unsolved: list[float] = []
     for b in budgets:
-        flows, moved, bound, proven = solve_at(float(b))
+        try:
+            flows, moved, bound, proven = solve_at(float(b))
+        except InfeasibleError:
+            # no assignment within this budget found in the time: the point is left out, and said so
+            unsolved.append(float(b))
+            continue
         loads = _loads(ic, flows, caps)
         points.append({"budget": float(b), "max_load": float(loads.max()), "bound": min(float(loads.max()), bound),
                        "sum_sq": float((loads**2).sum()), "moved": moved, "proven": proven})
     # a heuristic is off the frontier when a point is no worse on the frontier's criteria and better on one
     dominance = ["moved", "max_load"] if stages == ("max_load", "moves") and not use_flow else [
         "moved", "max_load", "sum_sq"]
-    return {"instance": instance.name, "engine": "flow" if use_flow else "exact", "optimum_moves": top,
-            "x_axis": "moved_cost", "dominance": dominance, "points": points}
+    doc: dict[str, Any] = {"instance": instance.name, "engine": "flow" if use_flow else "exact",
+                           "optimum_moves": top, "x_axis": "moved_cost", "dominance": dominance, "points": points}
+    if unsolved:
+        doc["unsolved_budgets"] = unsolved
+    return doc
 
 
 def dominating(h: dict[str, Any], points: Sequence[dict[str, Any]],

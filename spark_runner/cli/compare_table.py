@@ -7,7 +7,8 @@ first block):
   busiest member's load -- ``max_load`` (topic-partitions per capacity), or on a weighted instance
   ``weighted_max_load`` in the instance's unit (``units``; MB/s for bytes/s) and ``x_optimum`` (that
   load over the optimum's) -- and ``max_load_gap`` in the same unit, ``moved``, ``moved_cost`` (with
-  ``move_costs``), ``excess_moves``, ``sum_sq_gap`` (unit loads only: squared bytes/s read as nothing),
+  ``move_costs``), ``excess_moves`` (shown ``>=N`` when only a lower estimate), ``sum_sq_gap`` (unit
+  loads only: squared bytes/s read as nothing),
   ``cross_rack`` (with racks), ``rounds``;
 * Streams: ``assignor``, ``outcome``, ``max_active_load``, ``active_balance_gap``,
   ``max_total_load``, ``total_balance_gap``, ``restoration_cost``, ``restoration_gap``,
@@ -74,7 +75,7 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Colu
             scales["excess_moves"] = c
             cols.append(Column("moved_cost", f"moved {c.unit}" if c.unit not in ("", "move_costs")
                                else "moved state"))
-        cols.append(Column("excess_moves", "wasted"))
+        cols.append(Column("wasted", "wasted"))
         if not instance.has_weights:
             cols.append(Column("sum_sq_gap", "sum_sq +opt"))
         if any(t.racks for t in instance.topics.values()) and any(m.rack for m in instance.members):
@@ -82,6 +83,10 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Colu
         cols.append(Column("rounds"))
 
     def cell(key: str, v: Any) -> str:
+        if key == "wasted":
+            value, proven = v if isinstance(v, tuple) else (v, True)
+            text = scales["excess_moves"].show(value) if "excess_moves" in scales else number(value)
+            return text if proven or value is None else f">={text}"
         if key in scales:
             return scales[key].show(v)
         return number(v)
@@ -99,6 +104,9 @@ def table_rows(instance: Any, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                "status": r.get("status") or r.get("error")}
         if instance.protocol != "streams" and instance.has_weights:
             row["x_optimum"] = _ratio(r.get("weighted_max_load"), ref.get("weighted_max_load"))
+        if instance.protocol != "streams":
+            # wasted moves with whether they are proven (">=": a lower estimate, the time limit cut the search)
+            row["wasted"] = (r.get("excess_moves"), bool(r.get("excess_moves_proven", True)))
         rows.append(row)
     return rows
 
@@ -112,9 +120,13 @@ _NOTES = {
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per outcome other than ``valid`` that appears in the table, one per assignor that failed."""
+    """One line per outcome other than ``valid`` that appears in the table, one for lower estimates of wasted
+    moves, one per assignor that failed."""
     seen = {r.get("outcome") for r in rows}
     out = [_NOTES[k] for k in ("split", "invalid") if k in seen]
+    if any(isinstance(r.get("wasted"), tuple) and r["wasted"][0] is not None and not r["wasted"][1] for r in rows):
+        out.append(">=: a lower estimate of the wasted moves: the fewest moves at that balance were not proven "
+                   "within the time limit (--json: excess_moves_proven).")
     return out + [f"error: {r['assignor']} refused this input: {r['error']}" for r in rows if r.get("error")]
 
 
@@ -139,8 +151,9 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     optimum = "optimal-streams" if streams else "optimal"
     run = f"run the optimum: kassign assign {source} --assignor {optimum} -o assignment.json"
     tol = next((r for r in rows if str(r.get("assignor", "")).startswith(f"{optimum}~")), None)
-    if tol is not None and "error" not in tol:
-        # weighted groups: what to deploy is the fewest moves within the tolerance of the best balance
+    if tol is not None and "error" not in tol and float(tol.get("moved_cost") or 0) < float(ref.get("moved_cost") or 0):
+        # weighted groups: what to deploy is the fewest moves within the tolerance of the best balance, when
+        # that moves less than the strict optimum
         eps = str(tol["assignor"]).split("~", 1)[1]
         run = (f"deploy the optimum within {float(eps):.0%} of the best balance (moves "
                f"{number(tol.get('moved'))} partitions, the strict optimum {number(ref.get('moved'))}): "

@@ -38,7 +38,8 @@ def test_consumer_rows_cover_every_heuristic_and_the_optimum_first() -> None:
     inst = solver.read_instance(ORDERS)
     c = compare(inst)
     heur = sorted(s.name for s in load_all() if s.protocol == "consumer" and s.kind == "heuristic")
-    assert [r["assignor"] for r in c.rows] == ["optimal", *heur]
+    # a weighted group: the 1% tolerance row follows the strict optimum
+    assert [r["assignor"] for r in c.rows] == ["optimal", "optimal~0.01", *heur]
     assert (c.protocol, c.reference, c.optimal["status"]) == ("consumer", "optimal", "optimal")
     for r in c.rows:
         assert r["valid"], r["assignor"]
@@ -109,3 +110,22 @@ def test_an_assignment_that_splits_join_units_has_its_own_outcome_and_no_gaps() 
     assert [sticky[k] for k in ("max_load_gap", "sum_sq_gap", "excess_moves")] == [None, None, None]
     assert rng["outcome"] == "valid" and rng["max_load_gap"] == 0 and rng["excess_moves"] == 4
     assert c.row("optimal")["outcome"] == "valid"
+
+
+def test_weighted_group_gets_the_tolerance_row_by_default() -> None:
+    """1,000 lognormal partitions, 2 members join 30: the 1% row is the optimum under that tolerance --
+    max load within 1% of the strict optimum's and no more moved cost; --balance-tolerance 0 leaves it out."""
+    from benchmarks.bench_weighted import large_instance
+    from solver.result import Params
+
+    inst = large_instance(seed=4, n=1000, members=30, leave=0, join=2)
+    params = Params(time_limit=3, seed=1, options={"deterministic": True})
+    c = compare(inst, ["range"], params)
+    strict, tol = c.row("optimal"), c.row("optimal~0.01")
+    assert tol["weighted_max_load"] <= strict["weighted_max_load"] * 1.01 + 1e-9
+    assert tol["moved_cost"] <= strict["moved_cost"]
+    assert tol["valid"]
+    import dataclasses
+
+    strict_only = compare(inst, ["range"], dataclasses.replace(params, balance_tolerance=0.0))
+    assert [r["assignor"] for r in strict_only.rows] == ["optimal", "range"]

@@ -57,8 +57,16 @@ def scale(ic: ItemClasses, caps: Sequence[float]) -> Scaled:
                   ws.exact and exact_caps and ms.exact, notes)
 
 
-def local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]]) -> Data:
+def eligible_lists(ic: ItemClasses) -> list[list[int]]:
+    """Per class, its eligible members: one shared list per eligible set (the heuristics key their caches on it)."""
+    lists = [e.tolist() for e in ic.eligsets]
+    return [lists[int(e)] for e in ic.cls_elig.tolist()]
+
+
+def local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]] | None = None) -> Data:
     """The engine's integer model for :mod:`.primal`: scaled loads, capacity ratios, move costs per member."""
+    if eligible is None:
+        eligible = eligible_lists(ic)
     return Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()], eligible=eligible,
                 cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
                 ratio=sc.ratio, default_cost=sc.owned)

@@ -43,7 +43,7 @@ TAKES = ("max_load", "moves", "sum_sq", "racks", "topic_balance")
 def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages: Sequence[str], *,
                 time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
                 tolerance: float | None, topic_balance: Callable[[list[tuple[int, int, int]]], int] | None = None,
-                restricted: bool = True) -> CpsatOutcome:
+                restricted: bool = True, patience: int | None = None) -> CpsatOutcome:
     """Every stage of ``stages`` (``max_load`` first) by primal search and valid bounds.
 
     Parameters
@@ -68,13 +68,16 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         The ``topic_balance`` value of a solution given as flows (needed when that stage is asked for).
     restricted
         Reported as ``CpsatOutcome.restricted``: whether one CP-SAT model was too large.
+    patience
+        Stop the moves search after this many windows without a gain (``None``: use the whole share);
+        set when CP-SAT takes over afterwards.
 
     Returns
     -------
     CpsatOutcome
     """
     t0 = time.perf_counter()
-    data = local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+    data = local_data(ic, sc)
     W = sc.wint
     ratio = sc.ratio
     reports: list[StageReport] = []
@@ -99,7 +102,9 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         if "sum_sq" in stages:
             out["sum_sq"] = int(sum(int(v) * int(v) for v in nl.tolist()))
         if "racks" in stages:
-            out["racks"] = sum(int(k) * ic.rack_cost(int(c), racks[int(m)]) for c, m, k in _flows(y))
+            cs, ms = np.nonzero(y)
+            out["racks"] = sum(int(y[c, m]) * ic.rack_cost(c, racks[m]) for c, m in zip(cs.tolist(), ms.tolist(),
+                                                                                       strict=True))
         if "topic_balance" in stages:
             out["topic_balance"] = topic_balance(_flows(y)) if topic_balance is not None else 0
         return out
@@ -130,7 +135,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         if name == "moves":
             bounds["moves"] = moves_bound(ic, W, ratio, sc.owned, sc.own, zcap)
             got = fewer_moves_at(data, zcap, work("moves"), [p for p in pool if keeps(p)] or [x], seed=seed,
-                                 floor=bounds["moves"])
+                                 floor=bounds["moves"], patience=patience)
             if keeps(got) and moved_cost(data, got) < moved_cost(data, x):  # type: ignore[arg-type]
                 x = got  # type: ignore[assignment]
         elif name == "sum_sq":

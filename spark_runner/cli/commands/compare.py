@@ -168,6 +168,10 @@ def register(app: typer.Typer) -> None:
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
         doc = frontier_fn(inst, params, max_points=points)
+        if doc.get("unsolved_budgets"):
+            err.print(f"frontier: no assignment found within the time limit at {len(doc['unsolved_budgets'])} "
+                      f"budget(s) ({', '.join(f'{b:,.0f}' for b in doc['unsolved_budgets'][:5])}); those points "
+                      "are left out", markup=False)
         open_pts = [p for p in doc["points"] if not p.get("proven", True)]
         if open_pts and "bound" in open_pts[0]:
             gaps = ", ".join(f"budget {p['budget']:g}: max load {p['max_load']:.6g} (bound {p['bound']:.6g})"

@@ -181,10 +181,12 @@ def _least(test: _Flow, lo: int, hi: int) -> int:
 
 def simple_bound(ic: ItemClasses, W: Sequence[int], ratio: Sequence[int]) -> int:
     """Each item on its best eligible member: ``max_c W_c * min(r_m)`` over its eligible members."""
+    r = np.asarray(ratio, dtype=np.int64)
+    fastest = [int(r[e].min()) if len(e) else 0 for e in ic.eligsets]
     best = 0
     for c in range(ic.n_classes):
         if int(ic.count[c]) > 0 and W[c] > 0:
-            best = max(best, int(W[c]) * min(int(ratio[m]) for m in ic.eligsets[int(ic.cls_elig[c])].tolist()))
+            best = max(best, int(W[c]) * fastest[int(ic.cls_elig[c])])
     return best
 
 

@@ -33,6 +33,8 @@ from solver.consumer.exact.primal.local import Data
 WINDOW = 10
 #: Smallest and largest window.
 WINDOW_RANGE = (4, 24)
+#: Largest focused model (class-member variables); a larger one is left to the windows.
+FOCUS_MAX_VARS = 40_000
 #: CP-SAT seconds (deterministic time with ``deterministic``) per window.
 WINDOW_SECONDS = 0.25
 
@@ -178,8 +180,12 @@ def _pick(mod: _Model, x: np.ndarray, rng: np.random.Generator, size: int) -> li
     return win
 
 
-def fewer_moves(d: Data, x: np.ndarray, cap: int, budget: Budget, *, seed: int = 0) -> np.ndarray:
+def fewer_moves(d: Data, x: np.ndarray, cap: int, budget: Budget, *, seed: int = 0,
+                patience: int | None = None) -> np.ndarray:
     """Lower the moved cost of ``x`` (every ``NL_m <= cap``) by window re-solves; never worse than ``x``.
+
+    Stops when the budget is spent, the moved cost is 0, or (with ``patience``) after that many windows in
+    a row without a gain.
 
     Examples
     --------
@@ -196,8 +202,9 @@ def fewer_moves(d: Data, x: np.ndarray, cap: int, budget: Budget, *, seed: int =
     rng = np.random.default_rng(seed)
     size = WINDOW
     done = 0
+    idle = 0
     best = mod.moved(x)
-    while not budget.over(done) and best > 0:
+    while not budget.over(done) and best > 0 and (patience is None or idle < patience):
         win = _pick(mod, x, rng, min(size, mod.n))
         if win is None:
             break
@@ -207,10 +214,11 @@ def fewer_moves(d: Data, x: np.ndarray, cap: int, budget: Budget, *, seed: int =
             break
         got = _solve(mod, x, win, secs, seed + done, budget.workers, budget.deterministic)
         done += 1
+        idle += 1
         if got is not None:
             val = mod.moved(got)
             if val < best:
-                x, best = got, val
+                x, best, idle = got, val, 0
                 continue
         # no gain: a window that ended well inside its time looks for more room, one that timed out for less
         if budget.deterministic or time.perf_counter() - t0 < 0.5 * secs:
@@ -236,6 +244,10 @@ def focused(d: Data, cap: int, budget: Budget, hint: np.ndarray | None = None, *
     fixed = np.flatnonzero(~free)
     start[fixed, mod.home[fixed]] = np.asarray(d.counts, dtype=np.int64)[fixed]
     win = [m for m in range(mod.n) if mod.room[m] - base[m] > 0]
+    winset = set(win)
+    size = sum(len(mod.elig[c] & winset) for c in np.flatnonzero(free).tolist())
+    if size > FOCUS_MAX_VARS:  # too large to build and solve within a share of the budget: windows instead
+        return None
     # the free items, on any member with room (the hint where it stays inside that space, else spread)
     loose = np.zeros_like(start)
     free_cls = np.flatnonzero(free)

@@ -191,11 +191,21 @@ class _Search:
         self.load = [0] * self.n
         self.r = [int(x) for x in d.ratio]
         self.held: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]  # sorted (w, item)
-        self.elig = [frozenset(e) for e in d.eligible]
-        # eligibility as a (classes x members) table and the class of every item: vectorised checks
+        # eligibility per class (classes of one eligible set share its list: one set and one row each), as
+        # sets and as a (classes x members) table for vectorised checks
+        sets: dict[int, frozenset[int]] = {}
+        rows: dict[int, np.ndarray] = {}
+        self.elig = []
         self.elig_mat = np.zeros((len(d.counts), self.n), dtype=bool)
         for c, e in enumerate(d.eligible):
-            self.elig_mat[c, list(e)] = True
+            key = id(e)
+            if key not in sets:
+                sets[key] = frozenset(e)
+                row = np.zeros(self.n, dtype=bool)
+                row[list(e)] = True
+                rows[key] = row
+            self.elig.append(sets[key])
+            self.elig_mat[c] = rows[key]
         self.cls_a = np.asarray(self.cls, dtype=np.int64)
         dflt = [d.default_cost[c] if d.default_cost is not None else 0 for c in range(len(d.counts))]
         # per item: its class's costs that differ from the default, and the default

@@ -63,15 +63,29 @@ def nl_max(d: Data, x: np.ndarray) -> int:
     return int(((np.asarray(d.weights, dtype=np.int64) @ x) * np.asarray(d.ratio, dtype=np.int64)).max(initial=0))
 
 
+#: The last few models' cost tables (a model is kept alive beside its table, so its id stays its own).
+_COSTS: dict[int, tuple[Data, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+
+def _cost_table(d: Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Default cost per class, and the (class, member, saving) entries where a member costs less."""
+    hit = _COSTS.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    dflt = np.asarray(d.default_cost if d.default_cost is not None else [0] * len(d.counts), dtype=np.int64)
+    entries = [(c, m, int(dflt[c]) - k) for c, costs in enumerate(d.cost) for m, k in costs.items()]
+    table = (dflt, np.asarray([e[0] for e in entries], dtype=np.int64),
+             np.asarray([e[1] for e in entries], dtype=np.int64), np.asarray([e[2] for e in entries], dtype=np.int64))
+    if len(_COSTS) >= 4:
+        _COSTS.clear()
+    _COSTS[id(d)] = (d, table)
+    return table
+
+
 def moved_cost(d: Data, x: np.ndarray) -> int:
     """Moved cost of ``x``."""
-    dflt = np.asarray(d.default_cost if d.default_cost is not None else [0] * len(d.counts), dtype=np.int64)
-    total = int((x.sum(axis=1) * dflt).sum())
-    for c, costs in enumerate(d.cost):
-        for m, k in costs.items():
-            if x[c, m]:
-                total -= int(x[c, m]) * (int(dflt[c]) - k)
-    return total
+    dflt, cc, mm, saving = _cost_table(d)
+    return int((x.sum(axis=1) * dflt).sum()) - int((x[cc, mm] * saving).sum())
 
 
 def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
@@ -107,11 +121,12 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
 
 
 def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], *, seed: int = 0,
-                   floor: int = 0) -> np.ndarray | None:
+                   floor: int = 0, patience: int | None = None) -> np.ndarray | None:
     """A solution with every ``NL_m <= cap`` and little moved cost (see the module docstring).
 
     ``starts``: solutions already known (those within the cap are candidates);
-    ``floor``: a lower bound on the moved cost (the search stops when it is reached).
+    ``floor``: a lower bound on the moved cost (the search stops when it is reached); ``patience``:
+    windows without a gain after which the window search stops.
     Returns ``None`` only when no start fits the cap and none is found.
     """
     t0 = time.perf_counter()
@@ -139,6 +154,6 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
         used = 0.0 if work.deterministic else time.perf_counter() - t0
         left = Work(max(0.0, work.seconds - used) if not work.deterministic else work.seconds * 0.6,
                     work.deterministic, work.workers)
-        offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed))
+        offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed, patience=patience))
         offer(give_back(d, best, cap, deadline=left.part(0.1).deadline(), max_steps=left.part(0.1).steps()))
     return best

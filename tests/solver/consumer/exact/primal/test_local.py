@@ -24,7 +24,7 @@ ORDER = ("max_load", "moves", "sum_sq")
 def _data(inst):
     ic = build_classes(inst)
     sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+    return ic, sc, local_data(ic, sc)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

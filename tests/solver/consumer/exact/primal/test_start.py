@@ -19,7 +19,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def _data(inst):
     ic = build_classes(inst)
     sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, local_data(ic, sc, [ic.eligsets[int(e)].tolist() for e in ic.cls_elig.tolist()])
+    return ic, sc, local_data(ic, sc)
 
 
 def _placed_once(ic, d, x):
