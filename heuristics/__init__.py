@@ -36,7 +36,7 @@ Examples
 >>> settled.assignment.to_lists(), settled.extra["rounds"]
 ({'a': {'T': [0, 1]}, 'b': {'T': [2, 3]}}, 2)
 >>> sorted(s.name for s in registry.all_specs() if s.protocol == "streams" and s.kind == "heuristic")
-['high-availability', 'state-store-weighted', 'sticky-task']
+['high-availability', 'kip924-sticky', 'state-store-weighted', 'sticky-task', 'streams-server-sticky']
 """
 
 from __future__ import annotations

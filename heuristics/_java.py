@@ -7,7 +7,8 @@ Python ports must reproduce both.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 
 def java_string_key(s: str) -> bytes:
@@ -123,3 +124,119 @@ def hashmap_order(
     decorated = [(_spread(fn(k)) & mask, i, k) for i, k in enumerate(ks)]
     decorated.sort(key=lambda x: (x[0], x[1]))
     return [k for _, _, k in decorated]
+
+
+#: ``HashMap.TREEIFY_THRESHOLD`` and ``MIN_TREEIFY_CAPACITY``: a bin that grows past 8 nodes in a table of
+#: fewer than 64 buckets makes the table double instead of turning into a tree.
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+
+
+class JavaHashMap:
+    """The key order of a ``java.util.HashMap`` built step by step, the JDK's (17) way.
+
+    Two ways of inserting differ in where a new key lands and when the table
+    grows, and Kafka code uses both:
+
+    - ``put`` / ``putIfAbsent`` (:meth:`put`) append a new key at the end of
+      its bucket and double the table *after* the insert that passes the
+      threshold;
+    - ``computeIfAbsent`` (:meth:`compute_if_absent`) puts a new key at the
+      *head* of its bucket (keys sharing a bucket come out newest first) and
+      doubles the table *before* a call -- for a present key too -- once the
+      size is above the threshold.
+
+    A bucket that reaches 8 keys in a table of fewer than 64 buckets doubles
+    the table, as ``treeifyBin`` does; tree bins themselves (8+ keys in one
+    bucket of a larger table) are not modelled.
+
+    Parameters
+    ----------
+    hash_fn
+        ``key -> int``, the key's Java ``hashCode()``.
+    initial_capacity
+        The ``new HashMap<>(initialCapacity)`` argument, ``None`` for ``new HashMap<>()``.
+
+    Examples
+    --------
+    Java ``Integer`` keys 1 and 17 share bucket 1 of a 16-bucket table:
+
+    >>> m = JavaHashMap(lambda k: k)
+    >>> for k in (17, 1, 2):
+    ...     _ = m.put(k)
+    >>> m.order()
+    [17, 1, 2]
+    >>> m = JavaHashMap(lambda k: k)
+    >>> for k in (17, 1, 2):
+    ...     _ = m.compute_if_absent(k)
+    >>> m.order()
+    [1, 17, 2]
+    """
+
+    def __init__(self, hash_fn: Callable[[Any], int], initial_capacity: int | None = None) -> None:
+        self._hash = hash_fn
+        self._table: list[list[tuple[int, Any]]] | None = None
+        # HashMap keeps the initial capacity in `threshold` until the table is allocated
+        self._threshold = 0 if initial_capacity is None else table_size_for(initial_capacity)
+        self._size = 0
+
+    def _resize(self) -> None:
+        old = self._table
+        old_cap = len(old) if old is not None else 0
+        old_thr = self._threshold
+        new_thr = 0
+        if old_cap > 0:
+            new_cap = old_cap << 1
+            if old_cap >= 16:
+                new_thr = old_thr << 1
+        elif old_thr > 0:
+            new_cap = old_thr
+        else:
+            new_cap, new_thr = 16, 12
+        if new_thr == 0:
+            new_thr = int(new_cap * 0.75)
+        table: list[list[tuple[int, Any]]] = [[] for _ in range(new_cap)]
+        for j, bucket in enumerate(old or ()):
+            for h, k in bucket:  # split in order: low half stays at j, high half moves to j + old_cap
+                table[j + old_cap if h & old_cap else j].append((h, k))
+        self._table = table
+        self._threshold = new_thr
+
+    def _bucket(self, key: Any) -> tuple[int, list[tuple[int, Any]]]:
+        assert self._table is not None
+        h = _spread(self._hash(key))
+        return h, self._table[h & (len(self._table) - 1)]
+
+    def put(self, key: Any) -> bool:
+        """``put`` / ``putIfAbsent``; returns True when ``key`` was new."""
+        if self._table is None or not self._table:
+            self._resize()
+        h, bucket = self._bucket(key)
+        if any(k == key for _, k in bucket):
+            return False
+        bucket.append((h, key))
+        if len(bucket) - 1 >= _TREEIFY_THRESHOLD and self._table is not None \
+                and len(self._table) < _MIN_TREEIFY_CAPACITY:
+            self._resize()
+        self._size += 1
+        if self._size > self._threshold:
+            self._resize()
+        return True
+
+    def compute_if_absent(self, key: Any) -> bool:
+        """``computeIfAbsent``; returns True when ``key`` was new."""
+        if self._table is None or not self._table or self._size > self._threshold:
+            self._resize()
+        h, bucket = self._bucket(key)
+        if any(k == key for _, k in bucket):
+            return False
+        bucket.insert(0, (h, key))
+        if len(bucket) - 1 >= _TREEIFY_THRESHOLD - 1 and self._table is not None \
+                and len(self._table) < _MIN_TREEIFY_CAPACITY:
+            self._resize()
+        self._size += 1
+        return True
+
+    def order(self) -> list[Any]:
+        """Keys in iteration order (bucket by bucket)."""
+        return [k for bucket in self._table or () for _, k in bucket]

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from heuristics._java import java_string_key
+from heuristics.versions import RANGE
 from solver.model import Assignment, Instance, Member
 from solver.registry import register
 from solver.result import Params, Result
@@ -276,13 +277,43 @@ def range_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
     return owners
 
 
+def without_member_racks(instance: Instance) -> Instance:
+    """``instance`` with no member racks: what a client assignor before KIP-881 (Kafka 3.5.0) sees.
+
+    Before 3.5.0 the consumer protocol carried no rack, so ``range``,
+    ``sticky`` and ``cooperative-sticky`` could not read one.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 1},
+    ...                        "members": [{"id": "a", "topics": ["T"], "rack": "r1"}]})
+    >>> without_member_racks(inst).members[0].rack is None
+    True
+    """
+    from dataclasses import replace
+
+    if all(m.rack is None for m in instance.members):
+        return instance
+    return replace(instance, members=tuple(replace(m, rack=None) for m in instance.members))
+
+
+def follows_kip_881(params: Params) -> bool:
+    """Whether the release in ``params.kafka_version`` reads member racks (3.5.0 and later)."""
+    from heuristics.versions import KIP_881
+    from solver.kafka_version import release
+
+    return release(params.kafka_version) >= KIP_881
+
+
 @register(
     "range",
     kind="heuristic",
     protocol="consumer",
     summary="Kafka RangeAssignor: per-topic contiguous ranges; KIP-881 rack-aware co-partitioned path",
-    source="org.apache.kafka.clients.consumer.RangeAssignor (KIP-881 for racks)",
+    source="org.apache.kafka.clients.consumer.RangeAssignor (KIP-881 for racks, 3.5.0)",
+    versions=RANGE,
 )
 def range_assignor(instance: Instance, params: Params) -> Result:
-    """Registry entry for :func:`range_assign` (``params`` are not used)."""
-    return Result(assignment=range_assign(instance))
+    """Registry entry for :func:`range_assign`; before Kafka 3.5.0 member racks are not read."""
+    return Result(assignment=range_assign(instance if follows_kip_881(params) else without_member_racks(instance)))

@@ -18,6 +18,7 @@ import numpy as np
 
 from heuristics._java import java_string_key
 from heuristics.range import member_info_order, subscriber_positions
+from heuristics.versions import ROUNDROBIN
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -64,6 +65,7 @@ def roundrobin_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
     protocol="consumer",
     summary="Kafka RoundRobinAssignor: all partitions sorted, dealt round-robin to subscribers",
     source="org.apache.kafka.clients.consumer.RoundRobinAssignor",
+    versions=ROUNDROBIN,
 )
 def roundrobin_assignor(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`roundrobin_assign` (``params`` are not used)."""

@@ -113,8 +113,14 @@ _BY_NAME = {s.name: s for s in SHIPPED}
 
 
 def shipped(name: str) -> Shipped | None:
-    """The :class:`Shipped` line of ``name``, or ``None`` when no Kafka release ships it."""
-    return _BY_NAME.get(name)
+    """The :class:`Shipped` line of ``name``, or ``None`` when no Kafka release ships it.
+
+    A sweep's ``NAME@X.Y.Z`` (an assignor at one Kafka release) is the assignor ``NAME``.
+
+    >>> shipped("uniform@4.0.0").name
+    'uniform'
+    """
+    return _BY_NAME.get(name.partition("@")[0])
 
 
 __all__ = ["PROPOSALS", "SHIPPED", "UNSET", "Shipped", "shipped"]

@@ -77,6 +77,25 @@ def _unwrap(data: Any) -> tuple[Any, tuple[str, ...]]:
     return data, ()
 
 
+def _record_version(inst: Instance, data: Any, prefix: tuple[str, ...], where: str) -> Instance:
+    """A record's top-level ``kafka_version`` (Kafka's fixtures carry it beside ``instance``) applies to its
+    instance, unless the instance names its own."""
+    if not prefix or not isinstance(data, dict) or "kafka_version" not in data or inst.kafka_version is not None:
+        return inst
+    from dataclasses import replace
+
+    from solver.model.schema import check_kafka_version
+
+    value = data["kafka_version"]
+    try:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string like '4.3.1', got {value!r}")
+        check_kafka_version(value)
+    except ValueError as e:
+        raise InstanceError(where, [Problem("kafka_version", str(e))]) from None
+    return replace(inst, kafka_version=value)
+
+
 def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[Record | InstanceError]:
     """Yield every record of a file: one for a JSON/YAML file, one per line for JSON lines.
 
@@ -89,7 +108,7 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
         try:
             data = read_document(path)
             inst_data, prefix = _unwrap(data)
-            inst = parse_instance(inst_data, source, prefix)
+            inst = _record_version(parse_instance(inst_data, source, prefix), data, prefix, source)
             rid = str(data.get("id", "")) if isinstance(data, dict) and prefix else ""
             yield Record(source, 0, rid or inst.name, inst, data if isinstance(data, dict) else {})
         except InstanceError as e:
@@ -115,7 +134,7 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                         where, [Problem("", f"malformed JSON at column {syntax.colno}: {syntax.msg}")]
                     ) from None
                 inst_data, prefix = _unwrap(data)
-                inst = parse_instance(inst_data, where, prefix)
+                inst = _record_version(parse_instance(inst_data, where, prefix), data, prefix, where)
                 rid = str(data.get("id", "")) if prefix else ""
                 yield Record(where, lineno, rid or inst.name, inst, data)
             except InstanceError as e:
@@ -363,7 +382,7 @@ def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
         )
     meta = meta_of(spec)
     groups = tuple(tuple(g) for g in spec.copartition)
-    return Instance(spec.name, "consumer", topics, tuple(members), groups, None, meta)
+    return Instance(spec.name, "consumer", topics, tuple(members), groups, None, meta, spec.kafka_version)
 
 
 # --------------------------------------------------------------------------- writing
@@ -415,6 +434,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
                            "topics": topics, "members": members}
     if inst.copartition:
         out["copartition"] = [list(g) for g in inst.copartition]
+    if inst.kafka_version is not None:
+        out["kafka_version"] = inst.kafka_version
     out.update(inst.meta)
     return out
 
@@ -432,8 +453,11 @@ def assignment_document(
 
 def read_assignment(path: str | Path) -> Assignment:
     """Read an assignment document (``{"assignment": {...}}``) or a bare mapping."""
-    source = str(path)
-    data = read_document(path)
+    return parse_assignment(read_document(path), str(path))
+
+
+def parse_assignment(data: Any, source: str = "<input>") -> Assignment:
+    """Validate a decoded assignment document (``{"assignment": {...}}``) or a bare mapping."""
     if isinstance(data, dict) and "assignment" not in data:
         data = {"assignment": data}
     try:
@@ -445,6 +469,6 @@ def read_assignment(path: str | Path) -> Assignment:
 
 __all__ = [  # the document layer is re-exported: callers read and write through this one module
     "Record", "assignment_document", "consumer_problems", "dumps", "instance_to_dict", "is_batch",
-    "iter_records", "json_safe", "merge_errors", "parse_instance", "read_assignment", "read_document",
-    "read_instance", "read_instances", "write_atomic", "write_files",
+    "iter_records", "json_safe", "merge_errors", "parse_assignment", "parse_instance", "read_assignment",
+    "read_document", "read_instance", "read_instances", "write_atomic", "write_files",
 ]

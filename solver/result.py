@@ -43,6 +43,11 @@ class Params:
         Exact consumer solvers: ``EPS >= 0`` trades balance for movement --
         the fewest moves among assignments whose max load is at most
         ``(1 + EPS)`` times the optimal max load (``None``: no trade).
+    kafka_version
+        The Kafka release whose rules the Kafka-named assignors follow
+        (``"4.3.1"``, ``"4.4"``; :mod:`solver.kafka_version`); ``None``: the
+        instance's ``kafka_version``, else the newest release modelled.
+        Solvers ignore it.
 
     Raises
     ------
@@ -57,6 +62,7 @@ class Params:
     objective: tuple[str, ...] | None = None
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     balance_tolerance: float | None = None
+    kafka_version: str | None = None
 
     def __post_init__(self) -> None:
         from solver.options import BALANCE_TOLERANCE, SEED, TIME_LIMIT, check_optional

@@ -111,8 +111,28 @@ def _optimal_doc(opt: Result) -> dict[str, Any]:
 
 
 def _run_row(name: str, res: Result) -> dict[str, Any]:
-    return {"assignor": name, "status": res.status.value, "seconds": round(res.seconds, 4),
-            "rounds": int(res.extra.get("rounds", 1))}
+    row = {"assignor": name, "status": res.status.value, "seconds": round(res.seconds, 4),
+           "rounds": int(res.extra.get("rounds", 1))}
+    if "kafka_version" in res.extra:  # a Kafka-named assignor: the release whose rules it followed
+        row["kafka_version"] = res.extra["kafka_version"]
+    return row
+
+
+def available(specs: Sequence[AssignorSpec], instance: Instance, params: Params, warn: Warn | None = None
+              ) -> list[AssignorSpec]:
+    """The assignors of ``specs`` that the Kafka release in force has (``warn`` names the others once)."""
+    from solver.kafka_version import KafkaVersionError
+
+    out = []
+    for spec in specs:
+        try:
+            spec.rule(params, instance)
+        except KafkaVersionError as e:
+            if warn is not None:
+                warn(spec.name, f"left out: {e}")
+            continue
+        out.append(spec)
+    return out
 
 
 def compare(instance: Instance, assignors: Sequence[str] | None = None, params: Params | None = None, *,
@@ -168,6 +188,8 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
 
     p = params or Params()
     chosen = select(instance.protocol, assignors)
+    if assignors is None:  # every assignor: those the Kafka release has (a named one is run, and says why not)
+        chosen = available(chosen, instance, p, warn)
     ref = REFERENCE[instance.protocol]
     tolerance = p.balance_tolerance if instance.protocol == "consumer" else None
     if tolerance is None and instance.protocol == "consumer":
@@ -237,7 +259,7 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
 
 #: Every gap column of either protocol.
 GAP_KEYS = ("max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "active_balance_gap",
-            "total_balance_gap", "restoration_gap")
+            "total_balance_gap", "restoration_gap", "member_balance_gap")
 
 
 def defined_gaps(scores: Mapping[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -253,4 +275,5 @@ def defined_gaps(scores: Mapping[str, Any], compute: Callable[[], dict[str, Any]
     return {k: None for k in keys} | ({"balance_optimal": False} if "max_load" not in scores else {})
 
 
-__all__ = ["GAP_KEYS", "REFERENCE", "Comparison", "compare", "defined_gaps", "heuristic_params", "select"]
+__all__ = ["GAP_KEYS", "REFERENCE", "Comparison", "available", "compare", "defined_gaps", "heuristic_params",
+           "select"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from heuristics.range import member_info_order, range_owners, subscribers_by_topic
+from heuristics.versions import SERVER_RANGE
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -47,6 +48,7 @@ def server_range_owner_arrays(instance: Instance) -> dict[str, np.ndarray]:
     protocol="consumer",
     summary="Kafka KIP-848 server-side range assignor (group coordinator, non-sticky contiguous ranges)",
     source="org.apache.kafka.coordinator.group.assignor.RangeAssignor (KIP-848)",
+    versions=SERVER_RANGE,
 )
 def server_range_assignor(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`server_range_assign` (``params`` are not used)."""

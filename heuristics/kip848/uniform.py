@@ -1,10 +1,13 @@
-"""Kafka's KIP-848 server-side ``UniformAssignor`` (group coordinator, October 2024).
+"""Kafka's KIP-848 server-side ``UniformAssignor`` (group coordinator, Kafka 4.0.0 to 4.4).
 
 Two builders, chosen by whether every member subscribes to the same topics:
 
 - homogeneous (``UniformHomogeneousAssignmentBuilder``): quotas
-  ``total // members``, the first ``total % members`` members in the
-  coordinator's member ``HashMap`` order get one more; each member keeps its
+  ``total // members`` and ``total % members`` members get one more: at
+  Kafka 4.0.0 the first ones in the coordinator's member ``HashMap`` order,
+  from 4.0.1 (KAFKA-18688) a member keeps the larger quota only when its kept
+  partitions fill it or when the last members walked must take the slots
+  left (:func:`_quotas`); each member keeps its
   current partitions up to its quota (topics in ``HashMap<Uuid>`` order,
   partitions in ``HashSet<Integer>`` order) and the rest is revoked; free
   partitions (never-owned ones by topic in ``HashSet<Uuid>`` order, then the
@@ -17,7 +20,7 @@ Two builders, chosen by whether every member subscribes to the same topics:
   the most- to the least-loaded subscribers of each topic until each topic's
   subscribers differ by at most one.
 
-Racks are ignored at that commit (rack awareness was removed in 2024).  The
+Racks are ignored (rack awareness was removed in 2024, before 4.0.0).  The
 work is done on one flat array over all topic-partitions, so a million
 partitions take seconds, not minutes.
 """
@@ -37,6 +40,8 @@ from heuristics.kip848.common import (
     topic_id_map,
     uuid_compare_key,
 )
+from heuristics.versions import KAFKA_18688, UNIFORM
+from solver.kafka_version import release
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -85,7 +90,7 @@ class _Flat:
         return Assignment.from_lists(data)
 
 
-def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
+def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool = True) -> _Flat:
     """``UniformHomogeneousAssignmentBuilder.build``; member numbers are positions in ``order``.
 
     Parameters
@@ -94,6 +99,12 @@ def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
         The group; all members subscribe to the same topics.
     order
         Member indices in the coordinator's member map order.
+    stable_extra
+        Kafka 4.0.1 and later (KAFKA-18688): a member offered one of the
+        ``total % members`` extra partitions keeps the extra slot only when the
+        partitions it keeps fill it, or when it is one of the last members
+        walked that must take the slots still left.  ``False``: Kafka 4.0.0,
+        the first ``total % members`` members walked take them.
     """
     ids = topic_id_map(instance)
     topic_order = subscribed_id_order(instance, order[0], ids)
@@ -114,20 +125,58 @@ def homogeneous_assign(instance: Instance, order: list[int]) -> _Flat:
 
     n_members = len(order)
     min_quota, extra = divmod(flat.owner.size, n_members)
-    quota = np.full(n_members, min_quota, dtype=np.int64)
-    quota[:extra] += 1  # the first members in map order take the extra partitions
+    claims = np.bincount(mem, minlength=n_members)
+    quota, remaining = _quotas(claims, min_quota, extra, stable_extra)
     # a member keeps claims in iteration order until its quota is reached, then revokes the rest
     start = np.searchsorted(mem, np.arange(n_members))
     rank = np.arange(mem.size) - start[mem]
     keep = rank < quota[mem]
     flat.give(idx[keep], mem[keep])
-    remaining = quota - np.bincount(mem[keep], minlength=n_members)
 
     queue = np.concatenate((np.flatnonzero(~claimed), idx[~keep]))  # never owned, then revoked
     needy = np.flatnonzero(remaining > 0)
     receivers = np.repeat(needy, remaining[needy])[:queue.size]
     flat.give(queue[:receivers.size], receivers)
     return flat
+
+
+def _quotas(claims: np.ndarray, min_quota: int, extra: int, stable_extra: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``maybeRevokePartitions``' quotas: how many claims each member keeps, and how many it still takes.
+
+    Members are walked in map order; one offered an extra slot (``extra``
+    left) keeps up to ``min_quota + 1`` claims.  From Kafka 4.0.1
+    (``stable_extra``) it gives the slot back when its kept claims do not fill
+    it and more members are left than slots.
+
+    Examples
+    --------
+    7 partitions, 3 members, nobody owns anything (``(keep, take)``): 4.0.0
+    gives the extra one to the first member walked, 4.0.1 to the last; a member
+    offered the slot may still keep that many claims.
+
+    >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, False)]
+    [[3, 2, 2], [3, 2, 2]]
+    >>> [q.tolist() for q in _quotas(np.zeros(3, dtype=np.int64), 2, 1, True)]
+    [[3, 3, 3], [2, 2, 3]]
+    """
+    n = claims.size
+    keep = np.full(n, min_quota, dtype=np.int64)
+    take = np.zeros(n, dtype=np.int64)
+    left_extra = extra
+    for k in range(n):
+        quota = min_quota
+        has_extra = left_extra > 0
+        if has_extra:
+            quota += 1
+        keep[k] = quota
+        left = quota - min(int(claims[k]), quota)
+        if stable_extra and left > 0 and has_extra and n - k > left_extra:
+            left -= 1  # give the extra slot up for a later member
+            has_extra = False
+        take[k] = left
+        if has_extra:
+            left_extra -= 1
+    return keep, take
 
 
 MAX_ITERATION_COUNT = 16  # Kafka's cap on balancing passes over the topics
@@ -336,11 +385,13 @@ def _balance_topic(members: np.ndarray, own: np.ndarray, balancer: _Balancer) ->
     return moved
 
 
-def uniform_assign(instance: Instance) -> Assignment:
+def uniform_assign(instance: Instance, stable_extra: bool = True) -> Assignment:
     """The group coordinator's ``UniformAssignor.assign`` on ``instance``.
 
     Members' ``owned`` partitions are their current assignment; topic ``id`` s
     (UUIDs) decide orders where Kafka iterates or sorts topics.
+    ``stable_extra``: Kafka 4.0.1 and later (KAFKA-18688, see
+    :func:`homogeneous_assign`); ``False`` gives Kafka 4.0.0's answer.
 
     Examples
     --------
@@ -353,16 +404,17 @@ def uniform_assign(instance: Instance) -> Assignment:
     """
     if not instance.members:
         return Assignment.from_lists({})
-    order, flat = uniform_flat(instance)
+    order, flat = uniform_flat(instance, stable_extra)
     ids = instance.member_ids
     return flat.assignment([ids[i] for i in order])
 
 
-def uniform_flat(instance: Instance) -> tuple[list[int], _Flat]:
+def uniform_flat(instance: Instance, stable_extra: bool = True) -> tuple[list[int], _Flat]:
     """Run the builder Kafka picks; returns the member map order and the flat owner layout."""
     order = member_map_order(instance)
-    build = homogeneous_assign if is_homogeneous(instance, order) else heterogeneous_assign
-    return order, build(instance, order)
+    if is_homogeneous(instance, order):
+        return order, homogeneous_assign(instance, order, stable_extra)
+    return order, heterogeneous_assign(instance, order)
 
 
 @register(
@@ -370,8 +422,10 @@ def uniform_flat(instance: Instance) -> tuple[list[int], _Flat]:
     kind="heuristic",
     protocol="consumer",
     summary="Kafka KIP-848 server-side uniform assignor: balanced, sticky to current assignment",
-    source="org.apache.kafka.coordinator.group.assignor.UniformAssignor (KIP-848)",
+    source="org.apache.kafka.coordinator.group.assignor.UniformAssignor (KIP-848); KAFKA-18688 in 4.0.1",
+    versions=UNIFORM,
 )
 def uniform_assignor(instance: Instance, params: Params) -> Result:
-    """Registry entry for :func:`uniform_assign` (``params`` are not used)."""
-    return Result(assignment=uniform_assign(instance))
+    """Registry entry for :func:`uniform_assign` at the release in ``params.kafka_version``."""
+    version = release(params.kafka_version)
+    return Result(assignment=uniform_assign(instance, stable_extra=version >= KAFKA_18688))

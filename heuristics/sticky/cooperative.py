@@ -19,6 +19,7 @@ import time
 
 from heuristics._cooperative import settle, wants_settle
 from heuristics.sticky.core import run_sticky
+from heuristics.versions import COOPERATIVE_STICKY
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -46,6 +47,7 @@ def cooperative_round(instance: Instance) -> tuple[Assignment, int]:
     "cooperative-sticky",
     summary="Kafka CooperativeStickyAssignor: sticky, moving partitions withheld one round",
     source="org.apache.kafka.clients.consumer.CooperativeStickyAssignor; KIP-429, KAFKA-12464, KAFKA-16277, KIP-881",
+    versions=COOPERATIVE_STICKY,
 )
 def cooperative_sticky(instance: Instance, params: Params) -> Result:
     """Registry entry for ``cooperative-sticky``.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from heuristics.sticky.core import run_sticky
+from heuristics.versions import STICKY
 from solver.model import Assignment, Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -37,6 +38,7 @@ def sticky_assign(instance: Instance) -> Assignment:
     "sticky",
     summary="Kafka StickyAssignor (eager): balanced, then as sticky as possible",
     source="org.apache.kafka.clients.consumer.StickyAssignor; KIP-54, KAFKA-12464, KAFKA-16277, KIP-881",
+    versions=STICKY,
 )
 def sticky(instance: Instance, params: Params) -> Result:
     """Registry entry for ``sticky``; ``extra.path`` says which Kafka path ran."""

@@ -4,6 +4,6 @@
 Kafka Streams' own collection orders.
 """
 
-from heuristics.streams import high_availability, state_store_weighted, sticky_task
+from heuristics.streams import high_availability, kip924_sticky, server_sticky, state_store_weighted, sticky_task
 
-__all__ = ["high_availability", "state_store_weighted", "sticky_task"]
+__all__ = ["high_availability", "kip924_sticky", "server_sticky", "state_store_weighted", "sticky_task"]

@@ -9,7 +9,7 @@ iteration is sorted) and the thread count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from solver.model import Instance
@@ -134,3 +134,29 @@ class StreamsContext:
                 "warmup": [self.tasks[t].id for t in warm],
             }
         return StreamsAssignment.from_lists(data, probing_rebalance)
+
+
+def best_client(task: int, within: list[int], previous_active: int | None,
+                standby_holder: Callable[[int, list[int]], int | None],
+                least_loaded: Callable[[int, list[int]], int | None],
+                should_balance: Callable[[int], bool]) -> int:
+    """The choice Kafka's sticky task assignors share (``findClient`` in ``LegacyStickyTaskAssignor``,
+    ``findBestClientForTask`` in KIP-924's ``StickyTaskAssignor``); each brings its own load rules.
+
+    The only client of ``within``; else the previous active (when in ``within``) or the least loaded previous
+    standby holder, unless it should shed load, then the least loaded standby holder unless it should too, then
+    the least loaded client.
+    """
+    if len(within) == 1:
+        return within[0]
+    previous = previous_active if previous_active is not None and previous_active in within else (
+        standby_holder(task, within))
+    if previous is not None and not should_balance(previous):
+        return previous
+    if previous is not None:
+        standby = standby_holder(task, within)
+        if standby is not None and not should_balance(standby):
+            return standby
+    found = least_loaded(task, within)
+    assert found is not None  # `within` is not empty
+    return found

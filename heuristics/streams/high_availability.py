@@ -42,6 +42,7 @@ from collections.abc import Callable
 from heuristics.streams.common import ClientState, StreamsContext
 from heuristics.streams.java import ConstrainedPrioritySet, JavaPriorityQueue
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
+from heuristics.versions import HIGH_AVAILABILITY
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -287,6 +288,7 @@ def high_availability_assign(ctx: StreamsContext) -> tuple[list[ClientState], li
     protocol="streams",
     summary="Kafka Streams HighAvailabilityTaskAssignor: balanced actives, caught-up clients, warm-ups, probing",
     source="KIP-441 / KIP-925; Kafka HighAvailabilityTaskAssignor + TaskMovement + RackAwareTaskAssignor",
+    versions=HIGH_AVAILABILITY,
 )
 def high_availability(instance: Instance, params: Params) -> Result:
     """Kafka Streams' ``HighAvailabilityTaskAssignor`` (see the module docstring).

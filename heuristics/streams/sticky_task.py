@@ -39,8 +39,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from heuristics._java import hashmap_order
-from heuristics.streams.common import ClientState, StreamsContext
+from heuristics.streams.common import ClientState, StreamsContext, best_client
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
+from heuristics.versions import STICKY_TASK
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result
@@ -137,22 +138,8 @@ class _Sticky:
         return self._least_loaded(task, constrained)
 
     def _find_client(self, task: int, within: list[int]) -> int:
-        if len(within) == 1:
-            return within[0]
-        prev = self.prev_active.get(task)
-        previous = prev if prev is not None and prev in within else self._least_loaded_standby_holder(task, within)
-        if previous is None:
-            found = self._least_loaded(task, within)
-            assert found is not None
-            return found
-        if self._should_balance(previous):
-            standby = self._least_loaded_standby_holder(task, within)
-            if standby is None or self._should_balance(standby):
-                found = self._least_loaded(task, within)
-                assert found is not None
-                return found
-            return standby
-        return previous
+        return best_client(task, within, self.prev_active.get(task), self._least_loaded_standby_holder,
+                           self._least_loaded, self._should_balance)
 
     def _add_pairs(self, task: int, c: int) -> None:
         st = self.states[c]
@@ -235,6 +222,7 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
     protocol="streams",
     summary="Kafka Streams (Legacy)StickyTaskAssignor: previous owners first, quota per thread, task pairs",
     source="Kafka LegacyStickyTaskAssignor (StickyTaskAssignor before 3.8), with KIP-925 rack awareness",
+    versions=STICKY_TASK,
 )
 def sticky_task(instance: Instance, params: Params) -> Result:
     """Kafka Streams' sticky task assignor (see the module docstring)."""

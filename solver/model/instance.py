@@ -290,6 +290,10 @@ class Instance:
     meta
         Free-form documentation keys (``source``, ``notes``, ``expected``,
         ``facts``) carried along unchanged.
+    kafka_version
+        The Kafka release whose rules the Kafka-named assignors follow for
+        this instance (``"4.3.1"``), or ``None`` (the newest modelled); a
+        ``--kafka-version`` flag overrides it (:mod:`solver.kafka_version`).
     """
 
     name: str
@@ -299,6 +303,7 @@ class Instance:
     copartition: tuple[tuple[str, ...], ...] = ()
     streams: Any = None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    kafka_version: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "topics", _frozen_map(self.topics))
@@ -336,6 +341,7 @@ class Instance:
             and self.members == other.members
             and self.copartition == other.copartition
             and self.streams == other.streams
+            and self.kafka_version == other.kafka_version
         )
 
     __hash__ = None  # type: ignore[assignment]

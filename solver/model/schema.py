@@ -57,6 +57,27 @@ def check_topic_id(value: str) -> str:
 
 TopicId = Annotated[StrictStr, AfterValidator(check_topic_id)]
 
+
+def check_kafka_version(value: str) -> str:
+    """Accept a Kafka release kassign knows (``4.3.1``, ``4.4``, ``4.4.0-SNAPSHOT``); keep it as written.
+
+    Examples
+    --------
+    >>> check_kafka_version("4.3.1")
+    '4.3.1'
+    """
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
+
+    try:
+        KafkaVersion.parse(value)
+    except KafkaVersionError as e:
+        raise ValueError(str(e)) from None
+    return value
+
+
+#: The top-level ``kafka_version`` of an instance (either protocol).
+KafkaVersionField = Annotated[StrictStr, AfterValidator(check_kafka_version)]
+
 _WHY = {INT32_MAX: "Kafka holds it in a 32-bit int", INT32_MIN: "Kafka holds it in a 32-bit int",
         2**63 - 1: "Kafka holds it in a 64-bit long", MIN_CAPACITY: "the capacity range is 1e-06..1e+06",
         MAX_CAPACITY: "the capacity range is 1e-06..1e+06"}
@@ -136,6 +157,7 @@ class ConsumerInstanceSpec(_Strict):
     topics: dict[str, TopicSpec]
     members: list[MemberSpec] = Field(default_factory=list)
     copartition: list[list[StrictStr]] = Field(default_factory=list)
+    kafka_version: KafkaVersionField | None = None
     source: Any = None
     notes: Any = None
     expected: Any = None

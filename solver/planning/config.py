@@ -42,6 +42,7 @@ class PlanConfig:
     sat_pair_limit: int = SAT_PAIR_LIMIT
     active_load: float = 1.0
     standby_load: float = 1.0
+    kafka_version: str | None = None
 
 
 def check_config(cfg: PlanConfig) -> None:

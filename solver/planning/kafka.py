@@ -82,7 +82,8 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
     inst = Instance(name=instance.name, protocol="consumer", topics=instance.topics, members=tuple(members),
                     copartition=())
     res = assignor.run(inst, Params(time_limit=planner.cfg.time_limit, seed=planner.cfg.seed,
-                                    options={"rounds": "settle"}))
+                                    options={"rounds": "settle"},
+                                    kafka_version=planner.cfg.kafka_version or instance.kafka_version))
     asg = res.assignment
     where: dict[tuple[str, int], int] = {}
     for c, j in enumerate(kept):
@@ -161,7 +162,8 @@ def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: 
     new_spec = StreamsSpec(tasks=spec.tasks, clients=tuple(clients), config=spec.config,
                            subtopologies=spec.subtopologies)
     inst = replace(instance, streams=new_spec)
-    res = assignor.run(inst, Params(time_limit=planner.cfg.time_limit, seed=planner.cfg.seed))
+    res = assignor.run(inst, Params(time_limit=planner.cfg.time_limit, seed=planner.cfg.seed,
+                                    kafka_version=planner.cfg.kafka_version))
     asg = res.assignment
     has: dict[str, set[str]] = {}
     for c in spec.clients:

@@ -154,6 +154,15 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
                instance.name or "instance")
 
 
+def _kafka_version(kafka_assignor: Any, cfg: PlanConfig, instance: Instance) -> str | None:
+    """The Kafka release the compared assignor follows (``None`` without one)."""
+    if kafka_assignor is None or getattr(kafka_assignor, "versions", None) is None:
+        return None
+    from solver.kafka_version import resolve
+
+    return str(resolve(cfg.kafka_version, instance.kafka_version))
+
+
 def row_order(lo: int, hi: int, minimum: int | None, today: int, k: int) -> list[int]:
     """The counts ``lo..hi`` in the order they are computed: what a user asks about first.
 
@@ -283,6 +292,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "rows": rows,
         "baselines": baselines(pl, mn, cfg, instance.protocol, weights_are_lag(instance, cfg)),
         "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
+        "kafka_version": _kafka_version(kafka_assignor, cfg, instance),
         "notes": list(items.notes) + late + ([] if pl.ints.exact else [
             "loads are not exact decimals: integer rounding is conservative (sizes up for packings, down for "
             "proofs)"]),

@@ -30,11 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import INT32_MAX, UnitsSpec, meta_of, pydantic_problems
+from solver.model.schema import INT32_MAX, KafkaVersionField, UnitsSpec, meta_of, pydantic_problems
 from solver.streams.model import (
     Client,
     StreamsAssignment,
     StreamsConfig,
+    StreamsMember,
     StreamsSpec,
     Subtopology,
     Task,
@@ -75,6 +76,21 @@ class SubtopologySpec(_Strict):
     stores: NonNegInt | None = None
 
 
+#: A Java long, signed (a reported task offset sum).
+JavaLong = Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)]
+
+
+class MemberSpec(_Strict):
+    """A KIP-1071 group member of a process (one stream thread)."""
+
+    id: Annotated[str, Field(strict=True, min_length=1)]
+    active: list[StrictStr] = Field(default_factory=list)
+    standby: list[StrictStr] = Field(default_factory=list)
+    current_active: list[StrictStr] | None = None
+    current_standby: list[StrictStr] | None = None
+    task_offsets: dict[str, JavaLong] = Field(default_factory=dict)
+
+
 class ClientSpec(_Strict):
     """A Kafka Streams client (one process)."""
 
@@ -85,6 +101,7 @@ class ClientSpec(_Strict):
     active: list[StrictStr] = Field(default_factory=list)
     standby: list[StrictStr] = Field(default_factory=list)
     lags: dict[str, NonNegLong | None] = Field(default_factory=dict)
+    members: list[MemberSpec] | None = None
 
 
 class ConfigSpec(_Strict):
@@ -110,6 +127,8 @@ class StreamsInstanceSpec(_Strict):
     subtopologies: list[SubtopologySpec] | None = None
     clients: list[ClientSpec] = Field(default_factory=list)
     config: ConfigSpec = Field(default_factory=ConfigSpec)
+    kafka_version: KafkaVersionField | None = None
+    standby_task_order: list[StrictStr] | None = None
     source: Any = None
     notes: Any = None
     expected: Any = None
@@ -175,15 +194,39 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     by_id = {t.id: t for t in tasks}
 
     clients = _clients(spec.clients, by_id, bad)
+    order = _standby_task_order(spec.standby_task_order, tasks, bad)
     if problems:
         raise InstanceError(source, problems)
     c = spec.config
     config = StreamsConfig(c.num_standby_replicas, c.acceptable_recovery_lag, c.max_warmup_replicas,
                            c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
                            c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost)
-    streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies)
+    streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies, order)
     meta = meta_of(spec)
-    return Instance(spec.name, "streams", {}, (), (), streams, meta)
+    return Instance(spec.name, "streams", {}, (), (), streams, meta, spec.kafka_version)
+
+
+def _standby_task_order(order: list[str] | None, tasks: list[Task], bad: Any) -> tuple[str, ...] | None:
+    """``standby_task_order``: every stateful task once, nothing else."""
+    if order is None:
+        return None
+    stateful = {t.id: t for t in tasks if t.stateful}
+    known = {t.id for t in tasks}
+    seen: dict[str, int] = {}
+    for j, tid in enumerate(order):
+        where = ("standby_task_order", j)
+        if tid not in known:
+            bad(where, f"task {tid!r} not in tasks")
+        elif tid not in stateful:
+            bad(where, f"task {tid!r} is stateless: only stateful tasks get standbys")
+        elif tid in seen:
+            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[tid]}])")
+        seen.setdefault(tid, j)
+    missing = [t for t in stateful if t not in seen]
+    if missing:
+        shown = ", ".join(repr(t) for t in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        bad(("standby_task_order",), f"must list every stateful task once; missing {shown}")
+    return tuple(order)
 
 
 def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:
@@ -262,7 +305,12 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
     clients: list[Client] = []
     ids: dict[str, int] = {}
     pids: dict[str, int] = {}
+    member_ids: dict[str, tuple[int, int]] = {}
     for i, c in enumerate(specs):
+        members = None
+        if c.members is not None:
+            members = _members(c, i, tasks, member_ids, bad)
+            c = _with_member_view(c, i, members, tasks, bad)
         if c.id in ids:
             bad(("clients", i, "id"), f"duplicate client id {c.id!r} (also clients[{ids[c.id]}])")
         ids.setdefault(c.id, i)
@@ -296,8 +344,85 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
             elif held.get(tid) == "active":
                 bad(lag_at, "task is in active (an active task is caught up: give no lag)")
         clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
-                              {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}))
+                              {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}, members))
     return clients
+
+
+def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, tuple[int, int]],
+             bad: Any) -> tuple[StreamsMember, ...]:
+    """Check a process's KIP-1071 members (ids unique in the group, known tasks, standbys stateful)."""
+    assert c.members is not None
+    if not c.members:
+        bad(("clients", i, "members"), "a process has at least one member (one per stream thread)")
+    out = []
+    process_held: dict[str, str] = {}  # target task -> member id, over the process
+    for j, m in enumerate(c.members):
+        here = ("clients", i, "members", j)
+        if m.id in seen:
+            a, b = seen[m.id]
+            bad((*here, "id"), f"duplicate member id {m.id!r} (also clients[{a}].members[{b}])")
+        seen.setdefault(m.id, (i, j))
+        for active_key, standby_key in (("active", "standby"), ("current_active", "current_standby")):
+            held: dict[str, str] = {}
+            for kind in (active_key, standby_key):
+                for k, tid in enumerate(getattr(m, kind) or ()):
+                    at: tuple[str | int, ...] = (*here, kind, k)
+                    if tid not in tasks:
+                        bad(at, f"task {tid!r} not in tasks")
+                    elif tid in held:
+                        bad(at, f"task {tid!r} already listed in {held[tid]}")
+                    elif kind == standby_key and not tasks[tid].stateful:
+                        bad(at, f"task {tid!r} is stateless and cannot have a standby")
+                    elif kind in ("active", "standby") and process_held.get(tid, m.id) != m.id:
+                        bad(at, f"task {tid!r} is also in the target of member {process_held[tid]!r} of this "
+                                "process: a process holds a task once")
+                    elif kind in ("active", "standby"):
+                        process_held.setdefault(tid, m.id)
+                    held.setdefault(tid, kind)
+        for tid in m.task_offsets:
+            at = (*here, "task_offsets", tid)
+            if tid not in tasks:
+                bad(at, "task not in tasks")
+            elif not tasks[tid].stateful:
+                bad(at, "a stateless task has no state to report an offset for")
+        out.append(StreamsMember(
+            m.id, tuple(m.active), tuple(m.standby),
+            None if m.current_active is None else tuple(m.current_active),
+            None if m.current_standby is None else tuple(m.current_standby),
+            {t: m.task_offsets[t] for t in sorted(m.task_offsets, key=_safe_key)}))
+    return tuple(out)
+
+
+def _with_member_view(c: ClientSpec, i: int, members: tuple[StreamsMember, ...], tasks: Mapping[str, Task],
+                      bad: Any) -> ClientSpec:
+    """The process-level fields of a client with members: ``capacity`` = members, ``active`` / ``standby``
+    = the union of their targets (checked against what the client states, derived when it states nothing).
+
+    The union keeps only what the members' own checks let through (each problem is reported there, once):
+    known tasks, standbys of stateful tasks, a task once over the process.
+    """
+    updates: dict[str, Any] = {}
+    if "capacity" in c.model_fields_set and members and c.capacity != len(members):
+        bad(("clients", i, "capacity"), f"is {c.capacity}, the process has {len(members)} members "
+                                        "(one per stream thread)")
+    elif members:
+        updates["capacity"] = len(members)
+    taken: set[str] = set()
+    unions: dict[str, list[str]] = {"active": [], "standby": []}
+    for m in members:
+        for kind in ("active", "standby"):
+            for t in getattr(m, kind):
+                if t in tasks and t not in taken and (kind == "active" or tasks[t].stateful):
+                    taken.add(t)
+                    unions[kind].append(t)
+    for kind, union in unions.items():
+        stated = getattr(c, kind)
+        if stated and set(stated) != set(union):
+            bad(("clients", i, kind), f"differs from the union of the members' {kind} tasks "
+                                      f"({sorted(union, key=_safe_key)}); give both alike or only the members")
+        elif not stated:
+            updates[kind] = union
+    return c.model_copy(update=updates)
 
 
 def _safe_key(tid: str) -> tuple[int, int, str]:
@@ -346,6 +471,8 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
         if c.rack is not None:
             obj["rack"] = c.rack
         obj.update({"active": list(c.active), "standby": list(c.standby), "lags": dict(c.lags)})
+        if c.members is not None:
+            obj["members"] = [_member_dict(m) for m in c.members]
         clients.append(obj)
     out["clients"] = clients
     cfg = spec.config
@@ -364,8 +491,23 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
     if cfg.rack_aware_assignment_non_overlap_cost is not None:
         config["rack_aware_assignment_non_overlap_cost"] = cfg.rack_aware_assignment_non_overlap_cost
     out["config"] = config
+    if spec.standby_task_order is not None:
+        out["standby_task_order"] = list(spec.standby_task_order)
+    if instance.kafka_version is not None:
+        out["kafka_version"] = instance.kafka_version
     out.update(instance.meta)
     return out
+
+
+def _member_dict(m: StreamsMember) -> dict[str, Any]:
+    obj: dict[str, Any] = {"id": m.id, "active": list(m.active), "standby": list(m.standby)}
+    if m.current_active is not None:
+        obj["current_active"] = list(m.current_active)
+    if m.current_standby is not None:
+        obj["current_standby"] = list(m.current_standby)
+    if m.task_offsets:
+        obj["task_offsets"] = dict(m.task_offsets)
+    return obj
 
 
 # --------------------------------------------------------------------------- assignments
@@ -382,7 +524,22 @@ class _StreamsAssignmentDoc(BaseModel):
 
     format: Literal["kassign/v1"] | None = None
     assignment: dict[str, _ClientTasksSpec]
+    members: dict[str, _ClientTasksSpec] | None = None
     probing_rebalance: StrictBool = False
+
+
+def _unknown_names(table: str, what: str, entries: dict[str, _ClientTasksSpec], known: set[str],
+                   known_tasks: set[str]) -> list[Problem]:
+    """Problems for the ``table`` entries (clients or members) and task ids the instance does not have."""
+    problems: list[Problem] = []
+    for name, lists in entries.items():
+        if name not in known:
+            problems.append(Problem(json_path((table, name)), f"{what} not in the instance"))
+        for kind in ("active", "standby", "warmup"):
+            for j, tid in enumerate(getattr(lists, kind)):
+                if tid not in known_tasks:
+                    problems.append(Problem(json_path((table, name, kind, j)), f"task {tid!r} not in tasks"))
+    return problems
 
 
 def parse_streams_assignment(data: Any, instance: Instance, source: str = "<input>") -> StreamsAssignment:
@@ -399,23 +556,21 @@ def parse_streams_assignment(data: Any, instance: Instance, source: str = "<inpu
     except ValidationError as e:
         raise InstanceError(source, pydantic_problems(e, ())) from None
     spec: StreamsSpec = instance.streams
-    known_clients = set(spec.client_ids)
     known_tasks = set(spec.task_ids)
-    problems: list[Problem] = []
-    for cid, ct in doc.assignment.items():
-        if cid not in known_clients:
-            problems.append(Problem(json_path(("assignment", cid)), "client not in the instance"))
-        for kind in ("active", "standby", "warmup"):
-            for j, tid in enumerate(getattr(ct, kind)):
-                if tid not in known_tasks:
-                    problems.append(Problem(json_path(("assignment", cid, kind, j)), f"task {tid!r} not in tasks"))
+    problems = _unknown_names("assignment", "client", doc.assignment, set(spec.client_ids), known_tasks)
+    members = None
+    if doc.members is not None:
+        known_members = {m.id for c in spec.clients for m in (c.members or ())}
+        problems += _unknown_names("members", "member", doc.members, known_members, known_tasks)
+        members = {mid: {"active": mt.active, "standby": mt.standby, "warmup": mt.warmup}
+                   for mid, mt in doc.members.items()}
     if problems:
         raise InstanceError(source, problems)
     lists = {cid: {"active": ct.active, "standby": ct.standby, "warmup": ct.warmup}
              for cid, ct in doc.assignment.items()}
     for cid in spec.client_ids:
         lists.setdefault(cid, {})
-    return StreamsAssignment.from_lists(lists, doc.probing_rebalance)
+    return StreamsAssignment.from_lists(lists, doc.probing_rebalance, members)
 
 
 def read_streams_assignment(path: str | Path, instance: Instance) -> StreamsAssignment:

@@ -185,6 +185,62 @@ class Subtopology:
         return [f"{self.id}_{p}" for p in range(n)]
 
 
+@dataclass(frozen=True, eq=False)
+class StreamsMember:
+    """One member of a KIP-1071 Streams group: a stream thread of a Kafka Streams process.
+
+    Under the Streams rebalance protocol (``group.protocol=streams``) the group
+    coordinator assigns tasks to members; the members of one process share its
+    process id (the :class:`Client`).
+
+    Attributes
+    ----------
+    id
+        The member id (unique in the group).
+    active, standby
+        The member's previous **target** assignment (what the coordinator holds
+        for it), task ids.
+    current_active, current_standby
+        The tasks the member currently owns (has reconciled so far), or
+        ``None``: the same as ``active`` / ``standby``.  Kafka 4.4's coordinator
+        hands these to its assignor instead of the target (KAFKA-20790).
+    task_offsets
+        Task id -> the changelog offset sum the member last reported for a task
+        whose state is on its process's disk (Kafka 4.4 reads it, KAFKA-20719).
+    """
+
+    id: str
+    active: tuple[str, ...] = ()
+    standby: tuple[str, ...] = ()
+    current_active: tuple[str, ...] | None = None
+    current_standby: tuple[str, ...] | None = None
+    task_offsets: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_offsets", MappingProxyType(dict(self.task_offsets)))
+
+    @property
+    def owned_active(self) -> tuple[str, ...]:
+        """The actives the member currently owns (``current_active``, else ``active``)."""
+        return self.active if self.current_active is None else self.current_active
+
+    @property
+    def owned_standby(self) -> tuple[str, ...]:
+        """The standbys the member currently owns (``current_standby``, else ``standby``)."""
+        return self.standby if self.current_standby is None else self.current_standby
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.id, self.active, self.standby, self.current_active, self.current_standby,
+                dict(self.task_offsets))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamsMember):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class Client:
     """One Kafka Streams client (instance / process).
@@ -206,6 +262,12 @@ class Client:
     lags
         Task id -> offsets behind, for stateful tasks the client has state for;
         ``None``: it has state, but its lag is unknown.
+    members
+        The process's group members under the Streams rebalance protocol
+        (KIP-1071), one per stream thread, or ``None`` when not given
+        (``capacity`` is then the thread count and ``active`` / ``standby`` the
+        process's previous tasks).  When given, ``capacity`` is their number and
+        ``active`` / ``standby`` the union of their targets.
     """
 
     id: str
@@ -215,6 +277,7 @@ class Client:
     active: tuple[str, ...] = ()
     standby: tuple[str, ...] = ()
     lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
+    members: tuple[StreamsMember, ...] | None = None
     # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
     _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
     _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -243,8 +306,8 @@ class Client:
         if not isinstance(other, Client):
             return NotImplemented
         return (self.id, self.process_id, self.capacity, self.rack, self.active, self.standby,
-                dict(self.lags)) == (other.id, other.process_id, other.capacity, other.rack, other.active,
-                                     other.standby, dict(other.lags))
+                dict(self.lags), self.members) == (other.id, other.process_id, other.capacity, other.rack,
+                                                   other.active, other.standby, dict(other.lags), other.members)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -312,12 +375,17 @@ class StreamsSpec:
         Assignment configs.
     subtopologies
         The subtopologies the tasks were derived from, or ``None`` for explicit tasks.
+    standby_task_order
+        The stateful task ids in the order KIP-924's ``StickyTaskAssignor``
+        walks them when it places standbys (Kafka walks a ``HashSet`` whose
+        order changes from run to run), or ``None``: task order.
     """
 
     tasks: tuple[Task, ...]
     clients: tuple[Client, ...]
     config: StreamsConfig = field(default_factory=StreamsConfig)
     subtopologies: tuple[Subtopology, ...] | None = None
+    standby_task_order: tuple[str, ...] | None = None
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -344,13 +412,29 @@ class StreamsSpec:
         if not isinstance(other, StreamsSpec):
             return NotImplemented
         return (self.tasks == other.tasks and self.clients == other.clients and self.config == other.config
-                and self.subtopologies == other.subtopologies)
+                and self.subtopologies == other.subtopologies
+                and self.standby_task_order == other.standby_task_order)
+
+    @property
+    def has_members(self) -> bool:
+        """True when the clients list their KIP-1071 group members."""
+        return any(c.members is not None for c in self.clients)
 
     __hash__ = None  # type: ignore[assignment]
 
 
 def _sorted_tasks(tasks: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(tasks), key=task_sort_key))
+
+
+def _client_assignment(d: Mapping[str, Iterable[str]]) -> ClientAssignment:
+    return ClientAssignment(_sorted_tasks(d.get("active", ())), _sorted_tasks(d.get("standby", ())),
+                            _sorted_tasks(d.get("warmup", ())))
+
+
+def _lists(holders: Mapping[str, ClientAssignment]) -> dict[str, dict[str, list[str]]]:
+    return {k: {"active": list(ca.active), "standby": list(ca.standby), "warmup": list(ca.warmup)}
+            for k, ca in sorted(holders.items())}
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,41 +466,48 @@ class StreamsAssignment:
         Client id -> its tasks.
     probing_rebalance
         Whether a follow-up probing rebalance is requested (KIP-441).
+    members
+        Under the Streams rebalance protocol (KIP-1071): member id -> its
+        tasks; each client's tasks are then the union of its members'.
+        ``None`` for a per-client assignment.
     """
 
     clients: Mapping[str, ClientAssignment]
     probing_rebalance: bool = False
+    members: Mapping[str, ClientAssignment] | None = None
 
     @classmethod
     def from_lists(
         cls,
         data: Mapping[str, Mapping[str, Iterable[str]]],
         probing_rebalance: bool = False,
+        members: Mapping[str, Mapping[str, Iterable[str]]] | None = None,
     ) -> StreamsAssignment:
-        """Build from ``{client: {"active": [...], "standby": [...], "warmup": [...]}}``.
+        """Build from ``{client: {"active": [...], "standby": [...], "warmup": [...]}}`` (and members alike).
 
         Examples
         --------
         >>> a = StreamsAssignment.from_lists({"c1": {"active": ["1_0", "0_2"]}, "c2": {}})
         >>> a.to_json_dict()["assignment"]["c1"]
         {'active': ['0_2', '1_0'], 'standby': [], 'warmup': []}
+        >>> b = StreamsAssignment.from_lists({"c1": {"active": ["0_0", "0_1"]}}, members={
+        ...     "m1": {"active": ["0_1"]}, "m2": {"active": ["0_0"]}})
+        >>> b.to_json_dict()["members"]["m1"]
+        {'active': ['0_1'], 'standby': [], 'warmup': []}
         """
-        out = {
-            cid: ClientAssignment(_sorted_tasks(d.get("active", ())), _sorted_tasks(d.get("standby", ())),
-                                  _sorted_tasks(d.get("warmup", ())))
-            for cid, d in data.items()
-        }
-        return cls(MappingProxyType(out), probing_rebalance)
+        out = {cid: _client_assignment(d) for cid, d in data.items()}
+        per_member = None if members is None else MappingProxyType({m: _client_assignment(d)
+                                                                    for m, d in members.items()})
+        return cls(MappingProxyType(out), probing_rebalance, per_member)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """``{"assignment": {client: {active, standby, warmup}}, "probing_rebalance": bool}``, clients sorted."""
-        return {
-            "assignment": {
-                cid: {"active": list(ca.active), "standby": list(ca.standby), "warmup": list(ca.warmup)}
-                for cid, ca in sorted(self.clients.items())
-            },
-            "probing_rebalance": bool(self.probing_rebalance),
-        }
+        """``{"assignment": {client: {active, standby, warmup}}, "probing_rebalance": bool}``, clients sorted;
+        ``"members"`` (member id -> tasks, sorted) beside ``assignment`` when the assignment is per member."""
+        out: dict[str, Any] = {"assignment": _lists(self.clients)}
+        if self.members is not None:
+            out["members"] = _lists(self.members)
+        out["probing_rebalance"] = bool(self.probing_rebalance)
+        return out
 
     def get(self, client_id: str) -> ClientAssignment:
         """The client's tasks (empty if the client is absent)."""
@@ -426,7 +517,9 @@ class StreamsAssignment:
         if not isinstance(other, StreamsAssignment):
             return NotImplemented
         return (dict(self.clients) == dict(other.clients)
-                and self.probing_rebalance == other.probing_rebalance)
+                and self.probing_rebalance == other.probing_rebalance
+                and (None if self.members is None else dict(self.members))
+                == (None if other.members is None else dict(other.members)))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -444,7 +444,12 @@ def _result(p: StreamsProblem, active: list[int], standby: list[list[int]], stat
         for c in (standby[t] if t < len(standby) else ()):
             data[clients[c].id]["standby"].append(task.id)
     gaps = [(v - b) / max(abs(v), 1) for v, b in zip(values, bounds, strict=True)]
-    asg = StreamsAssignment.from_lists(data, False)
+    members = None
+    if p.spec.has_members:  # KIP-1071: each process's tasks shared among its members, evenly and stickily
+        from solver.streams.members import member_assignment
+
+        members = member_assignment(p.spec, data)
+    asg = StreamsAssignment.from_lists(data, False, members)
     return Result(
         asg,
         status,

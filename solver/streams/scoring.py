@@ -6,7 +6,8 @@ Stable names (JSON keys / Parquet columns):
 ``standby_shortfall``, ``not_caught_up_actives``, ``max_active_load``,
 ``min_active_load``, ``active_spread``, ``max_total_load``, ``min_total_load``,
 ``total_spread``, ``restoration_cost``, ``moved_actives``, ``standbys``,
-``warmups``, ``probing_rebalance``, ``cross_rack_traffic``.
+``warmups``, ``probing_rebalance``, ``cross_rack_traffic``, ``max_member_tasks``,
+``member_spread``, ``moved_member_actives``.
 
 Loads are tasks per stream thread (divided by the client's ``capacity``);
 *total* loads count actives, standbys and warm-ups (each replica runs on the
@@ -53,6 +54,9 @@ STREAMS_METRIC_NAMES = (
     "warmups",
     "probing_rebalance",
     "cross_rack_traffic",
+    "max_member_tasks",
+    "member_spread",
+    "moved_member_actives",
 )
 
 MAX_LISTED = 50
@@ -172,6 +176,7 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
         return [n / cl.capacity for n, cl in zip(counts, clients, strict=True)]
 
     la, lt = loads(n_active), loads(n_total)
+    member_metrics = _member_metrics(spec, assignment, bad)
     extra = n_viol - len(viol)
     return {
         "valid": n_viol == 0,
@@ -193,7 +198,48 @@ def score_streams(instance: Instance, assignment: StreamsAssignment) -> dict[str
         "warmups": sum(len(v) for v in holders_warm.values()),
         "probing_rebalance": bool(assignment.probing_rebalance),
         "cross_rack_traffic": None if cross is None else cross * spec.config.traffic_cost,
+        **member_metrics,
     }
+
+
+def _member_metrics(spec: StreamsSpec, assignment: StreamsAssignment, bad: Any) -> dict[str, Any]:
+    """``max_member_tasks``, ``member_spread``, ``moved_member_actives`` (``None`` without members)."""
+    none = {"max_member_tasks": None, "member_spread": None, "moved_member_actives": None}
+    if assignment.members is None or not spec.has_members:
+        return none
+    from solver.streams.members import synthetic_members
+
+    given = dict(assignment.members)
+    known: set[str] = set()
+    counts: list[int] = []
+    spread = 0
+    ran_on: dict[str, str] = {}
+    now_on: dict[str, str] = {}
+    for c, cl in enumerate(spec.clients):
+        mine = synthetic_members(spec, c)
+        ca = assignment.get(cl.id)
+        process_tasks = set(ca.active) | set(ca.standby) | set(ca.warmup)
+        here = []
+        for m in mine:
+            known.add(m.id)
+            for t in m.owned_active:
+                ran_on[t] = m.id
+            ma = given.get(m.id)
+            held = [] if ma is None else [*ma.active, *ma.standby, *ma.warmup]
+            for t in held:
+                if t not in process_tasks:
+                    bad(f"member {m.id}: holds task {t}, which its process {cl.id} is not given")
+            for t in ([] if ma is None else ma.active):
+                now_on[t] = m.id
+            here.append(len(held))
+        counts.extend(here)
+        if here:
+            spread = max(spread, max(here) - min(here))
+    for mid in given:
+        if mid not in known:
+            bad(f"member {mid}: not a member of the instance")
+    moved = sum(1 for t, m in ran_on.items() if t in now_on and now_on[t] != m)
+    return {"max_member_tasks": max(counts, default=0), "member_spread": spread, "moved_member_actives": moved}
 
 
 def _add(total: int | None, part: int | None) -> int | None:

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from solver.errors import InstanceError, KassignError, Problem
-from solver.io import Record, dumps, is_batch, iter_records, read_assignment, read_document, write_atomic
+from solver.io import Record, dumps, is_batch, iter_records, read_document, write_atomic
 from solver.registry import UnknownAssignorError, UnsupportedInstanceError
 from solver.result import Params
 from spark_runner.assignors import get as get_assignor
@@ -32,6 +32,7 @@ from spark_runner.cli.common import (
     EXIT_INTERNAL,
     EXIT_NOINPUT,
     EXIT_USAGE,
+    KAFKA_VERSION_HELP,
     TIME_LIMIT_HELP,
     UsageError,
     _describe,
@@ -40,6 +41,7 @@ from spark_runner.cli.common import (
     _progress,
     _records,
     _run,
+    check_kafka_version,
     check_options,
     check_output,
     stderr,
@@ -135,6 +137,7 @@ def assign(
     option: Annotated[
         list[str] | None, typer.Option("--option", "-O", help="Assignor option KEY=VALUE (repeatable).")
     ] = None,
+    kafka_version: Annotated[str | None, typer.Option("--kafka-version", help=KAFKA_VERSION_HELP)] = None,
 ) -> None:
     """Assign partitions with one assignor; writes the assignment JSON (JSON lines for a batch)."""
     check_output(out)
@@ -144,7 +147,9 @@ def assign(
         if opts.get("settle") is False:
             raise UsageError("--settle and -O settle=false contradict each other")
         opts["rounds"] = "settle"
-    params = _params(time_limit, seed, objective, opts, balance_tolerance)  # every value in range, before work
+    params = _params(time_limit, seed, objective, opts, balance_tolerance, kafka_version)  # in range, before work
+    if kafka_version is not None:
+        spec.rule(params)  # an assignor the release does not have fails before any input is read
     records = _records(file)
     batch = is_batch(file)
     for rec in records:  # a batch that mixes protocols fails before any work, naming the line
@@ -190,6 +195,9 @@ def score(
                           "instead of solving it.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Solve again: neither read nor write the cache of "
                                            "optima and gaps (~/.cache/kassign, or $KASSIGN_CACHE_DIR).")] = False,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", help="The Kafka release the assignment follows (X.Y[.Z]): reported as `kafka_version`, "
+                                "checked against the assignment's own stats.kafka_version.")] = None,
 ) -> None:
     """Every metric of an assignment, and its gaps to the optimum (exit 0 also for an invalid assignment).
 
@@ -209,12 +217,16 @@ def score(
     from solver.resources import check_fits, instance_need
 
     check_fits(instance_need(inst, "score", "score"), str(instance))
-    asg = _read_assignment(assignment, inst)
+    raw = read_document(assignment)  # read once: it may be stdin
+    asg = _read_assignment(assignment, inst, raw)
     metrics = score_fn(inst, asg)
+    release = _scored_release(raw, assignment, kafka_version, inst)
     if gaps:
         from spark_runner.cli.cache import Cache
 
         metrics.update(_cached_gaps(inst, asg, metrics, params, optimum, None if no_cache else Cache()))
+    if release is not None:
+        metrics["kafka_version"] = release
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
@@ -226,12 +238,37 @@ def score(
                 width=terminal_width(), cell=lambda _k, v: str(v)))
 
 
-def _read_assignment(path: Path, inst: Any) -> Any:
-    if inst.protocol == "streams":
-        from solver.streams.format import read_streams_assignment
+def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> str | None:
+    """The Kafka release the scored assignment (document ``doc``) followed: its ``stats.kafka_version``, else
+    the flag or the instance's field; a flag that contradicts the document is a usage error (exit 2)."""
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
 
-        return read_streams_assignment(path, inst)
-    return read_assignment(path)
+    check_kafka_version(flag)
+    stats = doc.get("stats") if isinstance(doc, dict) else None
+    stated = stats.get("kafka_version") if isinstance(stats, dict) else None
+    if isinstance(stated, str):
+        try:
+            KafkaVersion.parse(stated)
+        except KafkaVersionError:
+            stated = None  # not a release kassign knows: the document says nothing usable
+    if flag is not None and isinstance(stated, str) and KafkaVersion.parse(flag) != KafkaVersion.parse(stated):
+        raise UsageError(f"--kafka-version {flag}: {assignment} was made following Kafka {stated}")
+    if isinstance(stated, str):
+        return stated
+    chosen = flag or inst.kafka_version
+    return str(KafkaVersion.parse(chosen)) if chosen is not None else None
+
+
+def _read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
+    """The assignment document ``path`` of ``inst`` (``raw``: its decoded content, when already read)."""
+    from solver.io import parse_assignment
+
+    doc = read_document(path) if raw is None else raw
+    if inst.protocol == "streams":
+        from solver.streams.format import parse_streams_assignment
+
+        return parse_streams_assignment(doc, inst, str(path))
+    return parse_assignment(doc, str(path))
 
 
 def _optimum_result(inst: Any, path: Path) -> Any:
@@ -351,18 +388,37 @@ def _format(fmt: str | None, as_json: bool) -> str:
 def list_assignors(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+    versions: Annotated[bool, typer.Option(
+        "--versions", help="One row per Kafka rule of each Kafka-named assignor: the releases it holds for.")] = False,
 ) -> None:
-    """Assignors and solvers available."""
+    """Assignors and solvers available (with the Kafka releases each Kafka-named assignor is modelled at)."""
     out_fmt = _format(fmt, as_json)
     specs = load_all()
-    rows = [{"name": s.name, "kind": s.kind, "protocol": s.protocol, "summary": s.summary, "source": s.source}
-            for s in specs]
+    if versions:
+        vrows = [{"name": s.name, "releases": first if first == last else f"{first}-{last}", "rule": rule}
+                 for s in specs if s.versions is not None for first, last, rule in s.versions.table()]
+        if out_fmt == "json":
+            sys.stdout.write(dumps(vrows) + "\n")
+            return
+        vcols = [Column("name", align="left"), Column("releases", align="left"),
+                 Column("rule", align="left", wrap=True)]
+        emit(render(vrows, vcols, out_fmt, title="Kafka releases of the Kafka-named assignors",
+                    width=terminal_width()))
+        return
+    rows: list[dict[str, Any]] = [{"name": s.name, "kind": s.kind, "protocol": s.protocol,
+             "kafka": f"{s.versions.since}+" if s.versions is not None else "-",
+             "summary": s.summary, "source": s.source} for s in specs]
     if out_fmt == "json":
+        for r, s in zip(rows, specs, strict=True):
+            r["kafka"] = None if s.versions is None else [
+                {"from": a, "to": b, "rule": rule} for a, b, rule in s.versions.table()]
         sys.stdout.write(dumps(rows) + "\n")
         return
     cols = [Column("name", align="left"), Column("kind", align="left"), Column("protocol", align="left"),
-            Column("summary", align="left", wrap=True), Column("source", align="left", wrap=True)]
-    emit(render(rows, cols, out_fmt, title="kassign assignors and solvers", width=terminal_width()))
+            Column("kafka", align="left"), Column("summary", align="left", wrap=True),
+            Column("source", align="left", wrap=True)]
+    emit(render(rows, cols, out_fmt, title="kassign assignors and solvers (kafka: releases modelled)",
+                width=terminal_width()))
 
 
 # --------------------------------------------------------------------------- plug-in commands

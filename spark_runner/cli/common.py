@@ -76,15 +76,31 @@ def _parse_options(options: list[str] | None) -> dict[str, Any]:
     return out
 
 
+#: Help of every command's ``--kafka-version``.
+KAFKA_VERSION_HELP = ("Kafka release whose rules the Kafka-named assignors follow: X.Y[.Z], every release from 3.0 "
+                      "(X.Y: the newest of that line). Default: the instance's kafka_version, else 4.4.0, the newest "
+                      "modelled. `kassign list --versions` shows each assignor's rules.")
+
+
+def check_kafka_version(version: str | None) -> str | None:
+    """``--kafka-version``: a release kassign knows (exit 2 otherwise, listing them); returned as given."""
+    if version is not None:
+        from solver.kafka_version import KafkaVersion
+
+        KafkaVersion.parse(version)  # KafkaVersionError: exit 2
+    return version
+
+
 def _params(time_limit: float | None, seed: int | None, objective: str | None, options: dict[str, Any],
-            balance_tolerance: float | None = None) -> Params:
+            balance_tolerance: float | None = None, kafka_version: str | None = None) -> Params:
     """The run parameters, each checked against its range (:mod:`solver.options`, exit 2) before any work."""
+    check_kafka_version(kafka_version)
     obj = tuple(s.strip() for s in objective.split(",") if s.strip()) if objective else None
     if seed is not None and "deterministic" not in options:
         # a given seed asks for the same answer on every run: exact solvers run their deterministic mode
         options = {**options, "deterministic": True}
     return Params(time_limit=time_limit, seed=0 if seed is None else seed, objective=obj, options=options,
-                  balance_tolerance=balance_tolerance)
+                  balance_tolerance=balance_tolerance, kafka_version=kafka_version)
 
 
 def check_output(path: str | Path | None, option: str = "--output") -> None:

@@ -46,6 +46,27 @@ Events (what the next rebalance sees)
 ``partition-expansion``
     a sub-topology's source topic gains partitions: new tasks with no state
     anywhere (stateful ones get a changelog size).
+
+KIP-1071 scenarios (``kip1071: true``: the Streams rebalance protocol)
+----------------------------------------------------------------------
+Every client lists its group **members**, one per stream thread, with member
+ids as a Streams client makes them (22 base64url characters).  A member's
+previous target is what the assignor gave *that member* (assignors that answer
+per member: ``streams-server-sticky``, and the optimum, which shares each
+process's tasks among its members); an assignor that answers per client has its
+client's tasks dealt to the members round-robin in task order.  Every member
+reports the offset sums of its process's state (changelog size minus lag) for
+the tasks it does not run as an active, as Kafka 4.4 reads them; members have
+reconciled their targets (no ``current_*``).  Process-level events keep their
+meaning; a crashed or restarted process's members rejoin under new ids and
+without targets (a restarted one still reports its state).  Three more events:
+
+``member-join``
+    a process gains a member (a thread), without targets;
+``member-leave``
+    a member of a process with two or more leaves; the tasks it ran stay on disk;
+``member-restart``
+    a member rejoins under a new id without targets; its process keeps the state.
 """
 
 from __future__ import annotations
@@ -68,6 +89,7 @@ from solver.streams.model import (
     Client,
     StreamsAssignment,
     StreamsConfig,
+    StreamsMember,
     StreamsSpec,
     Subtopology,
     Task,
@@ -103,6 +125,8 @@ STREAMS_EVENT_KINDS = (
     "lag-drift",
     "partition-expansion",
 )
+#: Events of KIP-1071 scenarios (``kip1071: true``) only: a process's members change.
+MEMBER_EVENT_KINDS = ("member-join", "member-leave", "member-restart")
 #: Initial state: ``fresh`` (no previous assignment, no state) or a running
 #: application whose standbys and stale copies have lags of that profile.
 INITIAL_STATES = ("fresh", "caught-up", "near", "far", "mixed")
@@ -131,7 +155,7 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "lag_growth": _int_at_least(0, JAVA_LONG_MAX),
     "drift": _float_range(0.0, 5.0),
     "steps": _int_at_least(0, MAX_SCENARIO_STEPS),
-    "events": _events_check(STREAMS_EVENT_KINDS, "Streams event kind"),
+    "events": _events_check(STREAMS_EVENT_KINDS + MEMBER_EVENT_KINDS, "Streams event kind"),
     "scale_k": _int_at_least(1),
     "max_clients": _optional(_int_at_least(1)),
     "min_clients": _optional(_int_at_least(1)),
@@ -141,12 +165,13 @@ STREAMS_FIELD_CHECKS: Mapping[str, Callable[[Any], str | None]] = MappingProxyTy
     "rack_strategy": _choice(RACK_AWARE_STRATEGIES),
     "rack_traffic_cost": _optional(_int_at_least(0)),
     "rack_non_overlap_cost": _optional(_int_at_least(0)),
+    "kip1071": lambda v: None if isinstance(v, bool) else "expected true or false",
 })
 
 #: Rack parameters (added later): left out of scenario ids at these values, so earlier ids stay valid.
 _RACK_DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "racks": 0, "replication": 3, "rack_strategy": "min_traffic", "rack_traffic_cost": None,
-    "rack_non_overlap_cost": None,
+    "rack_non_overlap_cost": None, "kip1071": False,
 })
 
 
@@ -210,6 +235,10 @@ class StreamsScenarioParams(CheckedParams):
     rack_strategy, rack_traffic_cost, rack_non_overlap_cost
         With ``racks > 0``: the application's ``rack.aware.assignment.strategy``,
         ``traffic_cost`` and ``non_overlap_cost`` (``None``: Kafka's default).
+    kip1071
+        The Streams rebalance protocol (KIP-1071): every client lists its group
+        members, one per thread, and ``events`` may include
+        :data:`MEMBER_EVENT_KINDS` (see the module docstring).
     """
 
     protocol: str = PROTOCOL
@@ -241,6 +270,7 @@ class StreamsScenarioParams(CheckedParams):
     rack_strategy: str = "min_traffic"
     rack_traffic_cost: int | None = None
     rack_non_overlap_cost: int | None = None
+    kip1071: bool = False
 
     _CHECKS = STREAMS_FIELD_CHECKS
     _WHAT = "Streams parameter"
@@ -264,6 +294,9 @@ class StreamsScenarioParams(CheckedParams):
                              ("clients", self.client_cap, "max_clients, or 2 x clients + scale_k"),
                              tasks * self.client_cap * replicas,
                              f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s)")
+        member_events = [e for e in self.events if e in MEMBER_EVENT_KINDS]
+        if member_events and not self.kip1071:
+            out.append(("events", f"{', '.join(member_events)} need kip1071: true (processes with members)"))
         return out
 
     def canonical_json(self) -> str:
@@ -339,12 +372,18 @@ class LagModel:
 
 @dataclass(frozen=True)
 class NewClient:
-    """A client joining (no state)."""
+    """A client joining (no state); ``members``: its member ids in a KIP-1071 scenario."""
 
     id: str
     process_id: str
     capacity: int
     rack: str | None = None
+    members: tuple[str, ...] = ()
+
+    def client(self) -> Client:
+        """The client as it joins: no previous tasks, its members (if any) without targets."""
+        members = tuple(StreamsMember(m) for m in self.members) if self.members else None
+        return Client(self.id, self.process_id, self.capacity, self.rack, members=members)
 
 
 #: Rack data of one task: ``(source_racks, changelog_racks)``.
@@ -374,6 +413,15 @@ class StreamsEvent:
     task_racks
         ``(task id, source racks, changelog racks)`` of the tasks a
         ``partition-expansion`` adds, when the scenario has racks.
+    new_members
+        KIP-1071: ``(client id, member ids)`` of a crashed or restarted client's
+        members, which rejoin under these ids without targets.
+    member_add
+        ``(client id, member id)``: a member joins that client (``member-join``).
+    member_remove
+        Member ids that leave (``member-leave``).
+    member_restart
+        ``(old member id, new member id)`` (``member-restart``).
     detail
         Human-readable description.
     """
@@ -386,6 +434,10 @@ class StreamsEvent:
     subtopologies: tuple[Subtopology, ...] = ()
     factors: tuple[tuple[str, float], ...] = ()
     task_racks: tuple[tuple[str, tuple[tuple[str, ...], ...] | None, tuple[tuple[str, ...], ...] | None], ...] = ()
+    new_members: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    member_add: tuple[tuple[str, str], ...] = ()
+    member_remove: tuple[str, ...] = ()
+    member_restart: tuple[tuple[str, str], ...] = ()
     detail: str = ""
 
 
@@ -437,6 +489,61 @@ def _carry(client: Client, tasks: Sequence[Task], held: Any, model: LagModel,
     return Client(client.id, client.process_id, client.capacity, client.rack, tuple(active), tuple(standby), lags)
 
 
+def _member_view(client: Client, model: LagModel, targets: Mapping[str, Any] | None,
+                 fresh: Mapping[str, str] | None = None, state: bool = True) -> Client:
+    """``client`` (its next client-level state) with its members' targets and reported offsets.
+
+    ``targets``: member id -> what the assignor gave that member (``None``: deal the client's tasks
+    round-robin); ``fresh``: old member id -> new id of members that rejoin without targets;
+    ``state``: whether the members report the process's state (its lags) as offsets.
+    """
+    from solver.streams.model import task_sort_key
+
+    old = client.members or ()
+    ids = [(fresh or {}).get(m.id, m.id) for m in old]
+    rejoined = {(fresh or {})[m.id] for m in old if m.id in (fresh or {})}
+    active: dict[str, list[str]] = {m: [] for m in ids}
+    standby: dict[str, list[str]] = {m: [] for m in ids}
+    if targets is not None:
+        for m in ids:
+            got = targets.get(m)
+            if got is not None and m not in rejoined:
+                active[m] = [t for t in got.active if t in client.active]
+                standby[m] = [t for t in (*got.standby, *got.warmup) if t in client.standby]
+    else:
+        dealt = [m for m in ids if m not in rejoined] or []
+        k = 0
+        for kind, tasks in ((active, client.active), (standby, client.standby)):
+            for t in sorted(tasks, key=task_sort_key):
+                if dealt:
+                    kind[dealt[k % len(dealt)]].append(t)
+                    k += 1
+    held = {t for m in ids for t in (*active[m], *standby[m])}
+    members = []
+    for m in ids:
+        offsets: dict[str, int] = {}
+        if state:
+            for t, lag in client.lags.items():
+                if lag is not None and t in model.sizes:
+                    offsets[t] = max(0, model.sizes[t] - lag)
+            for t in client.active:
+                if t in model.sizes and t not in active[m]:
+                    offsets[t] = model.sizes[t]
+        members.append(StreamsMember(m, tuple(active[m]), tuple(standby[m]), task_offsets=offsets))
+    # the process-level view is what its members hold now
+    act = tuple(t for t in client.active if t in held)
+    sb = tuple(t for t in client.standby if t in held)
+    lags = dict(client.lags)
+    for t in client.active:  # a task no member runs stays on disk, caught up
+        if t not in held and t in model.sizes:
+            lags[t] = 0
+    for t in client.standby:
+        if t not in held and t not in lags:
+            lags[t] = 0
+    return Client(client.id, client.process_id, len(members) or client.capacity, client.rack, act, sb, lags,
+                  tuple(members) if members else None)
+
+
 def apply_streams_event(
     instance: Instance, event: StreamsEvent, assignment: StreamsAssignment | None, model: LagModel
 ) -> Instance:
@@ -472,26 +579,62 @@ def apply_streams_event(
     crashed = dict(event.crash)
     restarted = set(event.restart)
     factors = dict(event.factors)
+    renamed = dict(event.new_members)
+    targets = None if assignment is None else assignment.members
     kept: list[Client] = []
     moved: list[Client] = []
     for c in spec.clients:
         if c.id in removed:
             continue
         if c.id in crashed:
-            kept.append(Client(c.id, crashed[c.id], c.capacity, c.rack))
+            members = tuple(StreamsMember(m) for m in renamed.get(c.id, ())) or None
+            kept.append(Client(c.id, crashed[c.id], len(members) if members else c.capacity, c.rack,
+                               members=members))
             continue
         held = assignment.clients.get(c.id) if assignment is not None else None
         nxt = _carry(c, tasks, held, model, factors, c.id in restarted)
+        if c.members is not None:
+            fresh = dict(zip((m.id for m in c.members), renamed[c.id], strict=True)) if c.id in renamed else {}
+            fresh.update(event.member_restart)
+            nxt = _member_view(Client(nxt.id, nxt.process_id, nxt.capacity, nxt.rack, nxt.active, nxt.standby,
+                                      nxt.lags, c.members), model, targets if targets is not None else None, fresh)
+            nxt = _member_changes(nxt, event, model)
         (moved if c.id in restarted else kept).append(nxt)
-    clients = [*kept, *moved, *(Client(n.id, n.process_id, n.capacity, n.rack) for n in event.add)]
+    clients = [*kept, *moved, *(n.client() for n in event.add)]
     new_spec = StreamsSpec(tuple(tasks), tuple(clients), spec.config, sub_list)
     return Instance(instance.name, "streams", {}, (), (), new_spec)
+
+
+def _member_changes(client: Client, event: StreamsEvent, model: LagModel) -> Client:
+    """``member-join`` / ``member-leave`` on ``client`` (whose members hold their next targets)."""
+    members = list(client.members or ())
+    gone = set(event.member_remove)
+    joined = [m for c, m in event.member_add if c == client.id]
+    if not gone.intersection(m.id for m in members) and not joined:
+        return client
+    stay = [m for m in members if m.id not in gone]
+    offsets = members[0].task_offsets if members else {}
+    stay += [StreamsMember(m, task_offsets=dict(offsets)) for m in joined]
+    return _member_view(Client(client.id, client.process_id, len(stay), client.rack, client.active,
+                               client.standby, client.lags, tuple(stay)), model,
+                        {m.id: _Held(m.active, m.standby) for m in stay})
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A member's tasks in the shape of a :class:`~solver.streams.model.ClientAssignment`."""
+
+    active: tuple[str, ...]
+    standby: tuple[str, ...]
+    warmup: tuple[str, ...] = ()
 
 
 def strip_state(instance: Instance) -> Instance:
     """``instance`` without previous tasks or lags (what the group looks like to the generator)."""
     spec: StreamsSpec = instance.streams
-    clients = tuple(Client(c.id, c.process_id, c.capacity, c.rack) for c in spec.clients)
+    clients = tuple(Client(c.id, c.process_id, c.capacity, c.rack,
+                           members=None if c.members is None else tuple(StreamsMember(m.id) for m in c.members))
+                    for c in spec.clients)
     return Instance(instance.name, "streams", {}, (), (), StreamsSpec(spec.tasks, clients, spec.config,
                                                                       spec.subtopologies))
 
@@ -546,13 +689,20 @@ class _Builder:
     def process_id(self) -> str:
         return str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
 
+    def member_id(self) -> str:
+        """A member id as a KIP-1071 Streams client makes it (``Uuid.randomUuid().toString()``)."""
+        import base64
+
+        return base64.urlsafe_b64encode(self.rng.bytes(16)).decode("ascii").rstrip("=")
+
     def new_client(self) -> NewClient:
         cid = f"c{self.client_counter}"
         self.client_counter += 1
         cap = int(self.rng.integers(self.p.threads_min, self.p.threads_max + 1))
         pid = self.process_id()
         rack = random_rack(self.rng, self.rack_names)
-        return NewClient(cid, pid, cap, rack)
+        members = tuple(self.member_id() for _ in range(cap)) if self.p.kip1071 else ()
+        return NewClient(cid, pid, cap, rack, members)
 
     def _partition_racks(self, n: int) -> tuple[tuple[str, ...], ...]:
         return replica_racks(self.rng, self.rack_names, self.p.replication, n)
@@ -638,8 +788,12 @@ def _initial(b: _Builder) -> Instance:
                     lag = b.lag(t.id)
                     if lag is not None:
                         lags[c][t.id] = lag
-    clients = tuple(Client(n.id, n.process_id, n.capacity, n.rack, tuple(a), tuple(s), lg)
+    clients = tuple(Client(n.id, n.process_id, n.capacity, n.rack, tuple(a), tuple(s), lg,
+                           tuple(StreamsMember(m) for m in n.members) if n.members else None)
                     for n, a, s, lg in zip(new, active, standby, lags, strict=True))
+    if p.kip1071:  # the running application's members hold its tasks, dealt round-robin, and report its state
+        model = LagModel(b.sizes, 0, 0)
+        clients = tuple(_member_view(c, model, None) for c in clients)
     config = StreamsConfig(p.standby_replicas, p.acceptable_recovery_lag, p.max_warmup_replicas)
     if p.racks > 0:
         config = StreamsConfig(p.standby_replicas, p.acceptable_recovery_lag, p.max_warmup_replicas,
@@ -651,6 +805,11 @@ def _initial(b: _Builder) -> Instance:
 
 def _applicable(b: _Builder, inst: Instance, kind: str) -> bool:
     p = b.p
+    if kind in MEMBER_EVENT_KINDS:
+        clients = inst.streams.clients
+        if kind == "member-leave":
+            return any(len(c.members or ()) >= 2 for c in clients)
+        return bool(clients)
     fits = membership_applicable(kind, len(inst.streams.clients), p.client_cap, p.client_floor, p.scale_k)
     if fits is not None:
         return fits
@@ -673,7 +832,26 @@ def _draw(b: _Builder, inst: Instance, kind: str) -> StreamsEvent:
     if kind == "crash":
         c = clients[int(rng.integers(len(clients)))]
         pid = b.process_id()
-        return StreamsEvent(kind, crash=((c.id, pid),), detail=f"crash {c.id} (state lost, new process id)")
+        fresh = ((c.id, tuple(b.member_id() for _ in c.members)),) if c.members is not None else ()
+        return StreamsEvent(kind, crash=((c.id, pid),), new_members=fresh,
+                            detail=f"crash {c.id} (state lost, new process id)")
+    if kind == "member-join":
+        c = clients[int(rng.integers(len(clients)))]
+        mid = b.member_id()
+        return StreamsEvent(kind, member_add=((c.id, mid),), detail=f"member {mid} joins {c.id}")
+    if kind == "member-leave":
+        many = [c for c in clients if len(c.members or ()) >= 2]
+        c = many[int(rng.integers(len(many)))]
+        members = c.members or ()
+        m = members[int(rng.integers(len(members)))]
+        return StreamsEvent(kind, member_remove=(m.id,), detail=f"member {m.id} of {c.id} leaves")
+    if kind == "member-restart":
+        c = clients[int(rng.integers(len(clients)))]
+        members = c.members or ()
+        m = members[int(rng.integers(len(members)))]
+        new_id = b.member_id()
+        return StreamsEvent(kind, member_restart=((m.id, new_id),),
+                            detail=f"member {m.id} of {c.id} rejoins as {new_id}")
     if kind == "lag-drift":
         stateful = [t.id for t in inst.streams.tasks if t.stateful]
         f = rng.lognormal(0.0, b.p.drift, size=len(stateful))
@@ -693,6 +871,14 @@ def _draw(b: _Builder, inst: Instance, kind: str) -> StreamsEvent:
         return StreamsEvent(kind, subtopologies=(sub,), task_racks=racks,
                             detail=f"sub-topology {s.id}: {old} -> {new_n} tasks")
     raise ValueError(f"unknown Streams event kind {kind!r}")
+
+
+def _restart(b: _Builder, inst: Instance, cid: str, done: int, total: int) -> StreamsEvent:
+    """One step of a rolling restart; in a KIP-1071 scenario the client's members rejoin under new ids."""
+    client = next(c for c in inst.streams.clients if c.id == cid)
+    fresh = ((cid, tuple(b.member_id() for _ in client.members)),) if client.members is not None else ()
+    return StreamsEvent("rolling-restart", restart=(cid,), new_members=fresh,
+                        detail=f"restart {done}/{total}: {cid} (state kept)")
 
 
 def generate_streams(params: StreamsScenarioParams, seed: int) -> StreamsScenario:
@@ -716,8 +902,7 @@ def generate_streams(params: StreamsScenarioParams, seed: int) -> StreamsScenari
     events = draw_events(
         b.rng, params.steps, params.events, strip_state(initial),
         applicable=lambda st, k: _applicable(b, st, k), draw=lambda st, k: _draw(b, st, k),
-        restart=lambda _st, cid, done, total: StreamsEvent(
-            "rolling-restart", restart=(cid,), detail=f"restart {done}/{total}: {cid} (state kept)"),
+        restart=lambda st, cid, done, total: _restart(b, st, cid, done, total),
         advance=lambda st, ev: apply_streams_event(st, ev, None, no_lags),
         ids=lambda st: [c.id for c in st.streams.clients])
     model = LagModel(b.sizes, params.restore_rate, params.lag_growth)

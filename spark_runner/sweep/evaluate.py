@@ -85,6 +85,7 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("seconds", "double"),
     ("rounds", "int"),
     ("error", "string"),
+    ("kafka_version", "string"),
 )
 
 #: Every metric of :func:`solver.model.scoring.score`, ``violations`` flattened.
@@ -139,9 +140,13 @@ STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("warmups", "long"),
     ("probing_rebalance", "boolean"),
     ("cross_rack_traffic", "long"),
+    ("max_member_tasks", "long"),
+    ("member_spread", "long"),
+    ("moved_member_actives", "long"),
     ("active_balance_gap", "double"),
     ("total_balance_gap", "double"),
     ("restoration_gap", "double"),
+    ("member_balance_gap", "double"),
 )
 
 
@@ -151,6 +156,8 @@ def _param_type(name: str) -> str:
     text = str(types[name])
     if name == "events":
         return "string"
+    if "bool" in text:
+        return "boolean"
     if "int" in text:
         return "long"
     if "float" in text:
@@ -227,10 +234,23 @@ def solver_params(time_limit: float | None) -> Params:
     return Params(time_limit=time_limit, seed=0, options=dict(SOLVER_OPTIONS))
 
 
-def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
-    # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones)
-    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0, options=SETTLE)
+def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None, kafka_version: str | None = None) -> _Run:
+    # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones) and the release
+    params = (solver_params(time_limit) if spec.kind == "solver"
+              else Params(seed=0, options=SETTLE, kafka_version=kafka_version))
     return _attempt(spec, instance, params, Assignment, "a consumer Assignment", score)
+
+
+def split_label(label: str, default: str | None) -> tuple[str, str | None]:
+    """``"uniform@4.0.0"`` -> ``("uniform", "4.0.0")``; a plain name follows ``default``.
+
+    Examples
+    --------
+    >>> split_label("uniform@4.0.0", "4.4.0"), split_label("range", None)
+    (('uniform', '4.0.0'), ('range', None))
+    """
+    base, sep, release = label.partition("@")
+    return (base, release) if sep else (label, default)
 
 
 def _step_columns(step: int, event: Event | StreamsEvent | None, assignor: str) -> dict[str, Any]:
@@ -370,6 +390,7 @@ def evaluate_scenario(
     solver_time_limit: float | None = None,
     *,
     lookup: Lookup | None = None,
+    kafka_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """Carry every assignor and the optimum through one scenario and score each step.
 
@@ -390,6 +411,10 @@ def evaluate_scenario(
     lookup
         Name -> :class:`~solver.registry.AssignorSpec`; the complete registry
         by default (tests pass their own).
+    kafka_version
+        The Kafka release the Kafka-named assignors follow (``None``: the
+        newest modelled); an assignor given as ``name@X.Y.Z`` follows that
+        release, and its rows carry that label.
 
     Returns
     -------
@@ -408,10 +433,11 @@ def evaluate_scenario(
     p = params if isinstance(params, (ScenarioParams, StreamsScenarioParams)) else params_from_dict(params)
     find = lookup or _default_lookup
     if isinstance(p, StreamsScenarioParams):
-        return _evaluate_streams(p, seed, assignors, solver_time_limit, find)
+        return _evaluate_streams(p, seed, assignors, solver_time_limit, find, kafka_version)
     scenario = generate(p, seed)
     names = list(dict.fromkeys([*assignors, OPTIMAL]))
-    specs = {n: find(n) for n in names}
+    specs = {n: find(split_label(n, None)[0]) for n in names}
+    releases = {n: split_label(n, kafka_version)[1] for n in names}
     base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "consumer", **_param_values(p)}
 
     rows: list[dict[str, Any]] = []
@@ -425,7 +451,7 @@ def evaluate_scenario(
                 prev = runs_prev[n]
                 assignment = prev.result.assignment if prev.result is not None else None
                 current[n] = apply_event(prev.instance, event, assignment, step)
-            runs[n] = _run(specs[n], current[n], solver_time_limit)
+            runs[n] = _run(specs[n], current[n], solver_time_limit, releases[n])
         opt = runs[OPTIMAL]
         opt_status = opt.result.status.value if opt.result is not None else "error"
         for n in names:
@@ -444,6 +470,7 @@ def evaluate_scenario(
                 "seconds": float(res.seconds) if res is not None else None,
                 "rounds": int(res.extra.get("rounds", 1)) if res is not None else None,
                 "error": run.error or gap_error,
+                "kafka_version": res.extra.get("kafka_version") if res is not None else None,
                 **_score_columns(run.metrics),
                 **gaps,
                 "opt_status": opt_status,
@@ -456,8 +483,9 @@ def evaluate_scenario(
 # --------------------------------------------------------------------------- Kafka Streams
 
 
-def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None) -> _Run:
-    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0)
+def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None,
+                 kafka_version: str | None = None) -> _Run:
+    params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0, kafka_version=kafka_version)
     return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
@@ -474,7 +502,7 @@ def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
     on each assignor's history, so the optimum's own trajectory is no yardstick.
     """
     none = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
-            "balance_optimal": None}
+            "member_balance_gap": None, "balance_optimal": None}
     if run.metrics is None or ref.metrics is None:
         return none
     if run.metrics.get("outcome", VALID) != VALID:  # gaps are defined for valid assignments only
@@ -494,20 +522,25 @@ def streams_gap_metrics(metrics: Mapping[str, Any], reference: Mapping[str, Any]
     balance gap is 0; ``restoration_gap >= 0`` when both balance gaps are 0.
     Otherwise a negative value is real: the assignment bought a lower later
     stage with a worse earlier one (e.g. less restoration for worse balance).
-    ``balance_optimal``: both balance gaps are 0.
+    ``balance_optimal``: both balance gaps are 0.  Under the Streams rebalance
+    protocol (KIP-1071), ``member_balance_gap`` = the most tasks on one member
+    minus the optimum's (``None`` when either says nothing per member).
 
     Examples
     --------
     >>> m = {"max_active_load": 2.0, "max_total_load": 3.0, "restoration_cost": 5}
     >>> o = {"max_active_load": 1.5, "max_total_load": 3.0, "restoration_cost": 7}
     >>> streams_gap_metrics(m, o)
-    {'active_balance_gap': 0.5, 'total_balance_gap': 0.0, 'restoration_gap': -2.0, 'balance_optimal': False}
+    {'active_balance_gap': 0.5, 'total_balance_gap': 0.0, 'restoration_gap': -2.0, 'member_balance_gap': None, \
+'balance_optimal': False}
     """
     m, o = metrics, reference
     a = _clean(float(m["max_active_load"]) - float(o["max_active_load"]))
     t = _clean(float(m["max_total_load"]) - float(o["max_total_load"]))
     r = float(m["restoration_cost"]) - float(o["restoration_cost"])
-    return {"active_balance_gap": a, "total_balance_gap": t, "restoration_gap": r,
+    mm, om = m.get("max_member_tasks"), o.get("max_member_tasks")
+    member = None if mm is None or om is None else float(mm) - float(om)
+    return {"active_balance_gap": a, "total_balance_gap": t, "restoration_gap": r, "member_balance_gap": member,
             "balance_optimal": balance_optimal(a, t)}
 
 
@@ -533,11 +566,13 @@ def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[str],
-                      solver_time_limit: float | None, find: Lookup) -> list[dict[str, Any]]:
+                      solver_time_limit: float | None, find: Lookup,
+                      kafka_version: str | None = None) -> list[dict[str, Any]]:
     """:func:`evaluate_scenario` for a Streams scenario (same row layout)."""
     scenario = generate_streams(p, seed)
     names = list(dict.fromkeys([*assignors, STREAMS_OPTIMAL]))
-    specs = {n: find(n) for n in names}
+    specs = {n: find(split_label(n, None)[0]) for n in names}
+    releases = {n: split_label(n, kafka_version)[1] for n in names}
     base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "streams", **_param_values(p)}
     rows: list[dict[str, Any]] = []
     steps: list[StreamsEvent | None] = [None, *scenario.events]
@@ -551,7 +586,7 @@ def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[s
                 held = prev.result.assignment if prev.result is not None else None
                 assert held is None or isinstance(held, StreamsAssignment)  # _run_streams checked it
                 inst = apply_streams_event(prev.instance, event, held, scenario.lag_model)
-            runs[n] = _run_streams(specs[n], inst, solver_time_limit)
+            runs[n] = _run_streams(specs[n], inst, solver_time_limit, releases[n])
         for n in names:
             run = runs[n]
             # the reference: the optimum of this assignor's own instance (the optimum's row is its own)
@@ -571,6 +606,7 @@ def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[s
                 "seconds": float(res.seconds) if res is not None else None,
                 "rounds": 1 if res is not None else None,
                 "error": run.error or (f"reference optimum: {ref.error}" if ref.error else None),
+                "kafka_version": res.extra.get("kafka_version") if res is not None else None,
                 **_streams_score_columns(run.metrics),
                 **_streams_gaps(run, ref),
                 "opt_status": ref.result.status.value if ref.result is not None else "error",

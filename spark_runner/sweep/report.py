@@ -124,7 +124,7 @@ REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members",
                   "moved_cost", "max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "balance_optimal",
                   "opt_status",
                   "not_caught_up_actives", "moved_actives", "warmups", "probing_rebalance", "restoration_cost",
-                  *STREAMS_GAPS)
+                  "kafka_version", *STREAMS_GAPS)
 
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -941,7 +941,20 @@ def _facts(consumer: pd.DataFrame, streams: pd.DataFrame) -> str:
                      f"{len(streams)} row(s); assignors: {', '.join(_order(streams['assignor'].unique()))}; "
                      f"{int(streams['partitions'].min())}-{int(streams['partitions'].max())} tasks, "
                      f"{int(streams['members'].min())}-{int(streams['members'].max())} clients.")
+    releases = _releases(pd.concat([consumer, streams]))
+    if releases:
+        parts.append(f"Kafka's assignors follow {releases}.")
     return " ".join(parts)
+
+
+def _releases(df: pd.DataFrame) -> str:
+    """Which Kafka release each Kafka-named assignor followed (``kafka_version``), as one phrase."""
+    if "kafka_version" not in df.columns or df["kafka_version"].isna().all():
+        return ""
+    by_release: dict[str, list[str]] = {}
+    for (name, release), _ in df[df["kafka_version"].notna()].groupby(["assignor", "kafka_version"]):
+        by_release.setdefault(str(release), []).append(str(name))
+    return "; ".join(f"Kafka {r} ({', '.join(_order(names))})" for r, names in sorted(by_release.items()))
 
 
 def build_report(out: str | Path, title: str | None = None) -> Path:

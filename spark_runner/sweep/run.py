@@ -102,6 +102,7 @@ class GridSpec(BaseModel):
     seeds: Any  # a count, a list or a SeedRange: checked by _seeds, with messages a user reads
     assignors: Literal["all"] | Annotated[list[str], Field(min_length=1)]
     solver_time_limit: Annotated[float, Field(ge=1e-3, le=1e7, allow_inf_nan=False)] | None = 10.0  # as --time-limit
+    kafka_version: str | None = None
     params: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(default_factory=dict)
 
 
@@ -115,6 +116,7 @@ class Work:
     evaluate: tuple[str, ...]
     write: tuple[str, ...]
     time_limit: float | None = None
+    kafka_version: str | None = None
 
     def cost(self) -> float:
         """Rough relative cost, to spread expensive scenarios over tasks."""
@@ -139,6 +141,8 @@ class Grid:
     points: tuple[AnyParams, ...]
     #: Assignor name -> protocol (``consumer`` / ``streams``).
     protocols: Mapping[str, str] = dataclass_field(default_factory=dict)
+    #: The Kafka release the Kafka-named assignors follow (an assignor listed as ``name@X.Y.Z`` follows its own).
+    kafka_version: str | None = None
 
     def scenarios(self) -> list[tuple[str, int, AnyParams]]:
         """Every distinct ``(scenario id, seed, params)``, grid order."""
@@ -308,6 +312,31 @@ def _known_assignors() -> dict[str, tuple[str, str]]:
     return {s.name: (s.kind, s.protocol) for s in load_registry()}
 
 
+def _versioned(name: str, known: Mapping[str, tuple[str, str]], where: str, problems: list[Problem]) -> str:
+    """``name`` or ``name@X.Y[.Z]`` (a Kafka-named assignor at one release): the label used in rows.
+
+    The release is written out in full (``uniform@4.0`` -> ``uniform@4.0.1``); a problem is recorded for a
+    release kassign does not know, an assignor that is not Kafka-named, or one the release does not have.
+    """
+    base, sep, release = name.partition("@")
+    if not sep or base not in known:
+        return name
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
+    from spark_runner.assignors import get
+
+    spec = get(base)
+    if spec.versions is None:
+        problems.append(Problem(where, f"{base!r} is not named after a Kafka assignor: it has no Kafka release"))
+        return name
+    try:
+        version = KafkaVersion.parse(release)
+        spec.versions.rule(version, base)
+    except KafkaVersionError as e:
+        problems.append(Problem(where, str(e)))
+        return name
+    return f"{base}@{version}"
+
+
 def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     """Validate a decoded grid document.
 
@@ -337,12 +366,21 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     for proto in sorted(present):
         if REFERENCE[proto] not in known:
             problems.append(Problem("", f"the optimum {REFERENCE[proto]!r} is not registered; gaps need it"))
+    release = None
+    if spec.kafka_version is not None:
+        from solver.kafka_version import KafkaVersion, KafkaVersionError
+
+        try:
+            release = str(KafkaVersion.parse(spec.kafka_version))
+        except KafkaVersionError as e:
+            problems.append(Problem("kafka_version", str(e)))
     if spec.assignors == "all":
         assignors = tuple(n for n, (kind, proto) in sorted(known.items())
-                          if kind == "heuristic" and proto in present)
+                          if kind == "heuristic" and proto in present and _has_release(n, release))
     else:
-        assignors = tuple(dict.fromkeys(spec.assignors))
-        for i, name in enumerate(spec.assignors):
+        labels = [_versioned(n, known, f"assignors[{i}]", problems) for i, n in enumerate(spec.assignors)]
+        assignors = tuple(dict.fromkeys(labels))
+        for i, name in enumerate(n.partition("@")[0] for n in spec.assignors):
             if name not in known:
                 problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r} "
                                         f"(known: {', '.join(sorted(known))})"))
@@ -351,7 +389,7 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
                                         f"mapping generates {known[name][1]} scenarios"
                                         + (" (add protocol: streams)" if known[name][1] == "streams" else "")))
         for proto in sorted(present if cross_check else ()):
-            if not any(known.get(a, ("", ""))[1] == proto for a in assignors):
+            if not any(known.get(a.partition("@")[0], ("", ""))[1] == proto for a in assignors):
                 problems.append(Problem("assignors", f"no {proto} assignor listed for the {proto} scenarios"))
     seeds = _seeds(spec.seeds, problems)
     if len(points) * len(seeds) > MAX_SCENARIOS:
@@ -360,9 +398,57 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
                                          f"{MAX_SCENARIOS:,}"))
     if problems:
         raise InstanceError(source, problems)
-    protocols = {a: known[a][1] for a in assignors}
+    if release is not None and spec.assignors != "all":
+        for i, name in enumerate(spec.assignors):
+            if "@" not in name and not _has_release(name, release):
+                problems.append(Problem(f"assignors[{i}]", f"{name!r} is not in Kafka {release} (kafka_version)"))
+    if problems:
+        raise InstanceError(source, problems)
+    protocols = {a: known[a.partition("@")[0]][1] for a in assignors}
     return Grid(spec.name or Path(source).stem, source, seeds, assignors, spec.solver_time_limit, tuple(points),
-                protocols)
+                protocols, release)
+
+
+def _has_release(name: str, release: str | None) -> bool:
+    """Whether assignor ``name`` exists at ``release`` (any assignor when no release is set)."""
+    if release is None:
+        return True
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
+    from spark_runner.assignors import get
+
+    spec = get(name)
+    if spec.versions is None:
+        return True
+    try:
+        spec.versions.rule(KafkaVersion.parse(release), name)
+    except KafkaVersionError:
+        return False
+    return True
+
+
+def with_kafka_version(grid: Grid, version: str) -> Grid:
+    """``grid`` with the Kafka-named assignors following ``version`` (``--kafka-version`` over the grid's key).
+
+    Raises
+    ------
+    solver.kafka_version.KafkaVersionError
+        For an unknown release, or one without a listed assignor (exit 2).
+    """
+    from dataclasses import replace
+
+    from solver.kafka_version import KafkaVersion, KafkaVersionError
+    from spark_runner.assignors import get
+
+    release = str(KafkaVersion.parse(version))
+    for name in grid.assignors:
+        if "@" not in name and not _has_release(name, release):
+            spec = get(name)
+            assert spec.versions is not None
+            try:
+                spec.versions.rule(KafkaVersion.parse(release), name)
+            except KafkaVersionError as e:
+                raise KafkaVersionError(f"--kafka-version {version}: {e}") from None
+    return replace(grid, kafka_version=release)
 
 
 def read_grid(path: str | Path) -> Grid:
@@ -415,7 +501,7 @@ def plan(grid: Grid, done: set[tuple[str, str]]) -> list[Work]:
         evaluated = grid.evaluated_for(protocol_of(p))
         missing = tuple(a for a in evaluated if (sid, a) not in done)
         if missing:
-            out.append(Work(sid, seed, p, evaluated, missing, grid.solver_time_limit))
+            out.append(Work(sid, seed, p, evaluated, missing, grid.solver_time_limit, grid.kafka_version))
     return out
 
 
@@ -598,7 +684,7 @@ def _task_fn(fail_once: str | None) -> Any:
                         raise RuntimeError(f"injected failure of the first attempt for scenario {target}")
                 limit = None if rec.time_limit is None or math.isnan(rec.time_limit) else float(rec.time_limit)
                 rows = evaluate_scenario(json.loads(rec.params_json), int(rec.seed),
-                                         json.loads(rec.evaluate), limit)
+                                         json.loads(rec.evaluate), limit, kafka_version=rec.kafka_version or None)
                 keep = set(json.loads(rec.write))
                 yield pd.DataFrame([r for r in rows if r["assignor"] in keep], columns=list(COLUMNS))
 
@@ -735,6 +821,7 @@ def run_sweep(
         if clear_uncommitted(out):
             say(f"[sweep] deleted the uncommitted output of an interrupted run under {out / ROWS}")
         scenarios = grid.scenarios()
+        check_release(out, grid)
         done = finished(out)
         work = plan(grid, done)
         skipped = len(scenarios) - len(work)
@@ -829,6 +916,7 @@ def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None
         StructField("evaluate", StringType(), False),
         StructField("write", StringType(), False),
         StructField("time_limit", DoubleType(), True),
+        StructField("kafka_version", StringType(), True),
     ])
     fn = _task_fn(fail)
     schema = spark_schema()
@@ -838,7 +926,7 @@ def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None
             slices = max(1, min(len(chunk), partitions or 4 * cores))
             ordered = _deal(chunk, slices)
             data = [(w.scenario_id, w.seed, w.params.canonical_json(), json.dumps(list(w.evaluate)),
-                     json.dumps(list(w.write)), w.time_limit) for w in ordered]
+                     json.dumps(list(w.write)), w.time_limit, w.kafka_version) for w in ordered]
             prog.batch = (k, len(chunks), len(chunk))
             runtime.check()
             with runtime.stoppable(lambda: _cancel(spark)):  # a signal cancels the job: nothing of it is committed
@@ -871,12 +959,44 @@ def _count_rows(out: Path) -> int:
     return len(set(zip(*(table.column(c).to_pylist() for c in ROW_KEY), strict=True)))
 
 
+class ReleaseMismatchError(KassignError):
+    """The output directory holds rows made following another Kafka release (exit 2)."""
+
+    exit_code = 2
+
+
+def check_release(out: Path, grid: Grid) -> None:
+    """Refuse to resume rows made following another Kafka release: rows are keyed without it.
+
+    Raises
+    ------
+    ReleaseMismatchError
+        When ``out/manifest.json`` records another ``kafka_version`` and rows exist.
+    """
+    path = out / MANIFEST
+    if not path.exists() or not (out / ROWS).exists():
+        return
+    try:
+        before = json.loads(path.read_text(encoding="utf-8")).get("kafka_version")
+    except (OSError, ValueError, AttributeError):
+        return
+    from solver.kafka_version import DEFAULT
+
+    now = grid.kafka_version or str(DEFAULT)
+    if (before or str(DEFAULT)) != now:
+        raise ReleaseMismatchError(f"{out} holds rows made following Kafka {before or DEFAULT}; this sweep follows "
+                                   f"Kafka {now}: use another --out, or --overwrite")
+
+
 def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:
+    from solver.kafka_version import DEFAULT
+
     doc = {
         "grid": grid.name,
         "source": grid.source,
         "seeds": list(grid.seeds),
         "assignors": list(grid.evaluated),
+        "kafka_version": grid.kafka_version or str(DEFAULT),
         "solver_time_limit": grid.solver_time_limit,
         "points": [p.to_dict() for p in grid.points],
         "scenarios": scenarios,

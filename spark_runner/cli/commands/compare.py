@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from spark_runner.cli.common import TIME_LIMIT_HELP
+from spark_runner.cli.common import KAFKA_VERSION_HELP, TIME_LIMIT_HELP
 from spark_runner.cli.tables import FORMAT_HELP
 
 
@@ -37,10 +37,20 @@ def _one_instance(path: Path) -> Any:
     return inst
 
 
-def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None) -> Any:
+def _params(time_limit: float | None, seed: int | None, balance_tolerance: float | None = None,
+            kafka_version: str | None = None) -> Any:
     from spark_runner.cli.common import _params as common_params
 
-    return common_params(time_limit, seed, None, {}, balance_tolerance)
+    return common_params(time_limit, seed, None, {}, balance_tolerance, kafka_version)
+
+
+def _releases(doc: dict[str, Any]) -> str:
+    """``"; Kafka 4.3.1 rules"``: the releases the Kafka-named rows followed, when not the default one
+    (``--json`` says it on every row)."""
+    from solver.kafka_version import DEFAULT
+
+    releases = sorted({r["kafka_version"] for r in doc["rows"] if r.get("kafka_version")})
+    return f"; Kafka {', '.join(releases)} rules" if releases and releases != [str(DEFAULT)] else ""
 
 
 def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
@@ -89,6 +99,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Run cooperative assignors' follow-up rounds until settled (see `rounds`).")
         ] = True,
         fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+        kafka_version: Annotated[str | None, typer.Option("--kafka-version", help=KAFKA_VERSION_HELP)] = None,
     ) -> None:
         """Every assignor and the optimum side by side: metrics and gaps."""
         from solver.io import dumps
@@ -101,7 +112,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(str(e)) from None
 
         err = Console(stderr=True, highlight=False)
-        params = _params(time_limit, seed, balance_tolerance)  # every value in range, before the input is read
+        # every value in range, before the input is read
+        params = _params(time_limit, seed, balance_tolerance, kafka_version)
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         doc = compare_rows(inst, names, params, err, settle=settle)
@@ -119,7 +131,8 @@ def register(app: typer.Typer) -> None:
         proof = "proven optimal" if opt["status"] == "optimal" else (
             f"{opt['status']}, not proven{'' if gap is None else f': worst stage gap {number(100 * float(gap), 3)}%'}")
         text = render(rows, cols, out_fmt, width=width, cell=cell,
-                      title=f"{inst.name or file.name}: every assignor against the optimum ({proof})")
+                      title=f"{inst.name or file.name}: every assignor against the optimum ({proof}"
+                            f"{_releases(doc)})")
         if out_fmt == "table":
             import textwrap
 

@@ -212,13 +212,16 @@ def register(app: typer.Typer) -> None:
             help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
         seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
         no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
+        kafka_version: Annotated[str | None, typer.Option(
+            "--kafka-version", help="Kafka release the compared Kafka assignor follows (X.Y[.Z]; default: the "
+                                    "instance's kafka_version, else 4.4.0).")] = None,
     ) -> None:
         """Capacity planning: minimum instances (with proof), utilisation, moves and N-K resilience per count."""
         from solver.io import dumps, read_instance
         from solver.model.files import check_plot_path, transaction
         from solver.planning.plan import PlanConfig, PlanUsageError, check_config, parse_range
         from solver.planning.plan import plan as plan_fn
-        from spark_runner.cli.common import UsageError, located
+        from spark_runner.cli.common import UsageError, check_kafka_version, located
 
         err = Console(stderr=True, highlight=False)
         try:
@@ -230,12 +233,17 @@ def register(app: typer.Typer) -> None:
             rng = parse_range(range_) if range_ is not None else None
             cfg = PlanConfig(capacity=capacity, resilience=resilience, range=rng, catch_up_seconds=catch_up_seconds,
                              lag_threshold=lag_threshold, new_capacity=new_capacity, time_limit=time_limit,
-                             seed=seed, active_load=active_load, standby_load=standby_load)
+                             seed=seed, active_load=active_load, standby_load=standby_load,
+                             kafka_version=check_kafka_version(kafka_version))
             check_config(cfg)
         except PlanUsageError as e:
             raise UsageError(str(e)) from None
         inst = read_instance(instance)
         kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
+        if kafka is not None:  # a release without the compared assignor: exit 2 before the plan
+            from solver.result import Params
+
+            kafka.rule(Params(kafka_version=kafka_version), inst)
         try:
             with located(str(instance)):
                 doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))

@@ -64,12 +64,16 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
         progress_every: Annotated[
             float, typer.Option(help="Seconds between progress lines on stderr.")] = 5.0,
+        kafka_version: Annotated[str | None, typer.Option(
+            "--kafka-version", help="Kafka release the Kafka-named assignors follow (X.Y[.Z]; overrides the grid's "
+                                    "kafka_version; default 4.4.0). An assignor listed as NAME@X.Y.Z follows its "
+                                    "own.")] = None,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
         from solver.errors import OutputError
         from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
         from spark_runner.cli import supervise
-        from spark_runner.sweep.run import finished, plan, read_grid, run_sweep
+        from spark_runner.sweep.run import finished, plan, read_grid, run_sweep, with_kafka_version
 
         check_optional(SWEEP_PARTITIONS, partitions)
         check_optional(SWEEP_BATCH_SIZE, batch_size)
@@ -79,6 +83,8 @@ def register(app: typer.Typer) -> None:
         if out.exists() and not out.is_dir():
             raise OutputError(str(out), "exists and is not a directory (--out names the sweep's directory)")
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
+        if kafka_version is not None:
+            g = with_kafka_version(g, kafka_version)
         if dry_run:
             todo = plan(g, finished(out))
             total = len(g.scenarios())

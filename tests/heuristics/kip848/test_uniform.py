@@ -1,4 +1,6 @@
-"""KIP-848 UniformAssignor: Java orders (checked with jshell), hand-derived cases of both builders, properties."""
+"""KIP-848 UniformAssignor: Java orders (checked with jshell), hand-derived cases of both builders, Kafka's own
+UniformHomogeneousAssignmentBuilderTest cases (data/uniform_homogeneous_kafka_tests.json), properties; the
+homogeneous builder at Kafka 4.0.0 and from 4.0.1 (KAFKA-18688)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import doctest
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,8 +31,8 @@ def inst(topics: dict[str, Any], members: list[dict[str, Any]]) -> Any:
     return parse_instance({"format": "kassign/v1", "topics": topics, "members": members})
 
 
-def canon(i: Any) -> dict[str, dict[str, list[int]]]:
-    return uniform_assign(i).canonical(i.member_ids)
+def canon(i: Any, stable_extra: bool = True) -> dict[str, dict[str, list[int]]]:
+    return uniform_assign(i, stable_extra).canonical(i.member_ids)
 
 
 def uid(n: int) -> str:
@@ -73,9 +76,15 @@ def test_member_map_order() -> None:
 
 # --- homogeneous builder --------------------------------------------------------------------
 
-def test_extra_partition_goes_to_first_member_in_map_order() -> None:
+def test_extra_partition_goes_to_first_member_in_map_order_at_4_0_0() -> None:
     i = inst({"t": {"partitions": 3, "id": uid(1)}}, [{"id": "b", "topics": ["t"]}, {"id": "a", "topics": ["t"]}])
-    assert canon(i) == {"a": {"t": [0, 1]}, "b": {"t": [2]}}
+    assert canon(i, stable_extra=False) == {"a": {"t": [0, 1]}, "b": {"t": [2]}}
+
+
+def test_extra_partition_goes_to_last_member_in_map_order_from_4_0_1() -> None:
+    # KAFKA-18688: a member whose kept partitions do not fill the extra slot gives it up for a later one
+    i = inst({"t": {"partitions": 3, "id": uid(1)}}, [{"id": "b", "topics": ["t"]}, {"id": "a", "topics": ["t"]}])
+    assert canon(i) == {"a": {"t": [0]}, "b": {"t": [1, 2]}}
 
 
 def test_free_partitions_follow_topic_hashset_order() -> None:
@@ -176,9 +185,9 @@ def groups(draw: Any) -> Any:
 
 
 @settings(max_examples=200, deadline=None)
-@given(groups())
-def test_valid_and_balanced(i: Any) -> None:
-    got = canon(i)
+@given(groups(), st.booleans())
+def test_valid_and_balanced(i: Any, stable_extra: bool) -> None:
+    got = canon(i, stable_extra)
     for t, topic in i.topics.items():
         subs = [m.id for m in i.members if t in m.topics]
         held = [(mid, p) for mid in got for p in got[mid].get(t, [])]
@@ -200,11 +209,13 @@ def test_doctests() -> None:
     assert doctest.testmod(kip848).failed == 0
 
 
-def test_documented_weakness_moves_in_an_already_balanced_group() -> None:
-    # docs/algorithms: a comes first in HashMap order, takes the quota of 2, and b hands over partition 1
+def test_4_0_0_moves_in_an_already_balanced_group_and_4_0_1_does_not() -> None:
+    # docs/algorithms: at 4.0.0 a comes first in HashMap order, takes the quota of 2, and b hands over
+    # partition 1; KAFKA-18688 (4.0.1) lets b keep its extra partition
     i = inst({"t": {"partitions": 3, "id": uid(1)}},
              [{"id": "a", "topics": ["t"], "owned": {"t": [2]}}, {"id": "b", "topics": ["t"], "owned": {"t": [0, 1]}}])
-    assert canon(i) == {"a": {"t": [1, 2]}, "b": {"t": [0]}}
+    assert canon(i, stable_extra=False) == {"a": {"t": [1, 2]}, "b": {"t": [0]}}
+    assert canon(i) == {"a": {"t": [2]}, "b": {"t": [0, 1]}}
 
 
 def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
@@ -213,8 +224,9 @@ def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
     assert canon(i) == {"m1": {"A": [0, 1, 2, 3]}, "m2": {"B": [0, 2, 4]}, "m3": {"B": [1, 3]}}
 
 
-def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
-    """UniformHomogeneousAssignmentBuilder step by step, with Java's orders from the helpers (the oracle)."""
+def literal_homogeneous(i: Any, stable_extra: bool) -> dict[str, dict[str, list[int]]]:
+    """UniformHomogeneousAssignmentBuilder step by step, with Java's orders from the helpers (the oracle);
+    ``stable_extra``: ``maybeRevokePartitions`` as changed by KAFKA-18688 (4.0.1)."""
     from heuristics._java import hashmap_order
 
     ids = topic_id_map(i)
@@ -226,10 +238,12 @@ def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
     min_quota, extra = divmod(total, len(order))
     out: dict[str, dict[str, list[int]]] = {m.id: {} for m in i.members}
     unfilled = []
-    for k in order:
+    for index, k in enumerate(order):
         m = i.members[k]
-        quota = min_quota + (1 if extra > 0 else 0)
-        extra = max(0, extra - 1)
+        has_extra = extra > 0
+        quota = min_quota + (1 if has_extra else 0)
+        if not stable_extra:
+            extra = max(0, extra - 1)
         # the assignment map is filled in `owned` order, each set from the partitions as listed
         names = [t for t, ps in m.owned.items() if ps.size]
         by_id = {ids[t]: t for t in names}
@@ -248,6 +262,12 @@ def literal_homogeneous(i: Any) -> dict[str, dict[str, list[int]]]:
                     out[m.id].setdefault(t, []).append(p)
                 else:
                     unassigned.append((t, p))
+        if stable_extra:
+            if quota > 0 and has_extra and len(order) - index > extra:
+                quota -= 1  # give the extra slot up for a later member
+                has_extra = False
+            if has_extra:
+                extra -= 1
         if quota > 0:
             unfilled.append((m.id, quota))
     pos = 0
@@ -278,9 +298,67 @@ def homogeneous_groups(draw: Any) -> Any:
 
 
 @settings(max_examples=80, deadline=None)
+@given(homogeneous_groups(), st.booleans())
+def test_vectorised_homogeneous_builder_equals_step_by_step_port(i: Any, stable_extra: bool) -> None:
+    assert canon(i, stable_extra) == literal_homogeneous(i, stable_extra)
+
+
+# --- Kafka's own tests, and KAFKA-18688's stability ----------------------------------------------
+
+def _kafka_cases() -> list[dict[str, Any]]:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "uniform_homogeneous_kafka_tests.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", _kafka_cases(), ids=lambda c: c["kafka_test"].rsplit(".", 1)[-1])
+def test_kafka_homogeneous_builder_tests(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                         registry_loaded: None) -> None:
+    """The cases of Kafka's UniformHomogeneousAssignmentBuilderTest at the release they were written for."""
+    from solver.registry import get
+    from solver.result import Params
+
+    if case.get("owned_order") == "insertion":  # the test's LinkedHashMap: members' topics walked as listed
+        monkeypatch.setattr(kip848.TopicHashes, "iteration_order", lambda self, topics: np.arange(topics.size))
+    i = parse_instance(case["instance"])
+    res = get("uniform").run(i, Params(kafka_version=case["kafka_version"]))
+    assert res.assignment.canonical(i.member_ids) == case["expected"]
+    assert res.extra["kafka_version"] == "4.3.1"
+
+
+def test_kafka_18688_case_fails_at_4_0_0() -> None:
+    """KAFKA-18688's own test is what 4.0.0 got wrong: its balanced group moves there."""
+    case = next(c for c in _kafka_cases() if c["kafka_test"].endswith("WhenAlreadyBalanced"))
+    i = parse_instance(case["instance"])
+    assert canon(i) == case["expected"]
+    assert canon(i, stable_extra=False) != case["expected"]
+
+
+@settings(max_examples=150, deadline=None)
 @given(homogeneous_groups())
-def test_vectorised_homogeneous_builder_equals_step_by_step_port(i: Any) -> None:
-    assert canon(i) == literal_homogeneous(i)
+def test_own_output_is_a_fixed_point_from_4_0_1(i: Any) -> None:
+    """Kafka's CommonAssignorTests.testReassignmentStickiness / testAssignmentReuse for the homogeneous builder:
+    given its own (valid) assignment back, in any member order (here: under any member ids), 4.0.1+ moves
+    nothing -- from a fresh group, and from the drawn claims when they leave every partition to one member."""
+    fresh = inst({t: {"partitions": v.partitions, "id": v.id} for t, v in i.topics.items()},
+                 [{"id": m.id, "topics": list(m.topics)} for m in i.members])
+    _check_fixed_point(fresh)
+    first = canon(i)
+    held = sorted((t, p) for v in first.values() for t, ps in v.items() for p in ps)
+    if held == sorted({(t, p) for t in i.members[0].topics for p in range(i.topics[t].partitions)}):
+        _check_fixed_point(i)
+
+
+def _check_fixed_point(i: Any) -> None:
+    first = canon(i)
+    again = inst({t: {"partitions": v.partitions, "id": v.id} for t, v in i.topics.items()},
+                 [{"id": m.id, "topics": list(m.topics), "owned": first[m.id]} for m in i.members])
+    assert canon(again) == first
+    renamed = inst({t: {"partitions": v.partitions, "id": v.id} for t, v in i.topics.items()},
+                   [{"id": f"x{k}-{m.id}", "topics": list(m.topics), "owned": first[m.id]}
+                    for k, m in enumerate(reversed(i.members))])
+    assert {m.removeprefix("x").split("-", 1)[1]: v for m, v in canon(renamed).items()} == first
 
 
 # --- owned order: Kafka's assignment map is filled in the instance's `owned` order -----------

@@ -77,7 +77,7 @@ def test_list_piped_is_plain_text_with_whole_names() -> None:
     for name in ("cooperative-sticky", "stream-join-sticky", "state-store-weighted", "high-availability"):
         assert name in names
     tsv = kassign("list", "--format", "tsv").stdout.splitlines()
-    assert tsv[0] == "name\tkind\tprotocol\tsummary\tsource"
+    assert tsv[0] == "name\tkind\tprotocol\tkafka\tsummary\tsource"
     listed = {d["name"] for d in json.loads(kassign("list", "--json").stdout)}
     assert {line.split("\t")[0] for line in tsv[1:]} == listed
 

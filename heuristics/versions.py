@@ -1,0 +1,76 @@
+"""The Kafka releases each Kafka-named assignor is modelled at, and the rule in force at each.
+
+Read in Kafka's sources (release branches 3.0 to 4.4).  A release follows the
+last rule that starts at or before it; docs/algorithms.md prints this table.
+``kassign list --json`` and every result's ``stats.kafka_version`` say which
+release an assignor followed.
+"""
+
+from __future__ import annotations
+
+from solver.kafka_version import KafkaVersion, VersionRules
+
+#: KIP-848's homogeneous ``uniform`` keeps balanced groups still (KAFKA-18688, 4.0.1 and 4.1.0).
+KAFKA_18688 = KafkaVersion(4, 0, 1)
+#: The group coordinator's Streams ``sticky`` skips previous standby holders whose process has the task (4.3.2).
+KAFKA_20899 = KafkaVersion(4, 3, 2)
+#: 4.4.0: members' current tasks (KAFKA-20790) and reported offsets (KAFKA-20719); computeIfAbsent process map.
+KAFKA_20719 = KafkaVersion(4, 4, 0)
+#: KIP-924's ``StickyTaskAssignor``: a ceiling of the proportional share of actives per client (4.4.0).
+KAFKA_20198 = KafkaVersion(4, 4, 0)
+#: KIP-881: ``range``, ``sticky`` and ``cooperative-sticky`` read member racks from 3.5.0.
+KIP_881 = KafkaVersion(3, 5, 0)
+
+_KIP_848_BEFORE = ("KIP-848's server-side assignors were early access in 3.7 and preview in 3.8-3.9, "
+                   "with code kassign does not model; generally available from 4.0.0")
+
+UNIFORM = VersionRules(
+    "4.0.0",
+    (("4.0.0", "the first (partitions % members) members walked take the extra partitions"),
+     ("4.0.1", "a member keeps an extra partition only if its kept ones fill it, else the last members walked "
+               "take them (KAFKA-18688)")),
+    before=_KIP_848_BEFORE,
+)
+SERVER_RANGE = VersionRules("4.0.0", (("4.0.0", "one rule (KAFKA-16944's rewrite)"),), before=_KIP_848_BEFORE)
+
+STREAMS_SERVER_STICKY = VersionRules(
+    "4.2.0",
+    (("4.2.0", "previous target assignment; a standby's previous holders give up when the first one's "
+               "process has the task"),
+     ("4.3.2", "previous holders whose process has the task are skipped (KAFKA-20899)"),
+     ("4.4.0", "current tasks, and reported offsets, make candidates (KAFKA-20790, KAFKA-20719); process "
+               "map filled by computeIfAbsent")),
+    before="the Streams rebalance protocol (KIP-1071) was early access in 4.1 with another assignor "
+           "(task pairs); generally available from 4.2.0",
+)
+KIP924_STICKY = VersionRules(
+    "3.8.0",
+    (("3.8.0", "a client keeps previous actives up to threads x floor(tasks / total threads)"),
+     ("4.4.0", "up to ceil(tasks x threads / total threads) (KAFKA-20198)")),
+)
+
+RANGE = VersionRules(
+    "3.0.0",
+    (("3.0.0", "member racks not read"),
+     ("3.5.0", "rack-aware when members and partitions have racks (KIP-881)")),
+)
+ROUNDROBIN = VersionRules("3.0.0", (("3.0.0", "one rule"),))
+
+
+_STICKY_BEFORE = ("kassign models AbstractStickyAssignor as it stands from 3.7.1 to 4.4; earlier releases differ: "
+                  "KAFKA-16277 and KAFKA-15170 (3.7.1), KAFKA-15106 (3.5.2), KIP-881 racks (3.5.0), "
+                  "KAFKA-14639 (3.4.1)")
+STICKY = VersionRules("3.7.1", (("3.7.1", "one rule (KAFKA-16277, KAFKA-15170 and KIP-881 in)"),),
+                      before=_STICKY_BEFORE)
+COOPERATIVE_STICKY = STICKY
+
+_STREAMS_BEFORE = ("kassign models Kafka Streams' classic assignors as they stand from 3.8.0 to 4.4 (after KIP-924 "
+                   "reworked their inputs); earlier releases differ: 3.6-3.7 in code kassign has not checked "
+                   "line by line, and before 3.6.0 there is no rack awareness (KIP-925)")
+HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925)"),), before=_STREAMS_BEFORE)
+STICKY_TASK = VersionRules("3.8.0", (("3.8.0", "one rule (LegacyStickyTaskAssignor, KIP-925)"),),
+                           before=_STREAMS_BEFORE)
+
+__all__ = ["COOPERATIVE_STICKY", "HIGH_AVAILABILITY", "KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899",
+           "KIP924_STICKY", "KIP_881", "RANGE", "ROUNDROBIN", "SERVER_RANGE", "STICKY", "STICKY_TASK",
+           "STREAMS_SERVER_STICKY", "UNIFORM"]
