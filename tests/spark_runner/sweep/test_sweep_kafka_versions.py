@@ -108,7 +108,7 @@ def test_member_events_need_kip1071() -> None:
     params = {**KIP1071, "kip1071": False}
     assert grid_problems(_grid(assignors=["high-availability"], params=params)) == [
         "params.events: member-join, member-leave, member-restart need kip1071: true (processes with members) "
-        "(combination all values)"]
+        "(combination all values)", "params: every one of the 1 combination(s) is invalid"]
 
 
 def test_kip1071_example_grid_is_valid() -> None:
