@@ -128,7 +128,8 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
 
     ``starts``: solutions already known (those within the cap are candidates);
     ``floor``: a lower bound on the moved cost (the search stops when it is reached); ``patience``:
-    windows without a gain after which the window search stops.
+    windows without a gain after which the window search stops (0: the starts only, no focused model
+    and no windows -- CP-SAT takes over).
     Returns ``None`` only when no start fits the cap and none is found.
     """
     t0 = time.perf_counter()
@@ -150,6 +151,10 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
     for exact_cover, s in ((True, 0), (False, 0), (False, 1)):
         offer(shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, deadline=work.part(0.1).deadline()))
     offer(improve(d, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
+    if patience == 0:  # starts only: what is left goes to CP-SAT
+        if best is not None and best_cost > floor:
+            offer(give_back(d, best, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
+        return best
     if best is None or best_cost > floor:
         offer(focused(d, cap, work.part(0.3).budget(), best, seed=seed))
     if best is not None and best_cost > floor:
