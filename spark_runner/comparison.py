@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from solver.model import Instance
+from solver.model import Assignment, Instance
 from solver.registry import AssignorSpec, UnknownAssignorError
 from solver.result import Params, Result
 
@@ -136,7 +136,8 @@ def available(specs: Sequence[AssignorSpec], instance: Instance, params: Params,
 
 
 def compare(instance: Instance, assignors: Sequence[str] | None = None, params: Params | None = None, *,
-            settle: bool = True, warn: Warn | None = None) -> Comparison:
+            settle: bool = True, warn: Warn | None = None,
+            progress: Callable[[str], None] | None = None) -> Comparison:
     """Run the optimum and every selected heuristic of the instance's protocol; score them side by side.
 
     Parameters
@@ -159,10 +160,21 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         (default); ``False`` shows their first round only.
     warn
         Called for each assignor that raises on the input.
+    progress
+        Called with what is computed next (``"solving optimal"``, ``"running
+        range (2/11)"``, ``"gaps of range (2/11)"``), for a progress line.
 
     Returns
     -------
     Comparison
+
+    Notes
+    -----
+    ``excess_moves`` (the moves a row wastes against any assignment at least
+    as balanced) gets ``min(10, time_limit)`` seconds of CP-SAT per row, and
+    starts from the least moved cost among the row's own, the optimum's and
+    the tolerance row's that are at least as balanced; unproven, it is a
+    lower estimate (``excess_moves_proven`` false).
 
     Raises
     ------
@@ -200,26 +212,47 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         tolerance = DEFAULT_BALANCE_TOLERANCE if items_differ(instance) else None
     if tolerance == 0:
         tolerance = None  # an explicit 0 asks for the strict optimum only
+    say = progress or (lambda _: None)
+    say(f"solving {ref}")
     opt = get(ref).run(instance, replace(p, balance_tolerance=None))
-    hp = heuristic_params(p, settle)
-    rows = _rows(instance, ref, opt, chosen, hp, warn)
+    tol = None
     if tolerance is not None:
+        say(f"solving {ref}~{tolerance:g}")
+        tol = get(ref).run(instance, replace(p, balance_tolerance=tolerance))
+    hp = heuristic_params(p, settle)
+    # each row's wasted moves: CP-SAT for at most the optimum's limit, 10 s by default; the tolerance
+    # answer, when at least as balanced as a row, already bounds that row's fewest moves
+    gap_limit = min(10.0, p.time_limit) if p.time_limit is not None else 10.0
+    known = (tol.assignment,) if tol is not None and isinstance(tol.assignment, Assignment) else ()
+    rows = _rows(instance, ref, opt, chosen, hp, warn, _GapSettings(gap_limit, bool(p.options.get("deterministic")),
+                                                                     known), say)
+    if tol is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
         # at most (1 + EPS) x the optimum's, measured against the optimum
         from solver.consumer.gaps import gap_metrics
 
-        tol = get(ref).run(instance, replace(p, balance_tolerance=tolerance))
         s = score(instance, tol.assignment)
         row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
-        row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s)))
+        row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s,
+                                                       time_limit=gap_limit)))
         rows.insert(1, row)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
 
 
+@dataclass(frozen=True)
+class _GapSettings:
+    """How each row's ``excess_moves`` is computed (consumer protocol)."""
+
+    time_limit: float = 10.0
+    deterministic: bool = False
+    known: tuple[Assignment, ...] = ()
+
+
 def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
-          warn: Warn | None) -> list[tuple[str, Result | str]]:
+          warn: Warn | None, say: Callable[[str], None] = lambda _: None) -> list[tuple[str, Result | str]]:
     out: list[tuple[str, Result | str]] = []
-    for spec in chosen:
+    for i, spec in enumerate(chosen, 1):
+        say(f"running {spec.name} ({i}/{len(chosen)})")
         try:
             out.append((spec.name, spec.run(instance, params)))
         except Exception as e:  # an assignor refusing an input is reported in its row, not fatal
@@ -231,7 +264,8 @@ def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
 
 
 def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
-          warn: Warn | None) -> list[dict[str, Any]]:
+          warn: Warn | None, gs: _GapSettings | None = None,
+          say: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
     """The optimum's row, then one per heuristic (``assignor`` and ``error`` for one that refused)."""
     from solver.api import score
 
@@ -244,14 +278,19 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
     else:
         from solver.consumer.gaps import gap_metrics
 
+        g = gs or _GapSettings()
+
         def gaps(res: Result, s: dict[str, Any]) -> dict[str, Any]:
-            return gap_metrics(instance, res.assignment, opt, scores=s)
+            return gap_metrics(instance, res.assignment, opt, scores=s, time_limit=g.time_limit,
+                               deterministic=g.deterministic, known=g.known)
 
     rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores, **gaps(opt, opt_scores)}]
-    for name, res in _runs(instance, chosen, params, warn):
+    runs = _runs(instance, chosen, params, warn, say)
+    for i, (name, res) in enumerate(runs, 1):
         if isinstance(res, str):
             rows.append({"assignor": name, "error": res})
             continue
+        say(f"gaps of {name} ({i}/{len(runs)})")
         s = score(instance, res.assignment)
         rows.append({**_run_row(name, res), **s, **defined_gaps(s, partial(gaps, res, s))})
     return rows

@@ -32,7 +32,7 @@ if CP-SAT does not prove its answer within the time limit,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -184,6 +184,22 @@ def _number(v: float) -> float | int:
     return r if abs(v - r) <= 1e-9 * max(1.0, abs(v)) else v
 
 
+def _within(instance: Instance, assignment: Assignment, max_load: float, sum_sq: float) -> float | None:
+    """The moved cost of a valid ``assignment`` whose loads are within both caps, else ``None``."""
+    from solver.model.scoring import score
+
+    s = score(instance, assignment)
+    if not s.get("valid", False):
+        return None
+    loads = member_loads(instance, assignment)
+    active = np.array([any(t in instance.topics for t in m.topics) for m in instance.members], dtype=bool)
+    top = float(loads[active].max()) if active.any() else 0.0
+    # the same sums as the caps, so only CP-SAT's own 1e-12 slack is allowed
+    if top > max_load * (1 + 1e-12) or float((loads**2).sum()) > sum_sq * (1 + 1e-12):
+        return None
+    return float(s["moved_cost"])
+
+
 def gap_metrics(
     instance: Instance,
     assignment: Assignment,
@@ -192,6 +208,7 @@ def gap_metrics(
     scores: Mapping[str, Any] | None = None,
     time_limit: float = 10.0,
     deterministic: bool = False,
+    known: Sequence[Assignment] = (),
 ) -> dict[str, Any]:
     """The three gap metrics of ``assignment`` (see module docstring).
 
@@ -213,6 +230,13 @@ def gap_metrics(
         different loads.
     deterministic
         Count that limit in CP-SAT's deterministic time (same answer on a busy machine).
+    known
+        Further valid assignments of ``instance`` (e.g. the optimum within a
+        balance tolerance).  Each one at least as balanced as ``assignment``
+        bounds the fewest moved cost from above, as the optimum's own
+        assignment does: ``excess_moves`` is then at least ``moved_cost``
+        minus the least of theirs, even when CP-SAT finds nothing better in
+        its time.
 
     Returns
     -------
@@ -258,8 +282,14 @@ def gap_metrics(
     if own <= 0.0:  # nothing moved: nothing wasted
         out.update(excess_moves=0, excess_moves_proven=True)
         return out
+    # a known assignment within both caps moves at least the fewest: the search starts below it.  Leaving
+    # out not-joinable partitions or the co-partition rule only enlarges the set it is the fewest of.
+    opt_asg = optimum.assignment if isinstance(optimum, Result) else optimum
+    cands = [*known, *([opt_asg] if isinstance(opt_asg, Assignment) else [])]
+    upper = min([own, *(c for c in (_within(instance, a, cur_max, cur_sq) for a in cands) if c is not None)])
     fewest, proven = fewest_moves(cmp_inst, cur_max, cur_sq, time_limit=time_limit, not_joinable=not idle,
-                                  upper=own, deterministic=deterministic)
+                                  upper=upper, deterministic=deterministic)
+    proven = proven or fewest <= 0.0  # nothing moved at that balance: no assignment moves less
     excess = own - fewest
     if excess < -1e-9 * max(1.0, fewest) and proven:
         raise AssertionError(f"internal: fewest moved cost {fewest} above the assignment's own {scores['moved_cost']}")

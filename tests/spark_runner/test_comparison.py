@@ -120,11 +120,16 @@ def test_weighted_group_gets_the_tolerance_row_by_default() -> None:
 
     inst = large_instance(seed=4, n=1000, members=30, leave=0, join=2)
     params = Params(time_limit=3, seed=1, options={"deterministic": True})
-    c = compare(inst, ["range"], params)
-    strict, tol = c.row("optimal"), c.row("optimal~0.01")
+    said: list[str] = []
+    c = compare(inst, ["range"], params, progress=said.append)
+    assert said == ["solving optimal", "solving optimal~0.01", "running range (1/1)", "gaps of range (1/1)"]
+    strict, tol, rng = c.row("optimal"), c.row("optimal~0.01"), c.row("range")
     assert tol["weighted_max_load"] <= strict["weighted_max_load"] * 1.01 + 1e-9
     assert tol["moved_cost"] <= strict["moved_cost"]
     assert tol["valid"]
+    # the tolerance answer is far more balanced than range: range wastes at least the difference in moves
+    assert tol["weighted_max_load"] <= rng["weighted_max_load"]
+    assert rng["excess_moves"] >= rng["moved_cost"] - tol["moved_cost"] > 0
     import dataclasses
 
     strict_only = compare(inst, ["range"], dataclasses.replace(params, balance_tolerance=0.0))

@@ -62,7 +62,13 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
         if err is not None:
             err.print(f"{name}: {msg}", markup=False)
 
-    doc = compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
+    if err is not None and err.is_terminal:
+        # a transient line on a terminal: a large weighted group takes minutes (one CP-SAT run per row)
+        with err.status("compare: starting", spinner="line") as status:
+            doc = compare_fn(instance, names, params, settle=settle, warn=warn,
+                             progress=lambda what: status.update(f"compare: {what}")).to_json_dict()
+    else:
+        doc = compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
     opt = doc["optimal"]
     if err is not None and opt.get("status") == "feasible":
         from solver.result import Result, Status

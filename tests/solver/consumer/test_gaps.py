@@ -230,3 +230,28 @@ def test_fewest_moves_never_dies_on_a_timeout() -> None:
     g = gap_metrics(inst, res.assignment, {"max_load": float(loads.max()), "sum_sq": float((loads**2).sum())},
                     scores=s, time_limit=0.001)
     assert g["excess_moves"] is not None and g["excess_moves"] >= 0
+
+
+def test_a_known_assignment_at_least_as_balanced_bounds_the_fewest_moves() -> None:
+    """No time to search on 3,000 weighted partitions: an assignment known to be at least as balanced still
+    makes the wasted moves at least the difference of the moved costs; a less balanced one is not used."""
+    from benchmarks.bench_weighted import large_instance
+    from solver.registry import get
+    from spark_runner.assignors import load_all
+
+    load_all()
+    inst = large_instance(seed=2, n=3000, members=60, leave=2, join=2)
+    good = solve(inst, Params(time_limit=2, seed=1, balance_tolerance=0.01, options={"deterministic": True}))
+    rng = get("range").run(inst, Params()).assignment
+    strict = solve(inst, Params(time_limit=2, seed=1, options={"deterministic": True})).assignment
+    good_s, rng_s, strict_s = (score(inst, a) for a in (good.assignment, rng, strict))
+    lg, lr, ls = (member_loads(inst, a) for a in (good.assignment, rng, strict))
+    assert lg.max() <= lr.max() and (lg**2).sum() <= (lr**2).sum() and good_s["moved_cost"] < rng_s["moved_cost"]
+    caps = {"max_load": float(lr.max()), "sum_sq": float((lr**2).sum())}
+    g = gap_metrics(inst, rng, caps, scores=rng_s, time_limit=0.001, known=[good.assignment])
+    assert g["excess_moves"] >= rng_s["moved_cost"] - good_s["moved_cost"]
+    # measured: the strict optimum; known: the tolerance answer, cheaper but less balanced -- not a bound
+    assert lg.max() > ls.max() and good_s["moved_cost"] < strict_s["moved_cost"]
+    caps = {"max_load": float(ls.max()), "sum_sq": float((ls**2).sum())}
+    g = gap_metrics(inst, strict, caps, scores=strict_s, time_limit=0.001, known=[good.assignment])
+    assert g["excess_moves"] == 0
