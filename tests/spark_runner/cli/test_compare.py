@@ -92,7 +92,11 @@ def on_terminal(*args: str, columns: int = 80) -> str:
             break
         chunks.append(data)
     os.waitpid(pid, 0)
-    return b"".join(chunks).decode().replace("\r", "")
+    import re
+
+    # what stays on the screen: a transient progress line (cursor hidden, updated, then erased) leaves nothing
+    shown = re.sub(r"\x1b\[\?25l.*?\x1b\[\?25h(\x1b\[1A\x1b\[2K)?", "", b"".join(chunks).decode(), flags=re.S)
+    return shown.replace("\r", "")
 
 
 def test_on_80_columns_the_key_columns_come_first() -> None:

@@ -353,8 +353,15 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return f
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT as a terminal's foreground command has it: a run started in the background (``cmd &``, nohup)
+    inherits it ignored, and kassign, like other tools, leaves an ignored signal ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args: list[str], sig: int, after: float) -> Iterator[float]:
-    p = subprocess.Popen([*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    p = subprocess.Popen([*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                         preexec_fn=_as_from_a_terminal)
     try:
         time.sleep(after)
         assert p.poll() is None, "the command ended before the signal"
@@ -386,7 +393,7 @@ def test_a_signal_stops_a_solve_within_a_second_and_keeps_the_previous_output(bu
 @pytest.mark.slow
 def test_a_signal_stops_compare_and_prints_nothing(busy: Path) -> None:
     p = subprocess.Popen([*CMD, "compare", str(busy), "--time-limit", "60", "--json"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=REPO)
+                         stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=_as_from_a_terminal)
     time.sleep(4)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
