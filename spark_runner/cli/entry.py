@@ -21,6 +21,19 @@ def _early_exit(signum: int, _frame: Any) -> None:
 
 _early_exit.kassign_early = True  # type: ignore[attr-defined]  # supervise.run replaces it
 
+def takes_over(sig: int, current: Any) -> bool:
+    """Whether kassign installs its own handler for ``sig``, given the handler it inherited.
+
+    Python's defaults and kassign's early handler are replaced.  An inherited *ignored* SIGINT or SIGTERM is
+    replaced too: a shell script's background job (``kassign ... &``) starts with SIGINT ignored, and Ctrl-C
+    or a supervisor's SIGINT must still stop it (exit 130).  An ignored SIGHUP stays ignored: that is
+    ``nohup``'s request.  A handler someone else installed (embedding code) is kept.
+    """
+    if current in (signal.SIG_DFL, signal.default_int_handler) or getattr(current, "kassign_early", False):
+        return True
+    return current == signal.SIG_IGN and sig in (signal.SIGINT, signal.SIGTERM)
+
+
 #: Commands that load OR-Tools (and pandas with it).
 SOLVING_COMMANDS = ("assign", "compare", "frontier", "score", "plan")
 
@@ -43,7 +56,7 @@ def main() -> None:
     traceback.
     """
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+        if takes_over(sig, signal.getsignal(sig)):
             signal.signal(sig, _early_exit)
     limited = _address_space_limited()
     if limited:

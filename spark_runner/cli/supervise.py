@@ -40,6 +40,7 @@ from typing import Any
 
 from solver import runtime
 from solver.errors import Interrupted, OutputError
+from spark_runner.cli.entry import takes_over
 
 #: Seconds a command gets to end by itself after a signal before the process exits anyway.
 GRACE = 0.8
@@ -165,8 +166,7 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
     previous: dict[int, Any] = {}
     for sig in STOP_SIGNALS:
         with contextlib.suppress(ValueError, OSError):
-            current = signal.getsignal(sig)
-            if current in (signal.SIG_DFL, signal.default_int_handler) or getattr(current, "kassign_early", False):
+            if takes_over(sig, signal.getsignal(sig)):
                 previous[sig] = signal.signal(sig, on_signal)
     box: list[int] = []
 

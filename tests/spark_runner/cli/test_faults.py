@@ -353,15 +353,16 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return f
 
 
-def _as_from_a_terminal() -> None:
-    """SIGINT as a terminal's foreground command has it: a run started in the background (``cmd &``, nohup)
-    inherits it ignored, and kassign, like other tools, leaves an ignored signal ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _as_a_background_job() -> None:
+    """How a shell script starts ``kassign ... &``: SIGINT ignored (and SIGHUP under nohup)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def _interrupt(args: list[str], sig: int, after: float) -> Iterator[float]:
+    # started as a script's background job: the stricter case (SIGINT arrives already ignored)
     p = subprocess.Popen([*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                         preexec_fn=_as_from_a_terminal)
+                         preexec_fn=_as_a_background_job)
     try:
         time.sleep(after)
         assert p.poll() is None, "the command ended before the signal"
@@ -390,10 +391,19 @@ def test_a_signal_stops_a_solve_within_a_second_and_keeps_the_previous_output(bu
     assert out.read_text() == "previous" and _files(tmp_path) == ["out.json"]
 
 
+def test_an_inherited_ignore_is_replaced_for_sigint_and_sigterm_and_kept_for_sighup() -> None:
+    from spark_runner.cli.entry import takes_over
+
+    assert takes_over(signal.SIGINT, signal.SIG_IGN) and takes_over(signal.SIGTERM, signal.SIG_IGN)
+    assert not takes_over(signal.SIGHUP, signal.SIG_IGN)  # nohup
+    assert takes_over(signal.SIGINT, signal.default_int_handler) and takes_over(signal.SIGHUP, signal.SIG_DFL)
+    assert not takes_over(signal.SIGINT, lambda *_: None)  # a handler the embedding program installed
+
+
 @pytest.mark.slow
 def test_a_signal_stops_compare_and_prints_nothing(busy: Path) -> None:
     p = subprocess.Popen([*CMD, "compare", str(busy), "--time-limit", "60", "--json"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=_as_from_a_terminal)
+                         stderr=subprocess.PIPE, text=True, cwd=REPO)
     time.sleep(4)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
