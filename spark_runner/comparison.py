@@ -224,8 +224,8 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     # answer, when at least as balanced as a row, already bounds that row's fewest moves
     gap_limit = min(10.0, p.time_limit) if p.time_limit is not None else 10.0
     known = (tol.assignment,) if tol is not None and isinstance(tol.assignment, Assignment) else ()
-    rows = _rows(instance, ref, opt, chosen, hp, warn, _GapSettings(gap_limit, bool(p.options.get("deterministic")),
-                                                                     known), say)
+    gs = _GapSettings(gap_limit, bool(p.options.get("deterministic")), known)
+    rows = _rows(instance, ref, opt, chosen, hp, warn, gs, say)
     if tol is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
         # at most (1 + EPS) x the optimum's, measured against the optimum
@@ -234,7 +234,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         s = score(instance, tol.assignment)
         row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
         row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s,
-                                                       time_limit=gap_limit)))
+                                                       time_limit=gs.time_limit, deterministic=gs.deterministic)))
         rows.insert(1, row)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
 

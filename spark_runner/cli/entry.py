@@ -21,6 +21,7 @@ def _early_exit(signum: int, _frame: Any) -> None:
 
 _early_exit.kassign_early = True  # type: ignore[attr-defined]  # supervise.run replaces it
 
+
 def takes_over(sig: int, current: Any) -> bool:
     """Whether kassign installs its own handler for ``sig``, given the handler it inherited.
 
