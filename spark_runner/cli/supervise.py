@@ -40,7 +40,7 @@ from typing import Any
 
 from solver import runtime
 from solver.errors import Interrupted, OutputError
-from spark_runner.cli.entry import takes_over
+from spark_runner.cli.signals import takes_over
 
 #: Seconds a command gets to end by itself after a signal before the process exits anyway.
 GRACE = 0.8

@@ -392,7 +392,7 @@ def test_a_signal_stops_a_solve_within_a_second_and_keeps_the_previous_output(bu
 
 
 def test_an_inherited_ignore_is_replaced_for_sigint_and_sigterm_and_kept_for_sighup() -> None:
-    from spark_runner.cli.entry import takes_over
+    from spark_runner.cli.signals import takes_over
 
     assert takes_over(signal.SIGINT, signal.SIG_IGN) and takes_over(signal.SIGTERM, signal.SIG_IGN)
     assert not takes_over(signal.SIGHUP, signal.SIG_IGN)  # nohup
