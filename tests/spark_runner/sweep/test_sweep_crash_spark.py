@@ -57,9 +57,45 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _freeze(root: int) -> list[int]:
+    """SIGSTOP ``root``'s process group and every process below it, until no new one appears; returns them all.
+
+    Stopped processes write nothing more, so what is on disk can be read without a race against Spark's commit.
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(root, signal.SIGSTOP)
+    stopped: set[int] = set()
+    while True:
+        new = [p for p in descendants(root) if p not in stopped]
+        if not new:
+            return sorted(stopped)
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped.update(new)
+
+
+def _signal_all(root: int, below: list[int], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(root, sig)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _batch_half_done(out: Path) -> bool:
+    """An earlier batch is published and the running one has committed tasks but no job commit yet."""
+    committed = any((out / "rows").glob("assignor=*/*.parquet"))
+    return committed and any((out / "rows" / "_temporary").glob("*/task_*"))
+
+
 def _kill_mid_batch(grid: Path, out: Path) -> None:
     """Run the sweep CLI in its own process group; SIGKILL it and every process below it (Spark's JVM runs in a
-    session of its own, and its Python workers with it) once a later batch has committed tasks."""
+    session of its own, and its Python workers with it) once a later batch has committed tasks.
+
+    The state is checked with every process stopped: checking while Spark runs races its job commit, which can
+    land between the check and the kill (it did in CI, and the crash then left nothing to recover from).
+    """
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
     log = (out.parent / "crash.log").open("w")  # 8 scenarios in 2 batches of 4 tasks on 2 cores
     proc = subprocess.Popen(
@@ -69,18 +105,16 @@ def _kill_mid_batch(grid: Path, out: Path) -> None:
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            committed = any((out / "rows").glob("assignor=*/*.parquet"))
-            pending = any((out / "rows" / "_temporary").glob("*/task_*"))
-            if committed and pending:  # an earlier batch is published, this one has committed tasks only
-                break
+            if _batch_half_done(out):
+                below = _freeze(proc.pid)
+                if _batch_half_done(out):
+                    break  # killed below, while still stopped
+                _signal_all(proc.pid, below, signal.SIGCONT)  # the commit landed meanwhile: go on
             time.sleep(0.02)
     finally:
         if proc.poll() is None:
-            below = descendants(proc.pid)  # the JVM and the Python workers, before the driver is gone
-            os.killpg(proc.pid, signal.SIGKILL)
-            for pid in below:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            below = _freeze(proc.pid)
+            _signal_all(proc.pid, below, signal.SIGKILL)
         proc.wait(timeout=30)
         log.close()
 
