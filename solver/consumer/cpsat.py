@@ -91,6 +91,8 @@ class CpsatOutcome:
     restricted: bool
     seconds: float
     info: dict[str, object] = field(default_factory=dict)
+    #: Under a balance tolerance, the max-load stage's own solution (``flows`` is the one in the window).
+    balanced: list[tuple[int, int, int]] | None = None
 
 
 def _lcm(values: Sequence[int]) -> int:

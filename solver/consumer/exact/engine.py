@@ -158,6 +158,7 @@ def solve_exact(
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
     start: np.ndarray | None = None
+    window_hint: np.ndarray | None = None
     if (stages[0] == "max_load" and set(stages) <= set(LARGE_TAKES) and load_cap is None
             and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS):
         # primal search beside valid bounds, stage by stage: the whole answer when one CP-SAT model would be
@@ -172,15 +173,24 @@ def solve_exact(
         if restricted or all(r.proven for r in out.stages):
             out.seconds = time.perf_counter() - t_start
             return out
-        start = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
-        for c, m, k in out.flows:
-            start[c, m] = k
+        # CP-SAT's max-load stage starts from the primal max-load solution (as without a tolerance, so both
+        # runs reach the same max load); the window's solution is the hint of the stages after it
+        start = _counts(ic, out.balanced if out.balanced is not None else out.flows)
+        if out.balanced is not None:
+            window_hint = _counts(ic, out.flows)
         if deterministic:
             time_limit *= 1 - share
     return _CpsatStages(ic, sc, racks, stages, caps, start=start, restricted=restricted, t_start=t_start,
                         time_limit=time_limit, deadline=deadline, seed=seed, deterministic=deterministic,
                         workers=workers, backend=backend, tolerance=tolerance, load_cap=load_cap,
-                        moves_cap=moves_cap, max_vars=max_vars).run()
+                        moves_cap=moves_cap, max_vars=max_vars, window_hint=window_hint).run()
+
+
+def _counts(ic: ItemClasses, flows: list[tuple[int, int, int]]) -> np.ndarray:
+    out = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
+    for c, m, k in flows:
+        out[c, m] = k
+    return out
 
 
 class _CpsatStages:
@@ -189,7 +199,8 @@ class _CpsatStages:
     def __init__(self, ic: ItemClasses, sc: Scaled, racks: list[str | None], stages: list[str], caps: np.ndarray,
                  *, start: np.ndarray | None, restricted: bool, t_start: float, time_limit: float, deadline: float,
                  seed: int, deterministic: bool, workers: int, backend: str, tolerance: float | None,
-                 load_cap: float | None, moves_cap: float | None, max_vars: int) -> None:
+                 load_cap: float | None, moves_cap: float | None, max_vars: int,
+                 window_hint: np.ndarray | None = None) -> None:
         self.ic, self.sc, self.racks, self.stages = ic, sc, racks, stages
         self.restricted, self.t_start, self.time_limit, self.deadline = restricted, t_start, time_limit, deadline
         self.seed, self.deterministic, self.workers, self.backend = seed, deterministic, workers, backend
@@ -225,6 +236,12 @@ class _CpsatStages:
         self.stats = {"mip_fallbacks": 0, "mip_proofs": 0}
         self.mips: dict[str, Any] = {}
         self.z_opt: int | None = None
+        #: Under a tolerance: a solution found for the window (by the primal stages), the hint of the stages
+        #: after ``max_load`` when it fits the window CP-SAT settles and moves less than CP-SAT's solution.
+        self.window_hint: Solution | None = None
+        if window_hint is not None:
+            self.window_hint = {(c, m): int(window_hint[c, m]) for c in range(ic.n_classes) for m in self.cand[c]
+                                if window_hint[c, m]}
 
     # ---- budget, solves, reports
     def budget(self, weight: float) -> float:
@@ -362,10 +379,15 @@ class _CpsatStages:
         m = self.m
         z_dom = m.z_dom
         lo = int(z_dom[0])
-        if self.tolerance is None and (nxt is None or nxt in LINEAR):
+        if self.tolerance is not None:
+            # the next stage runs in the window above the max load found, not at it: the probe only asks
+            # whether the bound is reached (the same test, on the same budget, as without a tolerance, so
+            # both runs settle on the same max load and the window sits EPS above the strict run's)
+            nxt = None
+        if nxt is None or nxt in LINEAR:
             # the bound as a hard cap: a solution proves it reached (and optimises the next stage)
             z_dom[1] = lo
-            t_b = self.budget(0.5 if nxt is not None else 0.9)
+            t_b = self.budget(0.5 if nxt is not None or self.tolerance is not None else 0.9)
             cert = self.certified(nxt, lo) if nxt is not None else None
             val: int | None
             bnd: int | None
@@ -379,6 +401,9 @@ class _CpsatStages:
                 self.report("max_load", lo, lo, True, dt)
                 z_dom[0] = z_dom[1] = lo
                 self.z_opt = lo
+                if self.tolerance is not None:
+                    self._window(lo)
+                    return 1
                 if nxt is None:
                     return 1
                 assert val is not None and bnd is not None
@@ -403,12 +428,21 @@ class _CpsatStages:
         self.report("max_load", val, val if proven else bnd, proven, dt)
         self.z_opt = val if proven else None
         if self.tolerance is not None:
-            # the window is EPS above the max load found (proven or not): never empty
-            z_dom[0] = self.lb_z
-            z_dom[1] = max(val, math.floor(Fraction(val) * (1 + Fraction(self.tolerance).limit_denominator(10**9))))
+            self._window(val)
         else:
             m.fix("max_load", val, proven)
         return 1
+
+    def _window(self, z: int) -> None:
+        """Later stages keep every load within EPS above the max load ``z`` found (proven or not): never empty."""
+        assert self.tolerance is not None
+        self.m.z_dom[0] = self.lb_z
+        self.m.z_dom[1] = max(z, math.floor(Fraction(z) * (1 + Fraction(self.tolerance).limit_denominator(10**9))))
+        hint = self.window_hint  # used when complete (every item inside its candidates) and within the window
+        if hint is None or sum(hint.values()) != self.ic.total_items or not self.m.fits(hint):
+            return
+        if self.current is None or self.m.values(hint)["moves"] < self.m.values(self.current)["moves"]:
+            self.current = hint
 
     def stage(self, i: int, weight: float) -> None:
         """Stage ``stages[i]`` other than ``max_load``."""
@@ -443,7 +477,7 @@ class _CpsatStages:
                 raise InfeasibleError("no assignment found within the time limit")
             if name == "topic_balance":
                 raise InfeasibleError("no solution for the topic_balance stage within the time limit")
-            val, bnd, st = m.values(self.current)[name], 0, "feasible"
+            val, bnd, st = m.model_value(name, self.current), 0, "feasible"
         # the best valid bound: the solver's (full models only) or one valid for every assignment
         bnd = min(val, max(0 if self.restricted else bnd, self.valid_bound(name, zcap)))
         proven = (st == "optimal" and not self.restricted) or bnd == val

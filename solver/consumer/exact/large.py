@@ -88,6 +88,10 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         if deterministic:
             return Work(max(0.05, time_limit * share), True, 1)
         left = max(0.02, deadline - time.perf_counter())
+        if name == "max_load":
+            # work counted from the time limit (not from what is left: that varies), the clock only a safety
+            # net: a run with a balance tolerance reaches the max load of the run without one
+            return Work(max(0.02, time_limit * share), False, max(1, workers), counted=True)
         rest = sum(SHARES.get(s, 0.15) for s in stages[stages.index(name):])
         return Work(max(0.02, left * share / max(share, rest)), False, max(1, workers))
 
@@ -128,6 +132,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     bounds["max_load"] = lb
     zcap = z if tolerance is None else math.floor(Fraction(z) * (1 + Fraction(tolerance).limit_denominator(10**9)))
     fixed["max_load"] = zcap
+    x_balanced = x
     seconds["max_load"] = time.perf_counter() - t_s
     done_at.append(time.perf_counter())
     for name in stages[1:]:
@@ -164,7 +169,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     if sc.notes:
         info["notes"] = list(sc.notes)
     return CpsatOutcome(flows=_flows(x), stages=reports, exact=sc.exact, restricted=restricted,
-                        seconds=time.perf_counter() - t0, info=info)
+                        seconds=time.perf_counter() - t0, info=info,
+                        balanced=_flows(x_balanced) if tolerance is not None else None)
 
 
 def _flows(x: np.ndarray) -> list[tuple[int, int, int]]:

@@ -220,6 +220,13 @@ class ClassModel:
         return {"max_load": max(norm, default=0), "sum_sq": sum(v * v for v in norm), "moves": mv, "racks": rk,
                 "nl": norm}
 
+    def model_value(self, name: str, sol: Solution) -> int:
+        """Stage ``name``'s objective of ``sol`` in this model's units (``sum_sq`` on its coarser scale)."""
+        got = self.values(sol)
+        if name == "sum_sq" and self.sq_coarse > 1:
+            return sum((v // self.sq_coarse) ** 2 for v in got["nl"])
+        return int(got[name])
+
     def fits(self, sol: Solution) -> bool:
         """Whether ``sol`` keeps the caps the settled stages have set."""
         got = self.values(sol)
