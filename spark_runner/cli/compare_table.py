@@ -195,21 +195,35 @@ _METRIC_UNITS = {
 }
 
 
+#: On a weighted instance the weighted loads come first (right after validity), then the partition counts.
+_WEIGHTED_FIRST = ("weighted_max_load", "max_load_gap", "sum_sq_gap")
+
+
 def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str]]:
     """``kassign score``'s table: one row per metric, the value for a person and its unit.
 
-    Weighted loads in the instance's unit (MB/s for bytes/s), counts with thousands separators, lists
-    one item a line; never ``None`` or an exponent.
+    On a weighted instance the weighted loads (``weighted_max_load``, ``max_load_gap``, ``sum_sq_gap``) come
+    first, in the instance's unit (MB/s for bytes/s; ``sum_sq_gap`` in that unit squared), before the
+    partition counts (``max_load`` ...). Counts with thousands separators, lists one item a line; never
+    ``None`` or an exponent.
     """
     units = instance_units(instance)
     weighted = instance.protocol != "streams" and instance.has_weights
     has_costs = instance.protocol != "streams" and any(t.move_costs is not None for t in instance.topics.values())
     load_unit = units["weights"] if weighted else "topic-partitions per capacity"
     load = Scale.for_values([metrics.get("weighted_max_load"), metrics.get("max_load_gap")], load_unit)
+    squared = Scale(load.factor ** 2, f"({load.unit})²" if load.unit else "")
     cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves")],
                             units["move_costs"] if has_costs else "topic-partitions")
+    keys = list(metrics)
+    if weighted and "max_load" in keys:
+        first = [k for k in _WEIGHTED_FIRST if k in metrics]
+        rest = [k for k in keys if k not in first]
+        at = rest.index("max_load")
+        keys = rest[:at] + first + rest[at:]
     rows = []
-    for k, v in metrics.items():
+    for k in keys:
+        v = metrics[k]
         kind = _METRIC_UNITS.get(k, "")
         if isinstance(v, list):
             text, unit = "\n".join(map(str, v)) if v else "-", ""
@@ -218,7 +232,10 @@ def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str
         elif kind == "cost":
             text, unit = cost.show(v), cost.unit
         elif kind == "load2":
-            text, unit = number(v), f"({load_unit})²" if weighted else "(topic-partitions per capacity)²"
+            if weighted:
+                text, unit = squared.show(v), squared.unit
+            else:
+                text, unit = number(v), "(topic-partitions per capacity)²"
         else:
             text, unit = number(v), kind
         rows.append({"metric": k, "value": text, "unit": unit if text != "-" else ""})
