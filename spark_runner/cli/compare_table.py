@@ -192,6 +192,12 @@ _METRIC_UNITS = {
     "restoration_cost": "offsets", "restoration_gap": "offsets", "max_active_load": "active tasks per thread",
     "active_balance_gap": "active tasks per thread", "max_total_load": "replicas per thread",
     "total_balance_gap": "replicas per thread", "moved_actives": "tasks",
+    "unassigned_tasks": "tasks", "duplicate_actives": "tasks", "standby_shortfall": "standbys",
+    "not_caught_up_actives": "tasks", "min_active_load": "active tasks per thread",
+    "active_spread": "active tasks per thread", "min_total_load": "replicas per thread",
+    "total_spread": "replicas per thread", "standbys": "standbys", "warmups": "warm-up replicas",
+    "cross_rack_traffic": "KIP-925 traffic cost", "max_member_tasks": "tasks", "member_spread": "tasks",
+    "moved_member_actives": "tasks", "member_balance_gap": "tasks",
 }
 
 

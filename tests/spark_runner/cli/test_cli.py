@@ -368,3 +368,21 @@ def test_score_table_shows_weighted_loads_first_and_squared_loads_in_the_same_un
     assert rows["max_load_gap"] == ["14.5", "MB/s"]
     assert rows["sum_sq_gap"] == ["316.5", "(MB/s)²"]
     assert "bytes/s" not in out and "None" not in out and "e+" not in out
+
+
+def test_streams_score_labels_every_number_with_its_unit() -> None:
+    """Every number of a Streams score has its unit (tasks, standbys, active tasks per thread, ...): only
+    yes/no, names and '-' stand alone."""
+    a = REPO / "tmp-score-sticky-task.json"
+    try:
+        assert kassign("assign", "examples/streams-app.json", "-a", "sticky-task", "-o", str(a)).returncode == 0
+        out = kassign("score", "examples/streams-app.json", str(a), "--no-cache").stdout
+    finally:
+        a.unlink(missing_ok=True)
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    unlabeled = [k for k, v in rows.items() if len(v) == 1 and v[0].replace(",", "").replace(".", "").isdigit()
+                 and k != "kafka_version"]
+    assert unlabeled == [], unlabeled
+    assert rows["not_caught_up_actives"] == ["2", "tasks"] and rows["min_active_load"] == ["1.5", "active", "tasks",
+                                                                                         "per", "thread"]
+    assert "None" not in out and "e+" not in out
