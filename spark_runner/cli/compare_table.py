@@ -120,10 +120,15 @@ _NOTES = {
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per outcome other than ``valid`` that appears in the table, one for lower estimates of wasted
-    moves, one per assignor that failed."""
+    """One line per outcome other than ``valid`` that appears in the table, one for Streams balance gaps below
+    zero, one for lower estimates of wasted moves, one per assignor that failed."""
     seen = {r.get("outcome") for r in rows}
     out = [_NOTES[k] for k in ("split", "invalid") if k in seen]
+    balance = ("active_balance_gap", "total_balance_gap")
+    if any((_finite(r.get(k)) or 0.0) < -1e-9 for r in rows for k in balance):
+        out.append("a negative +opt: more balanced than the optimum, which never puts an active on a client that is "
+                   "not caught up while one is, nor places fewer standbys than configured; Kafka allows both "
+                   "(lagging, no standby), and restore shows what it costs.")
     if any(isinstance(r.get("wasted"), tuple) and r["wasted"][0] is not None and not r["wasted"][1] for r in rows):
         out.append(">=: a lower estimate of the wasted moves: the fewest moves at that balance were not proven "
                    "within the time limit (--json: excess_moves_proven).")
@@ -136,7 +141,8 @@ def _best_key(instance: Any, r: Mapping[str, Any]) -> tuple[Any, ...]:
         return float("inf") if v is None else round(v, 9)
 
     s = shipped(str(r["assignor"]))
-    since = tuple(int(x) for x in s.since.split(".")) if s else (99,)
+    # ties: a public setting before an internal one (internal.task.assignor.class), then the older release
+    since = (int(s.key.startswith("internal.")), *(int(x) for x in s.since.split("."))) if s else (1, 99)
     if instance.protocol == "streams":
         return (n("active_balance_gap"), n("total_balance_gap"), n("restoration_gap"), n("moved_actives"), since)
     if instance.has_weights:
@@ -178,7 +184,8 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     else:
         cost = (f"busiest member {number(best.get('max_load'))} partitions (optimum {number(ref.get('max_load'))}), "
                 f"moves {number(best.get('moved'))} (optimum {number(ref.get('moved'))})")
-    return (f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+): {cost}; {run}")
+    needs = f", {s.needs}" if s.needs else ""  # what else deploying it takes (KIP-848's group.protocol=consumer)
+    return f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+{needs}): {cost}; {run}"
 
 
 #: The unit of a consumer metric: ``"load"`` (the instance's load unit), ``"load2"`` (squared), ``"cost"``

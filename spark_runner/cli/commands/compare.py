@@ -143,7 +143,10 @@ def register(app: typer.Typer) -> None:
             import textwrap
 
             for line in [*notes(rows), verdict_line(inst, rows, str(file))]:
-                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False) if width else [line]) + "\n"
+                # a word longer than the terminal (a setting's class name, a path) is never cut: copied from
+                # the screen it must still work
+                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)
+                                   if width else [line]) + "\n"
         emit(text)
 
     @app.command(short_help="Balance-movement trade-off, assignors on it.")
