@@ -36,7 +36,7 @@ larger ones), so feasibility of ``n`` is checked on them.
 instance (load / capacity), minimised.  ``moved_state`` then
 ``moved_partitions``: the fewest moves (lexicographically: ``move_costs`` first,
 then partitions) from the current assignment (members' ``owned``, previous-owner
-rules of design.md) to any assignment within capacity on ``n`` instances.  A
+rules of docs/format.md) to any assignment within capacity on ``n`` instances.  A
 partition *moves* when it had a previous owner and ends on another instance
 (also when its owner is removed).  ``kafka_*``: what Kafka's cooperative-sticky
 does on the same kept instances (run until settled); it balances partition
