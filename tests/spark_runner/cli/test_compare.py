@@ -240,3 +240,17 @@ def test_frontier_places_cooperative_sticky_where_it_settles() -> None:
     coop, eager = placed["cooperative-sticky"], placed["sticky"]
     assert coop["valid"] and coop["moved"] == eager["moved"] and coop["sum_sq"] == eager["sum_sq"]
     assert coop["sum_sq"] >= coop["frontier_sum_sq"]  # a settled valid assignment is never below the frontier
+
+
+def test_tsv_has_raw_wasted_moves_and_the_unproven_note_has_units() -> None:
+    """TSV printed `None,False` for a split row's wasted moves (the table's (value, proven) pair); the stderr
+    note of an unproven weighted optimum printed bytes and (bytes/s)² as bare 9- and 15-digit numbers."""
+    tsv = kassign("compare", "examples/join-d-leaves.json", "--format", "tsv", "--assignors", "sticky").stdout
+    head, *rows = tsv.splitlines()
+    assert "excess_moves" in head.split("\t") and "wasted" not in head.split("\t")
+    assert "None" not in tsv and "False" not in tsv
+    r = kassign("assign", "examples/plan-orders.json", "-a", "optimal", "--time-limit", "0.5")
+    note = [x for x in r.stderr.splitlines() if "not proven optimal" in x]
+    if note:  # the optimum may be proven within the limit on a fast machine
+        assert "max_load " in note[0] and " MB/s" in note[0] and " MB " in note[0], note
+        assert "(MB/s)²" in note[0] and ",000,000" not in note[0], note
