@@ -248,6 +248,8 @@ def test_tsv_has_raw_wasted_moves_and_the_unproven_note_has_units() -> None:
     tsv = kassign("compare", "examples/join-d-leaves.json", "--format", "tsv", "--assignors", "sticky").stdout
     head, *rows = tsv.splitlines()
     assert "excess_moves" in head.split("\t") and "wasted" not in head.split("\t")
+    sticky = dict(zip(head.split("\t"), next(r for r in rows if r.startswith("sticky\t")).split("\t"), strict=True))
+    assert sticky["outcome"] == "split" and sticky["excess_moves"] == ""  # a split row has no gaps
     assert "None" not in tsv and "False" not in tsv
     r = kassign("assign", "examples/plan-orders.json", "-a", "optimal", "--time-limit", "0.5")
     note = [x for x in r.stderr.splitlines() if "not proven optimal" in x]
