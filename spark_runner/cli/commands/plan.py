@@ -81,8 +81,9 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
         cols.append(Column("kafka split units"))
-    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
-             Column("worst loss", align="left", wrap=True)]
+    if k:  # without --resilience there is no loss to survive: no N-K columns
+        cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
+                 Column("worst loss", align="left", wrap=True)]
     rows = []
     for r in doc["rows"]:
         kstat = r["kafka_status"]
@@ -98,12 +99,12 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
                 and r["resilience_fits"]:
             res_state = ">= " + state.show(r["resilience_forced_moved_state"])
         vals = [_fmt(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
-                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]),
-                res_state,
-                ", ".join(r["resilience_worst_lost"]) or "-"]
+                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols]
+        if k:
+            vals += [_fmt(r["resilience_fits"]), res_state, ", ".join(r["resilience_worst_lost"]) or "-"]
         rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
     per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
-                  title=f"plan per instance count (N-{k} resilience; Kafka = {kafka})")
+                  title=f"plan per instance count ({f'N-{k} resilience; ' if k else ''}Kafka = {kafka})")
     if fmt == "tsv":
         return per_n
     bcols = [Column("baseline", align="left"), Column("instances"), Column("vs minimum"),

@@ -234,3 +234,11 @@ def test_counts_and_thresholds_have_thousands_separators_and_no_exponent(tmp_pat
     assert base["one-partition-per-consumer"][1:3] == ["1,200", "+1,199"]
     assert "lagThreshold 10,000,000)" in r.stdout
     assert "e+" not in r.stdout and "None" not in r.stdout
+
+
+def test_no_resilience_columns_without_resilience():
+    """Without --resilience there is no loss to survive: no 'N-0 fits' / 'worst loss' columns of '-'."""
+    r = kassign("plan", "examples/captured-orders.json", "--capacity", "150")
+    assert r.returncode == 0, r.stderr
+    assert "N-0" not in r.stdout and "worst loss" not in r.stdout
+    assert "plan per instance count (Kafka = cooperative-sticky)" in r.stdout
