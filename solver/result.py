@@ -36,7 +36,7 @@ class Params:
         Random seed; the same seed gives the same result.
     objective
         Stage order or weights for exact solvers (``None``: the default
-        lexicographic order of design.md).
+        lexicographic order of docs/algorithms.md).
     options
         Assignor-specific options (e.g. ``{"rounds": "settle"}``).
     balance_tolerance

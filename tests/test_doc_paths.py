@@ -94,3 +94,24 @@ def test_the_checks_can_fail() -> None:
     assert _resolves("solver.model.semantics") and _path_exists("spark_runner/cli/commands/")
     assert not _bare_exists("planning_config.py") and _bare_exists("config.py")
     assert len(_refs(PATH)) > 20 and len(_refs(DOTTED)) > 10
+
+
+#: Markdown files kassign writes (a sweep report's summary.md), not part of the repository.
+GENERATED = {"summary.md"}
+#: A Markdown file named in the docs or the code: README.md, docs/format.md, design.md ...
+MARKDOWN = re.compile(r"(?<![\w/.-])((?:docs/)?[\w-]+\.md)\b")
+
+
+def test_every_markdown_file_named_in_the_docs_and_the_code_exists() -> None:
+    """A reader sent to design.md found no such file: every *.md named in README.md, docs/*.md or a module of
+    the three packages is in the repository (docs/X.md, or README.md at the top)."""
+    sources = [*DOCS, *(p for pkg in ("solver", "heuristics", "spark_runner") for p in (REPO / pkg).rglob("*.py"))]
+    missing = set()
+    for src in sources:
+        for m in MARKDOWN.finditer(src.read_text()):
+            name = m.group(1)
+            if name in GENERATED:
+                continue
+            if not ((REPO / name).is_file() or (REPO / "docs" / name).is_file()):
+                missing.add((str(src.relative_to(REPO)), name))
+    assert not missing, sorted(missing)

@@ -1,4 +1,4 @@
-"""The scorer: every metric of design.md for one assignment of one instance.
+"""The scorer: every metric of docs/format.md ("Metrics") for one assignment of one instance.
 
 Metric names are stable (they are Parquet columns and JSON keys):
 

@@ -1,4 +1,4 @@
-"""The group semantics of design.md, in one place.
+"""The group semantics of docs/format.md ("Semantics"), in one place.
 
 - previous owner of a partition (highest generation wins, a tie at the highest
   generation leaves no previous owner, claims on unsubscribed or missing

@@ -15,6 +15,17 @@ from solver.planning.minimum import Minimum, greedy_count
 from solver.planning.planner import Planner
 
 
+def _plain(x: float) -> str:
+    """``x`` with thousands separators and no exponent: ``10000000.0`` -> ``10,000,000``, ``2.5`` -> ``2.5``.
+
+    >>> _plain(1e7), _plain(2.5), _plain(10.0)
+    ('10,000,000', '2.5', '10')
+    """
+    if float(x).is_integer():
+        return f"{x:,.0f}"
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
+
+
 def _first_of_group(groups: Any) -> Any:
     """Index of the first item of each group (a Streams task's active replica)."""
     _, first = np.unique(groups, return_index=True)
@@ -60,7 +71,7 @@ def baselines(pl: Planner, mn: Minimum, cfg: PlanConfig, protocol: str,
     keda = min(math.ceil(total_lag / cfg.lag_threshold - 1e-12), cap) if total_lag > 0 else 0
     if weights_are_lag:
         out.append({"name": "keda", "instances": int(keda),
-                    "rule": f"ceil(total lag {total_lag:,.0f} / lagThreshold {cfg.lag_threshold:,g}), "
+                    "rule": f"ceil(total lag {total_lag:,.0f} / lagThreshold {_plain(cfg.lag_threshold)}), "
                             f"capped at {cap:,} {what}", "weights_as_lag": True})
     for name, bf in (("first-fit-decreasing", False), ("best-fit-decreasing", True)):
         cnt, _ = greedy_count(pl, best_fit=bf)

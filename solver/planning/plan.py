@@ -36,7 +36,7 @@ larger ones), so feasibility of ``n`` is checked on them.
 instance (load / capacity), minimised.  ``moved_state`` then
 ``moved_partitions``: the fewest moves (lexicographically: ``move_costs`` first,
 then partitions) from the current assignment (members' ``owned``, previous-owner
-rules of design.md) to any assignment within capacity on ``n`` instances.  A
+rules of docs/format.md) to any assignment within capacity on ``n`` instances.  A
 partition *moves* when it had a previous owner and ends on another instance
 (also when its owner is removed).  ``kafka_*``: what Kafka's cooperative-sticky
 does on the same kept instances (run until settled); it balances partition
@@ -163,18 +163,26 @@ def _kafka_version(kafka_assignor: Any, cfg: PlanConfig, instance: Instance) -> 
     return str(resolve(cfg.kafka_version, instance.kafka_version))
 
 
+def first_rows(lo: int, hi: int, minimum: int | None, today: int, k: int) -> list[int]:
+    """The counts a user asks about first: the minimum, the counts that survive losing ``k`` instances
+    (minimum + 1 .. minimum + k), then today's count (those within ``lo..hi``).
+
+    >>> first_rows(15, 20, 16, 20, 2)
+    [16, 17, 18, 20]
+    """
+    wanted = [minimum, *(minimum + j for j in range(1, k + 1))] if minimum else []
+    return list(dict.fromkeys(n for n in [*wanted, today] if lo <= n <= hi))
+
+
 def row_order(lo: int, hi: int, minimum: int | None, today: int, k: int) -> list[int]:
     """The counts ``lo..hi`` in the order they are computed: what a user asks about first.
 
-    The minimum, then the counts that survive losing ``k`` instances (minimum + 1 .. minimum + k), then
-    today's count, then the others ascending -- so that a time limit cuts the rows that matter least.
+    :func:`first_rows`, then the others ascending -- so that a time limit cuts the rows that matter least.
 
     >>> row_order(15, 20, 16, 20, 2)
     [16, 17, 18, 20, 15, 19]
     """
-    wanted = [minimum, *(minimum + j for j in range(1, k + 1))] if minimum else []
-    first = [n for n in [*wanted, today] if lo <= n <= hi]
-    ordered = list(dict.fromkeys(first))
+    ordered = first_rows(lo, hi, minimum, today, k)
     return ordered + [n for n in range(lo, hi + 1) if n not in ordered]
 
 
@@ -243,6 +251,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
     kafka_fn = kafka_streams if instance.protocol == "streams" else kafka_consumer
     late: list[str] = []
     order = row_order(lo, hi, mn.min_instances, pl.m, cfg.resilience)
+    n_first = len(first_rows(lo, hi, mn.min_instances, pl.m, cfg.resilience))
     for i, n in enumerate(order):
         if rows and pl.expired():
             left = sorted(order[i:])
@@ -251,7 +260,11 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
             say(late[0])
             break
         say(f"n = {n}")
-        rows.append(plan_row(pl, instance, mn, n, cfg, kafka_assignor, kafka_fn))
+        # the time left is shared: first among the rows a user asks about first (minimum .. minimum + K,
+        # today's), then among the others; a row that cannot prove its answer in its share keeps the best found
+        group_left = (n_first if i < n_first else len(order)) - i
+        with pl.share(1.0 / group_left):
+            rows.append(plan_row(pl, instance, mn, n, cfg, kafka_assignor, kafka_fn))
     rows.sort(key=lambda r: r["n"])
     if rows:
         lo, hi = rows[0]["n"], rows[-1]["n"]

@@ -107,6 +107,9 @@ def resilience(pl: Planner, mv: Moves, k: int, min_n: int | None) -> Resilience:
     best: tuple[float, int, tuple[int, ...]] | None = None
     sat_calls = 0
     for lost in sets:
+        if exact and len(sets) > 1 and pl.step_expired():  # out of this row's time: the bound below stands
+            exact = False
+            break
         r = _after_loss(pl, owner, kept, set(lost), caps_by, allow_sat=sat_calls < RESILIENCE_SAT_LIMIT)
         if r is None:
             exact = False

@@ -170,7 +170,7 @@ def _assign_all(name: str, records: list[Record], params: Params, batch: bool) -
     lines = []
     for rec in _progress(records, f"assign ({name})", enabled=batch and len(records) > 1):
         res = _run(name, rec, params)
-        note = unproven_note(name, res)
+        note = unproven_note(name, res, rec.instance)
         if note:
             stderr.print(f"{rec.id}: {note}" if batch else note, markup=False)
         doc = result_document(rec.instance, name, res)

@@ -140,9 +140,11 @@ def located(source: str) -> Iterator[None]:
         raise TooLargeError(source, e.problems) from None
 
 
-def unproven_note(name: str, res: Result) -> str | None:
+def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
     """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``:
-    every stage with its value, and for each open stage its bound and gap (numbers with thousands separators).
+    every stage with its value, and for each open stage its bound and gap (numbers with thousands separators;
+    with the consumer ``instance``, each in its unit: loads in the weights' unit, MB/s for bytes/s, sums of
+    squares in that unit squared, moves in the move costs' unit).
 
     Examples
     --------
@@ -150,25 +152,66 @@ def unproven_note(name: str, res: Result) -> str | None:
     >>> r = Result(None, Status.FEASIBLE, (2.0, 11), (2.0, 10), 1.0, {"stages": ["active_balance", "movement"]})
     >>> unproven_note("optimal-streams", r)
     'optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%)'
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "units": {"weights": "bytes/s", "move_costs": "bytes"},
+    ...     "topics": {"T": {"partitions": 1, "weights": [6770000], "move_costs": [1]}},
+    ...     "members": [{"id": "a", "topics": ["T"]}]})
+    >>> r = Result(None, Status.FEASIBLE, (6770000.0, 183182701e6, 537600000.0),
+    ...            (6770000.0, 183182691e6, 149280000.0), 1.0, {"stages": ["max_load", "sum_sq", "moves"]})
+    >>> for part in unproven_note("optimal", r, inst).split(": ", 2)[2].split(", "):
+    ...     print(part)
+    max_load 6.77 MB/s (proven)
+    sum_sq 183.1827 (MB/s)² >= 183.18269 (MB/s)² (gap 0.00000546%)
+    moves 537.6 MB >= 149.28 MB (gap 72.2%)
     """
     if res.status.value != "feasible" or not res.objective or len(res.bound) != len(res.objective):
         return None
     stages = list(res.extra.get("stages") or [f"stage {k + 1}" for k in range(len(res.objective))])
 
-    from spark_runner.units import number
+    from spark_runner.units import Scale, number
 
-    def num(x: float) -> str:
-        return number(x, digits=7)
+    scales = _stage_scales(instance, dict(zip(stages, map(float, res.objective), strict=False))) \
+        if instance is not None else {}
+
+    def pair(stage: str, v: float, b: float | None = None) -> tuple[str, str]:
+        sc = scales.get(stage, Scale(1.0, ""))
+        unit = f" {sc.unit}" if sc.unit else ""
+        for digits in range(7, 16):  # enough digits that a value and its bound read apart
+            tv, tb = number(v / sc.factor, digits=digits), number((b if b is not None else v) / sc.factor,
+                                                                  digits=digits)
+            if b is None or tv != tb or v == b:
+                break
+        return tv + unit, tb + unit
 
     flags = res.extra.get("proven", res.extra.get("stage_proven"))
     proven = list(flags) if flags is not None else [b >= v for v, b in zip(res.objective, res.bound, strict=False)]
     parts = []
     for s, v, b, ok in zip(stages, res.objective, res.bound, proven, strict=False):
         if ok:
-            parts.append(f"{s} {num(v)} (proven)")
+            parts.append(f"{s} {pair(s, v)[0]} (proven)")
         else:
-            parts.append(f"{s} {num(v)} >= {num(b)} (gap {number(100 * (v - b) / max(abs(v), 1e-12), 3)}%)")
+            tv, tb = pair(s, v, b)
+            parts.append(f"{s} {tv} >= {tb} (gap {number(100 * (v - b) / max(abs(v), 1e-12), 3)}%)")
     return f"{name}: not proven optimal: " + ", ".join(parts)
+
+
+def _stage_scales(instance: Any, values: dict[str, float]) -> dict[str, Any]:
+    """The unit of each consumer optimum stage (``max_load``, ``sum_sq``, ``moves``, ``racks``) of ``instance``
+    (``values``: each stage's value, which picks the prefix: MB/s, GB ...)."""
+    from spark_runner.units import Scale, instance_units
+
+    if getattr(instance, "protocol", "consumer") == "streams":
+        return {}
+    units = instance_units(instance)
+    if instance.has_weights:
+        load = Scale.for_values([values.get("max_load")], units["weights"])
+        squared = Scale(load.factor ** 2, f"({load.unit})²")
+    else:
+        load, squared = Scale(1.0, "topic-partitions"), Scale(1.0, "")
+    has_costs = any(t.move_costs is not None for t in instance.topics.values())
+    moves = Scale.for_values([values.get("moves")], units["move_costs"]) if has_costs \
+        else Scale(1.0, "topic-partitions")
+    return {"max_load": load, "sum_sq": squared, "moves": moves, "racks": Scale(1.0, "cross-rack topic-partitions")}
 
 
 def _records(path: Path) -> list[Record]:

@@ -120,10 +120,15 @@ _NOTES = {
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per outcome other than ``valid`` that appears in the table, one for lower estimates of wasted
-    moves, one per assignor that failed."""
+    """One line per outcome other than ``valid`` that appears in the table, one for Streams balance gaps below
+    zero, one for lower estimates of wasted moves, one per assignor that failed."""
     seen = {r.get("outcome") for r in rows}
     out = [_NOTES[k] for k in ("split", "invalid") if k in seen]
+    balance = ("active_balance_gap", "total_balance_gap")
+    if any((_finite(r.get(k)) or 0.0) < -1e-9 for r in rows for k in balance):
+        out.append("a negative +opt: more balanced than the optimum, which never puts an active on a client that is "
+                   "not caught up while one is, nor places fewer standbys than configured; Kafka allows both "
+                   "(lagging, no standby), and restore shows what it costs.")
     if any(isinstance(r.get("wasted"), tuple) and r["wasted"][0] is not None and not r["wasted"][1] for r in rows):
         out.append(">=: a lower estimate of the wasted moves: the fewest moves at that balance were not proven "
                    "within the time limit (--json: excess_moves_proven).")
@@ -136,7 +141,8 @@ def _best_key(instance: Any, r: Mapping[str, Any]) -> tuple[Any, ...]:
         return float("inf") if v is None else round(v, 9)
 
     s = shipped(str(r["assignor"]))
-    since = tuple(int(x) for x in s.since.split(".")) if s else (99,)
+    # ties: a public setting before an internal one (internal.task.assignor.class), then the older release
+    since = (int(s.key.startswith("internal.")), *(int(x) for x in s.since.split("."))) if s else (1, 99)
     if instance.protocol == "streams":
         return (n("active_balance_gap"), n("total_balance_gap"), n("restoration_gap"), n("moved_actives"), since)
     if instance.has_weights:
@@ -178,7 +184,8 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     else:
         cost = (f"busiest member {number(best.get('max_load'))} partitions (optimum {number(ref.get('max_load'))}), "
                 f"moves {number(best.get('moved'))} (optimum {number(ref.get('moved'))})")
-    return (f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+): {cost}; {run}")
+    needs = f", {s.needs}" if s.needs else ""  # what else deploying it takes (KIP-848's group.protocol=consumer)
+    return f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+{needs}): {cost}; {run}"
 
 
 #: The unit of a consumer metric: ``"load"`` (the instance's load unit), ``"load2"`` (squared), ``"cost"``
@@ -192,24 +199,44 @@ _METRIC_UNITS = {
     "restoration_cost": "offsets", "restoration_gap": "offsets", "max_active_load": "active tasks per thread",
     "active_balance_gap": "active tasks per thread", "max_total_load": "replicas per thread",
     "total_balance_gap": "replicas per thread", "moved_actives": "tasks",
+    "unassigned_tasks": "tasks", "duplicate_actives": "tasks", "standby_shortfall": "standbys",
+    "not_caught_up_actives": "tasks", "min_active_load": "active tasks per thread",
+    "active_spread": "active tasks per thread", "min_total_load": "replicas per thread",
+    "total_spread": "replicas per thread", "standbys": "standbys", "warmups": "warm-up replicas",
+    "cross_rack_traffic": "KIP-925 traffic cost", "max_member_tasks": "tasks", "member_spread": "tasks",
+    "moved_member_actives": "tasks", "member_balance_gap": "tasks",
 }
+
+
+#: On a weighted instance the weighted loads come first (right after validity), then the partition counts.
+_WEIGHTED_FIRST = ("weighted_max_load", "max_load_gap", "sum_sq_gap")
 
 
 def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str]]:
     """``kassign score``'s table: one row per metric, the value for a person and its unit.
 
-    Weighted loads in the instance's unit (MB/s for bytes/s), counts with thousands separators, lists
-    one item a line; never ``None`` or an exponent.
+    On a weighted instance the weighted loads (``weighted_max_load``, ``max_load_gap``, ``sum_sq_gap``) come
+    first, in the instance's unit (MB/s for bytes/s; ``sum_sq_gap`` in that unit squared), before the
+    partition counts (``max_load`` ...). Counts with thousands separators, lists one item a line; never
+    ``None`` or an exponent.
     """
     units = instance_units(instance)
     weighted = instance.protocol != "streams" and instance.has_weights
     has_costs = instance.protocol != "streams" and any(t.move_costs is not None for t in instance.topics.values())
     load_unit = units["weights"] if weighted else "topic-partitions per capacity"
     load = Scale.for_values([metrics.get("weighted_max_load"), metrics.get("max_load_gap")], load_unit)
+    squared = Scale(load.factor ** 2, f"({load.unit})²" if load.unit else "")
     cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves")],
                             units["move_costs"] if has_costs else "topic-partitions")
+    keys = list(metrics)
+    if weighted and "max_load" in keys:
+        first = [k for k in _WEIGHTED_FIRST if k in metrics]
+        rest = [k for k in keys if k not in first]
+        at = rest.index("max_load")
+        keys = rest[:at] + first + rest[at:]
     rows = []
-    for k, v in metrics.items():
+    for k in keys:
+        v = metrics[k]
         kind = _METRIC_UNITS.get(k, "")
         if isinstance(v, list):
             text, unit = "\n".join(map(str, v)) if v else "-", ""
@@ -218,7 +245,10 @@ def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str
         elif kind == "cost":
             text, unit = cost.show(v), cost.unit
         elif kind == "load2":
-            text, unit = number(v), f"({load_unit})²" if weighted else "(topic-partitions per capacity)²"
+            if weighted:
+                text, unit = squared.show(v), squared.unit
+            else:
+                text, unit = number(v), "(topic-partitions per capacity)²"
         else:
             text, unit = number(v), kind
         rows.append({"metric": k, "value": text, "unit": unit if text != "-" else ""})

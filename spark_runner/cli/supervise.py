@@ -49,16 +49,24 @@ EXIT_PIPE = 141
 #: Signals that stop a run (SIGHUP: the terminal went away; left alone when ignored, as under ``nohup``).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-_grace = GRACE
+_grace: float | Callable[[], float] = GRACE
 _hard_exit_note: Callable[[], str] | None = None
 
 
-def set_grace(seconds: float, note: Callable[[], str] | None = None) -> None:
-    """Give the running command ``seconds`` to stop by itself (a sweep stopping Spark); ``note()`` is printed
+def set_grace(seconds: float | Callable[[], float], note: Callable[[], str] | None = None) -> None:
+    """Give the running command ``seconds`` to stop by itself (a sweep stopping Spark; a callable is asked when
+    the signal comes: what there is to wait for depends on what the command is doing); ``note()`` is printed
     if it does not and the process exits anyway."""
     global _grace, _hard_exit_note
     _grace = seconds
     _hard_exit_note = note
+
+
+def _grace_now() -> float:
+    try:
+        return float(_grace() if callable(_grace) else _grace)
+    except Exception:  # the command's own answer failed: the default
+        return GRACE
 
 
 class StdoutError(Exception):
@@ -159,7 +167,7 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
         if state["deadline"] is not None:  # a second signal: out now
             _hard_exit(state["code"])
         state["code"] = 128 + signum
-        state["deadline"] = time.monotonic() + _grace
+        state["deadline"] = time.monotonic() + _grace_now()
         # the stop hooks talk to solvers and to Spark's JVM: never block the handler on them
         threading.Thread(target=runtime.request_stop, args=(signum,), name="kassign-stop", daemon=True).start()
 

@@ -609,17 +609,41 @@ def start_spark(
     b = SparkSession.builder
     for k, v in settings.items():
         b = b.config(k, v)
+    _starting.set()
     try:
-        _launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), SparkContext, log_path)
-        spark = b.getOrCreate()
+        # a stop request (Ctrl-C) while Spark starts ends its JVM: the start-up (tens of seconds on a busy
+        # machine) has nothing to cancel and nothing to save, so there is no reason to wait for it
+        with runtime.stoppable(lambda: _end_starting_jvm(SparkContext)):
+            _launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), SparkContext, log_path)
+        with runtime.stoppable(lambda: _end_starting_jvm(SparkContext)):
+            spark = b.getOrCreate()
     except Exception as e:  # a bad --master or --conf, no Java: one line, not the JVM's stack trace
         where = f" (Spark's own log: {log_path})" if log_path is not None else ""
         raise SparkStartError(f"cannot start Spark (master {master or 'local[*]'}): {_first_line(e)}{where}") \
             from None
+    finally:
+        _starting.clear()
     spark.sparkContext.setLogLevel("ERROR")
     if not local:
         spark.sparkContext.addPyFile(_code_zip())
     return spark
+
+
+#: Set while :func:`start_spark` starts Spark (its JVM launching, the SparkContext being built).
+_starting = threading.Event()
+
+
+def spark_starting() -> bool:
+    """Whether :func:`start_spark` is starting Spark now: a signal then has nothing to cancel or save."""
+    return _starting.is_set()
+
+
+def _end_starting_jvm(context: Any) -> None:
+    """Kill the JVM of ``context``'s gateway (launched by :func:`_launch_gateway`), if it runs yet: the py4j
+    call waiting on it then fails, and :func:`solver.runtime.stoppable` turns that into ``Interrupted``."""
+    proc = getattr(context._gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
 
 
 class SparkStartError(KassignError):
@@ -831,12 +855,12 @@ def run_sweep(
         batches = 0
         if work:
             own = spark is None
-            if own:
-                runtime.check()
-                say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
-                spark = start_spark(master, conf, log_path=out / SPARK_LOG)
             committed = [0]
             try:
+                if own:
+                    runtime.check()
+                    say(f"[sweep] starting Spark ({master_label(master)}; its own log: {out / SPARK_LOG})")
+                    spark = start_spark(master, conf, log_path=out / SPARK_LOG)
                 batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every,
                                        committed)
             except Interrupted as e:
@@ -844,7 +868,8 @@ def run_sweep(
                     written = len(scenarios) - len(plan(grid, finished(out)))
                 except Exception:  # unreadable now: what this run saw committed
                     written = skipped + committed[0]
-                raise Interrupted(e.signum, interrupted_note(e.signum, out, written, len(scenarios))) from None
+                raise Interrupted(e.signum, interrupted_note(e.signum, out, written, len(scenarios),
+                                                             starting=spark is None)) from None
             finally:
                 if own:
                     with contextlib.suppress(Exception):  # a JVM that is already gone cannot be stopped
@@ -856,14 +881,16 @@ def run_sweep(
     return SweepSummary(len(scenarios), skipped, len(work), batches, rows_total, secs, out)
 
 
-def interrupted_note(signum: int, out: Path, finished_scenarios: int, total: int) -> str:
-    """What an interrupted sweep says: what was written, and how to finish it."""
+def interrupted_note(signum: int, out: Path, finished_scenarios: int, total: int, starting: bool = False) -> str:
+    """What an interrupted sweep says: what was written, and how to finish it (``starting``: the signal came
+    while Spark was starting, before any batch of this run)."""
     import signal as _signal
 
     name = _signal.Signals(signum).name
+    what = ("Spark was still starting, no batch had begun" if starting
+            else "every committed batch; the batch in progress was discarded")
     return (f"interrupted ({name}): {finished_scenarios} of {total} scenario(s) are written under {out / ROWS} "
-            f"(every committed batch; the batch in progress was discarded); run the same command again to "
-            f"resume: finished scenarios are skipped")
+            f"({what}); run the same command again to resume: finished scenarios are skipped")
 
 
 #: The lock file of a sweep's output directory (held with ``flock`` while a sweep writes there).

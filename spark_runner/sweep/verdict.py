@@ -78,6 +78,7 @@ TIE_RULES: dict[str, tuple[Rule, ...]] = {
     "streams": (Rule("share of steps as balanced as the optimum", "balance_share", True),
                 Rule("mean state to restore above the optimum's", "restoration_gap_mean"),
                 Rule("mean moved active tasks", "moved_mean"),
+                Rule("a public setting before an internal one (internal.*, not Kafka's public API)", "internal_key"),
                 Rule("the older Kafka release that ships it", "since_key")),
 }
 
@@ -85,6 +86,12 @@ TIE_RULES: dict[str, tuple[Rule, ...]] = {
 def _since_key(name: str) -> tuple[int, ...]:
     s = shipped(name)
     return tuple(int(x) for x in s.since.split(".")) if s else (99,)
+
+
+def internal_setting(name: str) -> bool:
+    """Whether the setting that deploys ``name`` is one of Kafka's internal ones (``internal.*``)."""
+    s = shipped(name)
+    return s is not None and s.key.startswith("internal.")
 
 
 def figures(df: pd.DataFrame, protocol: str) -> pd.DataFrame:
@@ -101,6 +108,7 @@ def figures(df: pd.DataFrame, protocol: str) -> pd.DataFrame:
             "split_steps": int((g["outcome"] == "split").sum()),
             "failed_steps": int((g["error"].notna() | (g["outcome"] == "invalid")).sum()),
             "since_key": _since_key(str(name)),
+            "internal_key": int(internal_setting(str(name))),
         }
         if protocol == "streams":
             rg = _num(g.loc[valid, "restoration_gap"]).dropna()
@@ -129,6 +137,9 @@ def _show(rule: Rule, r: pd.Series) -> str:
     if rule.figure == "since_key":
         s = shipped(str(r["assignor"]))
         return f"{r['assignor']} since {s.since if s else 'never'}"
+    if rule.figure == "internal_key":
+        s = shipped(str(r["assignor"]))
+        return f"{r['assignor']} {'internal' if r['internal_key'] else 'public'} ({s.key if s else 'no setting'})"
     x = r[rule.figure]
     if rule.figure == "balance_share":
         return f"{r['assignor']} {100 * float(x):.1f}%"

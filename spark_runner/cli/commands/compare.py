@@ -76,7 +76,7 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 
         note = unproven_note(doc.get("reference") or "optimal",
                              Result(None, Status.FEASIBLE, tuple(opt["objective"]), tuple(opt["bound"]),
-                                    extra={"stages": opt.get("stages")}))
+                                    extra={"stages": opt.get("stages")}), instance)
         if note:
             err.print(note, markup=False)
     return doc
@@ -132,6 +132,10 @@ def register(app: typer.Typer) -> None:
 
         rows = table_rows(inst, doc)
         cols, cell = columns(inst, rows)
+        if out_fmt == "tsv":  # raw values under raw names: `wasted` (with its ">=" flag) is excess_moves
+            from spark_runner.cli.tables import Column
+
+            cols = [Column("excess_moves") if c.key == "wasted" else c for c in cols]
         width = terminal_width()
         gap = opt.get("gap")
         proof = "proven optimal" if opt["status"] == "optimal" else (
@@ -143,7 +147,10 @@ def register(app: typer.Typer) -> None:
             import textwrap
 
             for line in [*notes(rows), verdict_line(inst, rows, str(file))]:
-                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False) if width else [line]) + "\n"
+                # a word longer than the terminal (a setting's class name, a path) is never cut: copied from
+                # the screen it must still work
+                text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)
+                                   if width else [line]) + "\n"
         emit(text)
 
     @app.command(short_help="Balance-movement trade-off, assignors on it.")

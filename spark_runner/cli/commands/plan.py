@@ -60,11 +60,11 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
                 f"{load.with_unit(doc.get('new_instance_capacity', doc['capacity']))})")
     lines = [f"{doc['name'] or 'instance'}: {doc['items']:,} items ({doc['partitions']:,} "
              f"{'tasks' if streams else 'partitions'}), total load {load.with_unit(doc['total_load'])}, {cap}, "
-             f"today {doc['current_instances']} instances"]
+             f"today {doc['current_instances']:,} instances"]
     if doc["proof_kind"] == "gap":
-        lines.append(f"minimum instances: between {doc['lower_bound']} and {doc['upper_bound']} (not proven)")
+        lines.append(f"minimum instances: between {doc['lower_bound']:,} and {doc['upper_bound']:,} (not proven)")
     else:
-        lines.append(f"minimum instances: {doc['min_instances']} (lower bound {doc['lower_bound']}, "
+        lines.append(f"minimum instances: {doc['min_instances']:,} (lower bound {doc['lower_bound']:,}, "
                      f"proof: {doc['proof_kind']})")
     lines.append(f"proof: {doc['proof']}")
     k = doc["resilience"]
@@ -81,8 +81,9 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
         cols.append(Column("kafka split units"))
-    cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
-             Column("worst loss", align="left", wrap=True)]
+    if k:  # without --resilience there is no loss to survive: no N-K columns
+        cols += [Column(f"N-{k} fits", align="left"), Column(f"N-{k} moved state" + su),
+                 Column("worst loss", align="left", wrap=True)]
     rows = []
     for r in doc["rows"]:
         kstat = r["kafka_status"]
@@ -97,19 +98,19 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
             res_state = ">= " + state.show(r["resilience_forced_moved_state"])
-        vals = [str(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
-                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols, _fmt(r["resilience_fits"]),
-                res_state,
-                ", ".join(r["resilience_worst_lost"]) or "-"]
+        vals = [_fmt(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
+                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols]
+        if k:
+            vals += [_fmt(r["resilience_fits"]), res_state, ", ".join(r["resilience_worst_lost"]) or "-"]
         rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
     per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
-                  title=f"plan per instance count (N-{k} resilience; Kafka = {kafka})")
+                  title=f"plan per instance count ({f'N-{k} resilience; ' if k else ''}Kafka = {kafka})")
     if fmt == "tsv":
         return per_n
     bcols = [Column("baseline", align="left"), Column("instances"), Column("vs minimum"),
              Column("fits", align="left"), Column("rule", align="left", wrap=True)]
-    brows = [{"baseline": x["name"], "instances": str(x["instances"]),
-              "vs minimum": "-" if x["vs_min"] is None else f"{x['vs_min']:+d}", "fits": _fmt(x["fits"]),
+    brows = [{"baseline": x["name"], "instances": _fmt(x["instances"]),
+              "vs minimum": "-" if x["vs_min"] is None else f"{x['vs_min']:+,d}", "fits": _fmt(x["fits"]),
               "rule": x["rule"]} for x in doc["baselines"]]
     base = table(brows, bcols, fmt, width=width, cell=lambda _k, v: str(v), title="rules of thumb against the minimum")
     notes = [f"note: {n}" for n in doc["notes"]]

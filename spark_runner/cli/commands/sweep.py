@@ -20,6 +20,9 @@ class _Usage(KassignError):
 
 #: Seconds a sweep gets, after Ctrl-C or SIGTERM, to cancel its Spark job and stop Spark.
 SIGNAL_GRACE = 15.0
+#: Seconds it gets while Spark is still starting: nothing to cancel or save, its JVM is ended (or follows the
+#: driver out).
+STARTING_GRACE = 2.0
 
 
 _MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,3})?\])?|(spark|k8s)://\S+|yarn")
@@ -73,7 +76,14 @@ def register(app: typer.Typer) -> None:
         from solver.errors import OutputError
         from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
         from spark_runner.cli import supervise
-        from spark_runner.sweep.run import finished, plan, read_grid, run_sweep, with_kafka_version
+        from spark_runner.sweep.run import (
+            finished,
+            plan,
+            read_grid,
+            run_sweep,
+            spark_starting,
+            with_kafka_version,
+        )
 
         check_optional(SWEEP_PARTITIONS, partitions)
         check_optional(SWEEP_BATCH_SIZE, batch_size)
@@ -93,9 +103,16 @@ def register(app: typer.Typer) -> None:
                          f"assignors {', '.join(g.evaluated)}; {len(todo)} pending "
                          f"(<= {steps} scenario-steps)", markup=False)
             return
-        # Ctrl-C cancels the Spark job and stops Spark: give it time to do so cleanly before exiting anyway
-        supervise.set_grace(SIGNAL_GRACE, lambda: f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches "
-                                                  f"stay under {out}/rows: run the same command again to resume")
+        # Ctrl-C cancels the Spark job and stops Spark: give it time to do so cleanly before exiting anyway;
+        # while Spark is still starting there is nothing to cancel or save
+        def note() -> str:
+            if spark_starting():
+                return (f"Spark was still starting, no batch had begun; committed batches stay under {out}/rows: "
+                        f"run the same command again to resume")
+            return (f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches stay under {out}/rows: run "
+                    f"the same command again to resume")
+
+        supervise.set_grace(lambda: STARTING_GRACE if spark_starting() else SIGNAL_GRACE, note)
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
                             batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:

@@ -350,3 +350,39 @@ def test_score_table_is_in_the_instances_units_and_never_says_none() -> None:
     rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
     assert rows["weighted_max_load"] == ["23.5", "MB/s"]
     assert "None" not in out and "e+" not in out
+
+
+def test_score_table_shows_weighted_loads_first_and_squared_loads_in_the_same_unit() -> None:
+    """A weighted group's score reads its weighted loads first, before the partition counts, and the squared
+    gap in (MB/s)², not 316,500,000,000,000 (bytes/s)²."""
+    a = REPO / "tmp-score-sticky.json"
+    try:
+        assert kassign("assign", "examples/clickstream-group.json", "-a", "sticky", "-o", str(a)).returncode == 0
+        out = kassign("score", "examples/clickstream-group.json", str(a), "--no-cache").stdout
+    finally:
+        a.unlink(missing_ok=True)
+    names = [ln.split()[0] for ln in out.splitlines()[3:]]
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    assert names.index("weighted_max_load") < names.index("max_load_gap") < names.index("sum_sq_gap") \
+        < names.index("max_load") < names.index("sum_sq_load")
+    assert rows["max_load_gap"] == ["14.5", "MB/s"]
+    assert rows["sum_sq_gap"] == ["316.5", "(MB/s)²"]
+    assert "bytes/s" not in out and "None" not in out and "e+" not in out
+
+
+def test_streams_score_labels_every_number_with_its_unit() -> None:
+    """Every number of a Streams score has its unit (tasks, standbys, active tasks per thread, ...): only
+    yes/no, names and '-' stand alone."""
+    a = REPO / "tmp-score-sticky-task.json"
+    try:
+        assert kassign("assign", "examples/streams-app.json", "-a", "sticky-task", "-o", str(a)).returncode == 0
+        out = kassign("score", "examples/streams-app.json", str(a), "--no-cache").stdout
+    finally:
+        a.unlink(missing_ok=True)
+    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    unlabeled = [k for k, v in rows.items() if len(v) == 1 and v[0].replace(",", "").replace(".", "").isdigit()
+                 and k != "kafka_version"]
+    assert unlabeled == [], unlabeled
+    assert rows["not_caught_up_actives"] == ["2", "tasks"] and rows["min_active_load"] == ["1.5", "active", "tasks",
+                                                                                         "per", "thread"]
+    assert "None" not in out and "e+" not in out

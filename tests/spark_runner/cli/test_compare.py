@@ -108,6 +108,38 @@ def test_on_80_columns_the_key_columns_come_first() -> None:
     assert "split: valid partition by partition, but it splits co-partitioned units" in out
 
 
+def test_on_80_columns_the_closing_line_never_cuts_a_setting() -> None:
+    """The setting to deploy is longer than 80 columns: it stays one word (copied from the screen it works)."""
+    out = on_terminal("compare", "examples/clickstream-group.json", "--assignors", "roundrobin")
+    words = out.split()
+    assert "(partition.assignment.strategy=org.apache.kafka.clients.consumer.RoundRobinAssignor," in words
+    long_lines = [x for x in out.splitlines() if len(x) > 80]
+    assert all(len(x.split()) == 1 for x in long_lines), long_lines  # only a word that cannot fit
+
+
+def test_the_closing_line_says_what_else_deploying_takes() -> None:
+    """uniform runs in the broker: the consumers need group.protocol=consumer (KIP-848) on brokers 4.0+."""
+    r = kassign("compare", "examples/uniform-balanced.json", "--assignors", "uniform")
+    assert r.stdout.splitlines()[-1].startswith(
+        "Best Kafka assignor here: uniform (group.remote.assignor=uniform, Kafka 4.0.0+, with "
+        "group.protocol=consumer (KIP-848) on brokers 4.0 or later): ")
+
+
+def test_streams_compare_prefers_a_public_setting_and_explains_negative_gaps() -> None:
+    """KIP-1071 example: kip924-sticky, sticky-task and streams-server-sticky tie; the answer is not the one
+    behind an internal setting, and a balance gap below zero (an active on a client that is not caught up) is
+    explained, not left as a puzzle beside "proven optimal"."""
+    r = kassign("compare", "examples/streams-kip1071.json")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1].startswith("Best Kafka assignor here: kip924-sticky (task.assignor.class=org.apache.kafka."
+                                "streams.processor.assignment.assignors.StickyTaskAssignor, Kafka 3.8.0+): ")
+    assert "internal.task.assignor.class" not in lines[-1]
+    assert any(x.split()[:4] == ["sticky-task", "valid", "1.5", "-0.5"] for x in lines)
+    assert lines[-2].startswith("a negative +opt: more balanced than the optimum, which never puts an active on "
+                                "a client that is not caught up")
+
+
 def test_compare_unknown_assignor_is_a_usage_error(instance_file: Path) -> None:
     r = kassign("compare", str(instance_file), "--assignors", "nope")
     assert r.returncode == 2 and "nope" in r.stderr
@@ -208,3 +240,19 @@ def test_frontier_places_cooperative_sticky_where_it_settles() -> None:
     coop, eager = placed["cooperative-sticky"], placed["sticky"]
     assert coop["valid"] and coop["moved"] == eager["moved"] and coop["sum_sq"] == eager["sum_sq"]
     assert coop["sum_sq"] >= coop["frontier_sum_sq"]  # a settled valid assignment is never below the frontier
+
+
+def test_tsv_has_raw_wasted_moves_and_the_unproven_note_has_units() -> None:
+    """TSV printed `None,False` for a split row's wasted moves (the table's (value, proven) pair); the stderr
+    note of an unproven weighted optimum printed bytes and (bytes/s)² as bare 9- and 15-digit numbers."""
+    tsv = kassign("compare", "examples/join-d-leaves.json", "--format", "tsv", "--assignors", "sticky").stdout
+    head, *rows = tsv.splitlines()
+    assert "excess_moves" in head.split("\t") and "wasted" not in head.split("\t")
+    sticky = dict(zip(head.split("\t"), next(r for r in rows if r.startswith("sticky\t")).split("\t"), strict=True))
+    assert sticky["outcome"] == "split" and sticky["excess_moves"] == ""  # a split row has no gaps
+    assert "None" not in tsv and "False" not in tsv
+    r = kassign("assign", "examples/plan-orders.json", "-a", "optimal", "--time-limit", "0.5")
+    note = [x for x in r.stderr.splitlines() if "not proven optimal" in x]
+    if note:  # the optimum may be proven within the limit on a fast machine
+        assert "max_load " in note[0] and " MB/s" in note[0] and " MB " in note[0], note
+        assert "(MB/s)²" in note[0] and ",000,000" not in note[0], note

@@ -218,3 +218,27 @@ def test_plan_formats_fit_the_width(tmp_path):
     text = render(doc, "table", 80)
     assert all(len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)
     assert "one-partition-per-consumer" in text and "…" not in text
+
+
+def test_counts_and_thresholds_have_thousands_separators_and_no_exponent(tmp_path):
+    """1,200 partitions: the baselines say 1,200 and +1,199, not 1200 and +1199; a KEDA lagThreshold of
+    10,000,000 is not 1e+07."""
+    inst = {"format": "kassign/v1", "name": "wide", "units": {"weights": "records"},
+            "topics": {"t": {"partitions": 1200, "weights": [1] * 1200}},
+            "members": [{"id": "a", "topics": ["t"]}, {"id": "b", "topics": ["t"]}]}
+    p = tmp_path / "wide.json"
+    p.write_text(json.dumps(inst))
+    r = kassign("plan", str(p), "--capacity", "100000", "--lag-threshold", "10000000", "--range", "1:2")
+    assert r.returncode == 0, r.stderr
+    base = {ln.split()[0]: ln.split() for ln in r.stdout.split("rules of thumb")[1].splitlines()[3:]}
+    assert base["one-partition-per-consumer"][1:3] == ["1,200", "+1,199"]
+    assert "lagThreshold 10,000,000)" in r.stdout
+    assert "e+" not in r.stdout and "None" not in r.stdout
+
+
+def test_no_resilience_columns_without_resilience():
+    """Without --resilience there is no loss to survive: no 'N-0 fits' / 'worst loss' columns of '-'."""
+    r = kassign("plan", "examples/captured-orders.json", "--capacity", "150")
+    assert r.returncode == 0, r.stderr
+    assert "N-0" not in r.stdout and "worst loss" not in r.stdout
+    assert "plan per instance count (Kafka = cooperative-sticky)" in r.stdout

@@ -279,6 +279,27 @@ def test_a_streams_sweep_gets_a_verdict(tmp_path: Path) -> None:
     assert "| state-store-weighted | KIP-262 (rejected) | 100.0% | +0.0 points |" in head
 
 
+def test_a_streams_tie_goes_to_a_public_setting_before_an_internal_one(tmp_path: Path) -> None:
+    """sticky-task is selected with internal.task.assignor.class (not Kafka's public API): on a tie it loses to
+    kip924-sticky (task.assignor.class), whatever their releases, and the report says which rule broke it."""
+    params = {"protocol": "streams", "clients": 3, "steps": 1}
+    rows = []
+    for step in range(2):
+        for name in ("optimal-streams", "sticky-task", "kip924-sticky"):
+            rows.append(_row("s1", 0, step, name, protocol="streams", params_json=json.dumps(params),
+                             copartition_violations=None, max_load_gap=None, sum_sq_gap=None, excess_moves=None,
+                             active_balance_gap=0.0, total_balance_gap=0.0, restoration_gap=0.0,
+                             moved_actives=1, balance_optimal=True))
+    out = tmp_path / "streams-tie"
+    _write(out, rows)
+    build_report(out)
+    head = (out / "report" / "summary.md").read_text().split("## Streams summary")[0]
+    assert "**Run `kip924-sticky`.** Set `task.assignor.class=" in head
+    assert ("- sticky-task ties at 100.0%; broken by a public setting before an internal one (internal.*, not "
+            "Kafka's public API): kip924-sticky public (task.assignor.class), sticky-task internal "
+            "(internal.task.assignor.class)") in head
+
+
 @pytest.mark.slow
 def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units() -> None:
     """The demo grid's join point (examples/sweep-small.yaml), evaluated without Spark: the join verdict

@@ -100,3 +100,42 @@ def test_a_second_sweep_is_refused_and_ctrl_c_stops_the_first_cleanly(spark: obj
     a, b = (load_rows(d).drop(columns=list(TIMING)).sort_values(list(ROW_KEY)).reset_index(drop=True)
             for d in (out, clean))
     assert a.equals(b)
+
+
+@pytest.mark.spark
+def test_ctrl_c_while_spark_starts_exits_at_once(tmp_path: Path) -> None:
+    """Spark's start-up takes tens of seconds on a busy machine and has nothing to cancel: Ctrl-C then ends
+    its JVM and exits 130 within seconds (it used to wait out the whole 15 s grace, with a note saying that
+    Spark did not stop), saying that no batch had begun."""
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(yaml.safe_dump(GRID))
+    out, log = tmp_path / "out", tmp_path / "sweep.log"
+    proc = _sweep(grid_file, out, log)
+    below: list[int] = []
+    try:
+        _wait_for("Spark start", lambda: "starting Spark" in log.read_text(), proc, log)
+        time.sleep(1.0)  # the JVM is launching: far from the first batch
+        below = descendants(proc.pid)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    text = log.read_text()
+    assert proc.returncode == 130, text
+    if "batch 1/" in text:
+        pytest.skip("Spark started within a second: nothing left to test here")
+    assert took < 8, (took, text)
+    for noise in ("Traceback", "py4j", "Py4J", "Exception", " ERROR ", "did not stop"):
+        assert noise not in text, text
+    # from the sweep itself (its JVM ended) or, when the JVM was still launching, from the supervisor
+    assert "interrupted (SIGINT): " in text and "Spark was still starting, no batch had begun" in text, text
+    assert "run the same command again to resume" in text, text
+    assert not (out / "rows").exists() or not any((out / "rows").glob("assignor=*/*.parquet"))
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() for p in below) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in below if Path(f"/proc/{p}").exists()]
