@@ -40,6 +40,8 @@ COUNTED_SAFETY = 1.5
 SHED_SHARE = 0.15
 MIN_SEEDS = 2
 MAX_SEEDS = 8
+#: Shed-and-refill steps per second of budget in deterministic mode (about a second's work on this machine).
+SHED_STEPS_PER_SECOND = 50_000
 
 
 @dataclass(frozen=True)
@@ -143,17 +145,27 @@ def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[
 
     The seed only decides where an item that fits nowhere goes, yet that choice sends the moved cost of the
     result from tens to thousands on the same group (held-out-like 2,105 x 131 leave: 19 to 1,258 over four
-    seeds), so one seed is a lottery.  Seeds run until ``work`` is spent: at least :data:`MIN_SEEDS`, at
-    most :data:`MAX_SEEDS` (deterministic mode: :data:`MAX_SEEDS`).  Returns the solutions found.
+    seeds), so one seed is a lottery.  Each run may take ``2 x items + 1,000`` steps (a run that succeeds
+    needed at most one step per item on every group tried; one that fails spends its whole budget).  Seeds
+    run until ``work`` is spent: on the clock at least :data:`MIN_SEEDS` and at most :data:`MAX_SEEDS`; in
+    deterministic mode as many runs as :data:`SHED_STEPS_PER_SECOND` steps a second buy (at least two).
+    Returns the solutions found.
     """
-    out: list[np.ndarray] = []
+    items = int(sum(int(k) for k in d.counts))
+    per_run = 2 * items + 1000
+    left = max(2 * per_run, int(work.seconds * SHED_STEPS_PER_SECOND))  # deterministic mode: steps to spend
     t_end = time.perf_counter() + work.seconds
+    out: list[np.ndarray] = []
     for s in range(MAX_SEEDS):
-        if s >= MIN_SEEDS and not work.deterministic and time.perf_counter() >= t_end:
+        if not work.deterministic and s >= MIN_SEEDS and time.perf_counter() >= t_end:
             break
         for exact_cover in (True, False):
-            left = None if work.deterministic else max(t_end, time.perf_counter() + 0.05 * work.seconds)
-            x = shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, deadline=left)
+            if work.deterministic:
+                if left < per_run:
+                    return out
+                left -= per_run  # the whole budget, used or not: the count does not depend on the run
+            deadline = None if work.deterministic else max(t_end, time.perf_counter() + 0.05 * work.seconds)
+            x = shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, max_steps=per_run, deadline=deadline)
             if x is not None:
                 out.append(x)
     return out
