@@ -35,10 +35,9 @@ STEPS_PER_SECOND = 20_000
 #: Windows per second of budget in deterministic mode.
 WINDOWS_PER_SECOND = 4
 #: In counted mode (:class:`Work`), the wall clock stops a search at this multiple of its seconds.
-COUNTED_SAFETY = 1.5
-#: Share of a moves search's budget for the shed-and-refill starts, and how many seeds they run.
-SHED_SHARE = 0.15
-MIN_SEEDS = 2
+COUNTED_SAFETY = 2.5
+#: Share of a moves search's budget for the shed-and-refill starts, and how many seeds they run at most.
+SHED_SHARE = 0.2
 MAX_SEEDS = 8
 #: Shed-and-refill steps per second of budget in deterministic mode (about a second's work on this machine).
 SHED_STEPS_PER_SECOND = 50_000
@@ -141,31 +140,33 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
 
 
 def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[np.ndarray]:
-    """Shed-and-refill at ``cap`` over several seeds, both ways (exact and ratio shedding).
+    """Shed-and-refill at ``cap`` over several seeds, both ways (ratio shedding as the plain greedy does, then
+    exact covers).
 
     The seed only decides where an item that fits nowhere goes, yet that choice sends the moved cost of the
     result from tens to thousands on the same group (held-out-like 2,105 x 131 leave: 19 to 1,258 over four
-    seeds), so one seed is a lottery.  Each run may take ``2 x items + 1,000`` steps (a run that succeeds
-    needed at most one step per item on every group tried; one that fails spends its whole budget).  Seeds
-    run until ``work`` is spent: on the clock at least :data:`MIN_SEEDS` and at most :data:`MAX_SEEDS`; in
-    deterministic mode as many runs as :data:`SHED_STEPS_PER_SECOND` steps a second buy (at least two).
-    Returns the solutions found.
+    seeds), so one seed is a lottery.  Seed 0 runs both ways in any case, each with a fair share of ``work``
+    (a run can need six placements an item where evictions cascade); more seeds run while ``work`` lasts, up
+    to :data:`MAX_SEEDS`.  In deterministic mode the work is the steps the runs took
+    (:data:`SHED_STEPS_PER_SECOND` a second of ``work``).  Returns the solutions found.
     """
-    items = int(sum(int(k) for k in d.counts))
-    per_run = 2 * items + 1000
-    left = max(2 * per_run, int(work.seconds * SHED_STEPS_PER_SECOND))  # deterministic mode: steps to spend
-    t_end = time.perf_counter() + work.seconds
+    budget = int(work.seconds * SHED_STEPS_PER_SECOND)  # deterministic mode: steps to spend
+    taken: list[int] = []
+    t0 = time.perf_counter()
     out: list[np.ndarray] = []
     for s in range(MAX_SEEDS):
-        if not work.deterministic and s >= MIN_SEEDS and time.perf_counter() >= t_end:
-            break
-        for exact_cover in (True, False):
+        for exact_cover in (False, True):
+            deadline: float | None = None
             if work.deterministic:
-                if left < per_run:
+                if s > 0 and sum(taken) >= budget:
                     return out
-                left -= per_run  # the whole budget, used or not: the count does not depend on the run
-            deadline = None if work.deterministic else max(t_end, time.perf_counter() + 0.05 * work.seconds)
-            x = shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, max_steps=per_run, deadline=deadline)
+            elif s == 0:
+                deadline = time.perf_counter() + work.seconds / 2
+            elif time.perf_counter() - t0 >= work.seconds:
+                return out
+            else:
+                deadline = t0 + work.seconds
+            x = shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, deadline=deadline, spent=taken)
             if x is not None:
                 out.append(x)
     return out

@@ -67,7 +67,8 @@ def lpt(d: Data, *, sticky: bool = True) -> np.ndarray:
 
 
 def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = None,
-                exact_cover: bool = True, deadline: float | None = None) -> np.ndarray | None:
+                exact_cover: bool = True, deadline: float | None = None,
+                spent: list[int] | None = None) -> np.ndarray | None:
     """Shed-and-refill at ``cap`` (every ``NL_m <= cap``); ``None`` when the step budget runs out.
 
     Parameters
@@ -85,11 +86,22 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
     exact_cover
         Shed a least-cost cover of the excess (default), or, as the plain
         greedy does, the items cheapest per unit of load until within the room.
+    spent
+        If given, the steps this run took are appended to it (a deterministic count of its work).
 
     Returns
     -------
     numpy.ndarray or None
     """
+    result, steps = _shed_refill(d, cap, seed, max_steps, exact_cover, deadline)
+    if spent is not None:
+        spent.append(steps)
+    return result
+
+
+def _shed_refill(d: Data, cap: int, seed: int, max_steps: int | None, exact_cover: bool,
+                 deadline: float | None) -> tuple[np.ndarray | None, int]:
+    """:func:`shed_refill`, and the steps it took."""
     n = len(d.ratio)
     nc = len(d.counts)
     rng = np.random.default_rng(seed)
@@ -164,28 +176,28 @@ def shed_refill(d: Data, cap: int, *, seed: int = 0, max_steps: int | None = Non
     while queue:
         steps += 1
         if steps > budget or (deadline is not None and steps % 64 == 0 and time.perf_counter() > deadline):
-            return None
+            return None, steps
         negw, _, c = heapq.heappop(queue)
         w = -negw
         members = d.eligible[c]
         if not members:
-            return None
+            return None, steps
         fit = [(room[m] - load[m] - w, m) for m in members if load[m] + w <= room[m]]
         if fit:
             m = min(fit)[1]
         else:  # a random member where the item alone fits, which then evicts
             alone = [m for m in members if w <= room[m]]
             if not alone:
-                return None
+                return None, steps
             m = alone[int(rng.integers(len(alone)))]
         held[m][c] = held[m].get(c, 0) + 1
         load[m] += w
         if not fit:
             shed(m, protect=c)
     if any(load[m] > room[m] for m in range(n)):
-        return None
+        return None, steps
     counts = np.zeros((nc, n), dtype=np.int64)
     for m in range(n):
         for c, k in held[m].items():
             counts[c, m] += k
-    return counts
+    return counts, steps
