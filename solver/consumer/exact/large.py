@@ -157,6 +157,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         seconds[name] = time.perf_counter() - t_s
         done_at.append(time.perf_counter())
     final = values(x)
+    final["max_load"] = min(final["max_load"], z)  # under a tolerance the stage's value is the max load found
     for name in stages:
         v, b = final[name], min(bounds[name], final[name])
         reports.append(StageReport(name, float(v * units[name]), float(b * units[name]), v <= b and sc.exact,

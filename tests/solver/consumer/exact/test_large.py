@@ -79,3 +79,18 @@ def test_open_stages_say_so():
     assert all(bnd[k] <= obj[k] for k in obj)
     assert bnd["moves"] > 0  # members above the cap must shed: the exact covers say so
     assert np.isclose(score(inst, res.assignment)["moved_cost"], obj["moves"])
+
+
+def test_a_tolerance_run_settles_on_the_max_load_of_the_run_without_one(monkeypatch):
+    """On the clock (no seed), the max-load stage is counted work (its clock safety net out of reach here), so
+    the run with ``--balance-tolerance`` finds the strict run's max load and keeps within EPS above it."""
+    import solver.consumer.exact.primal.search as search
+
+    monkeypatch.setattr(search, "COUNTED_SAFETY", 1000.0)
+    inst = large_instance(seed=2, n=3000, members=60, leave=0, join=2)
+    strict = solve(inst, Params(time_limit=4, options={"max_vars": 0}))
+    tol = solve(inst, Params(time_limit=4, balance_tolerance=0.01, options={"max_vars": 0}))
+    z = _stage(strict)["max_load"]
+    assert not _stage(strict, "proven")["max_load"]  # the stage stops short of the bound: the count decides
+    assert tol.extra["balance_tolerance"]["optimal_max_load"] == z
+    assert _stage(tol)["max_load"] <= z * 1.01 * (1 + 1e-12)
