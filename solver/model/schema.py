@@ -169,13 +169,13 @@ class ConsumerInstanceSpec(_Strict):
 class AssignmentSpec(BaseModel):
     """An assignment document: ``{"assignment": {member: {topic: [p]}}}`` (extra keys kept).
 
-    ``format``, when present, must be ``kassign/v1``: a document of another format version is not read
-    as if it were this one.
+    ``format``, when present, must be ``kassign/v1`` (``null`` too is refused): a document of another format
+    version is not read as if it were this one.
     """
 
     model_config = ConfigDict(extra="allow")
 
-    format: Literal["kassign/v1"] | None = None
+    format: Literal["kassign/v1"] = "kassign/v1"  # the default is not validated: only a given value is checked
     assignment: dict[str, dict[str, list[PartitionNo]]]
 
 

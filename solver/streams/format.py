@@ -522,7 +522,7 @@ class _ClientTasksSpec(_Strict):
 class _StreamsAssignmentDoc(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    format: Literal["kassign/v1"] | None = None
+    format: Literal["kassign/v1"] = "kassign/v1"  # when given, ``kassign/v1`` (``null`` is refused)
     assignment: dict[str, _ClientTasksSpec]
     members: dict[str, _ClientTasksSpec] | None = None
     probing_rebalance: StrictBool = False

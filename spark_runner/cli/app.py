@@ -272,26 +272,18 @@ def _read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
 
 
 def _optimum_result(inst: Any, path: Path) -> Any:
-    """``--optimum FILE`` as a Result: its assignment, and its ``stats`` when it has them."""
-    from solver.errors import Problem
-    from solver.result import Result, Status
+    """``--optimum FILE`` as a Result: its assignment (a valid one of ``inst``) and its checked ``stats``."""
+    from spark_runner.cli.output import result_from_document
 
     doc = read_document(path)
-    stats = doc.get("stats", {}) if isinstance(doc, dict) else {}
-    asg = _read_assignment(path, inst)
+    asg = _read_assignment(path, inst, doc)
     from solver.api import score as score_fn
 
     s = score_fn(inst, asg)
     if s.get("outcome") != "valid":
         raise InstanceError(str(path), [Problem("assignment", f"--optimum is not a valid assignment of the "
                                                               f"instance ({s.get('outcome')})")])
-    try:
-        status = Status(stats.get("status", "feasible"))
-    except ValueError:
-        status = Status.FEASIBLE
-    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
-    return Result(asg, status, tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
-                  float(stats.get("seconds", 0.0)), extra)
+    return result_from_document(inst, doc, asg, str(path), trusted=False)
 
 
 def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, optimum: Path | None,
@@ -305,16 +297,17 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     if optimum is not None:
         opt = _optimum_result(inst, optimum)
         parts["optimum"] = result_document(inst, "optimum", opt)["assignment"]
+        parts["optimum_status"] = opt.status.value  # reported as optimal_status: part of the answer
     mine = asg.to_lists() if hasattr(asg, "to_lists") else asg.to_json_dict()
     gkey = cache.key("gaps", {**parts, "assignment": mine}) if cache is not None else ""
-    if cache is not None and (hit := cache.get(gkey)) is not None:
+    if cache is not None and isinstance(hit := cache.get(gkey), dict):
         return dict(hit)
     if opt is None:
         okey = cache.key("optimum", parts) if cache is not None else ""
         doc = cache.get(okey) if cache is not None else None
         if doc is not None:
             opt = _optimum_from_doc(inst, doc)
-        else:
+        if opt is None:
             opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
             if cache is not None:
                 cache.put(okey, result_document(inst, "optimal", opt))
@@ -324,20 +317,16 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     return g
 
 
-def _optimum_from_doc(inst: Any, doc: dict[str, Any]) -> Any:
-    from solver.model import Assignment
-    from solver.result import Result, Status
+def _optimum_from_doc(inst: Any, doc: Any) -> Any:
+    """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss)."""
+    from solver.errors import KassignError
+    from spark_runner.cli.output import result_from_document
 
-    if inst.protocol == "streams":
-        from solver.streams.format import parse_streams_assignment
-
-        asg: Any = parse_streams_assignment(doc, inst, "the cache")
-    else:
-        asg = Assignment.from_lists(doc["assignment"])
-    stats = doc.get("stats", {})
-    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
-    return Result(asg, Status(stats["status"]), tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
-                  float(stats.get("seconds", 0.0)), extra)
+    try:
+        asg = _read_assignment(Path("the cache"), inst, doc)
+        return result_from_document(inst, doc, asg, "the cache", trusted=True)
+    except KassignError:
+        return None
 
 
 def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,

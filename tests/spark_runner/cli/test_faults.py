@@ -311,6 +311,62 @@ def test_score_refuses_another_format_version(tmp_path: Path) -> None:
     assert r.stderr.strip() == f"{asg}: format: expected 'kassign/v1'"
 
 
+@pytest.mark.parametrize("inst", [ORDERS, EXAMPLES / "streams-app.json"], ids=["consumer", "streams"])
+@pytest.mark.parametrize("fmt", [None, "", 1, "KASSIGN/V1"])
+def test_score_refuses_a_format_that_is_given_and_not_v1(tmp_path: Path, inst: Path, fmt: object) -> None:
+    asg = tmp_path / "asg.json"
+    asg.write_text(json.dumps({"format": fmt, "assignor": "x", "assignment": {}}))
+    r = kassign("score", str(inst), str(asg), "--no-gaps")
+    _clean(r, 65)
+    assert r.stderr.strip() == f"{asg}: format: expected 'kassign/v1'"
+
+
+@pytest.fixture(scope="module")
+def clickstream_optimum(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("opt") / "opt.json"
+    r = kassign("assign", str(EXAMPLES / "clickstream-group.json"), "-a", "optimal", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("stats", "message"), [
+    (None, "stats: must be an object, got NoneType"), ([], "stats: must be an object, got list"),
+    ("x", "stats: must be an object, got str"),
+    ({"objective": 5}, "stats.objective: Input should be a valid list"),
+    ({"seconds": "x"}, "stats.seconds: Input should be a valid number"),
+    ({"seconds": [1]}, "stats.seconds: Input should be a valid number"),
+    ({"stages": 5}, "stats.stages: Input should be a valid list"),
+    ({"status": 3}, "stats.status: Input should be a valid string"),
+])
+def test_score_optimum_with_bad_stats_is_exit_65_naming_the_path(tmp_path: Path, clickstream_optimum: dict[str, object],
+                                                                 stats: object, message: str) -> None:
+    opt = tmp_path / "opt.json"
+    opt.write_text(json.dumps({**clickstream_optimum, "stats": stats}))
+    r = kassign("score", str(EXAMPLES / "clickstream-group.json"), str(opt), "--optimum", str(opt), "--no-cache")
+    _clean(r, 65)
+    assert r.stderr.strip().startswith(f"{opt}: {message}"), r.stderr
+
+
+def test_score_optimum_is_measured_from_its_assignment_not_its_stated_objective(
+        tmp_path: Path, clickstream_optimum: dict[str, object]) -> None:
+    """A stated objective that contradicts the assignment (edited, or of another instance) cannot make a wrong gap."""
+    inst = str(EXAMPLES / "clickstream-group.json")
+    rr = tmp_path / "range.json"
+    assert kassign("assign", inst, "-a", "range", "-o", str(rr)).returncode == 0
+    honest = tmp_path / "honest.json"
+    honest.write_text(json.dumps(clickstream_optimum))
+    stats = dict(clickstream_optimum["stats"])  # type: ignore[call-overload]
+    stats["objective"] = [0.0 for _ in stats["objective"]]
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({**clickstream_optimum, "stats": stats}))
+    a = kassign("score", inst, str(rr), "--optimum", str(honest), "--no-cache", "--json")
+    b = kassign("score", inst, str(rr), "--optimum", str(forged), "--no-cache", "--json")
+    _clean(a, 0)
+    _clean(b, 0)
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    assert json.loads(b.stdout)["max_load_gap"] == 14_500_000
+
+
 # --------------------------------------------------------------------------- memory
 
 
