@@ -420,13 +420,18 @@ def _stage(path: str | Path, data: bytes) -> _Staged | None:
 
 
 def _publish(staged: Sequence[_Staged]) -> None:
-    """Rename every staged file into place (nothing is published once a stop was requested)."""
+    """Rename every staged file into place (nothing is published once a stop was requested).
+
+    A target staged twice in one transaction shares one temporary file, which holds the last data written:
+    it is renamed once (the last write wins, as for two plain writes).
+    """
     try:
         runtime.check()
     except BaseException:
         for s in staged:
             s.discard()
         raise
+    staged = list({s.tmp: s for s in staged}.values())
     dirs: set[Path] = set()
     for k, s in enumerate(staged):
         try:
@@ -520,6 +525,30 @@ def figure_bytes(fig: Any, path: str | Path, dpi: int = 110) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=dpi)
     return buf.getvalue()
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one regular file (existing or to be created; devices are written through)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            sa, sb = os.stat(a), os.stat(b)
+            return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_distinct_outputs(*outputs: tuple[str, str | Path | None]) -> None:
+    """Before any work: the ``(option, path)`` outputs of one command name different files.
+
+    Two options naming one file (``frontier -o x --plot x``, ``capture -o f --current f``, or through a link)
+    would publish one over the other: a usage error (exit 2).
+    """
+    given = [(opt, p) for opt, p in outputs if p is not None and str(p) != "-"]
+    for i, (opt_a, a) in enumerate(given):
+        for opt_b, b in given[i + 1:]:
+            if _same_file(a, b):
+                raise OptionError(f"{opt_a} {a} and {opt_b} {b} name the same file; give each its own")
 
 
 def check_plot_path(path: str | Path | None, option: str = "--plot") -> None:

@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Capture a live group (read-only) as a kassign/v1 instance: members, subscriptions, owned partitions, lags."""
         from solver.io import dumps, parse_instance, write_atomic
-        from solver.model.files import check_output_path, transaction
+        from solver.model.files import check_distinct_outputs, check_output_path, transaction
         from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT
         from spark_runner.cli.common import UsageError, stderr
         from spark_runner.live.broker import read_client_config
@@ -131,6 +131,7 @@ def register(app: typer.Typer) -> None:
         CAPTURE_TIMEOUT.check(timeout)
         check_output_path(output)
         check_output_path(current, "--current")
+        check_distinct_outputs(("--output", output), ("--current", current))
         if not group:
             raise UsageError("--group must not be empty")
         version = _api_version(api_version)

@@ -16,6 +16,7 @@ from solver import runtime
 from solver.errors import InstanceError, Interrupted, MissingFileError, OptionError, OutputError
 from solver.model.files import (
     INPUT_ENV,
+    check_distinct_outputs,
     check_output_path,
     check_plot_path,
     input_limit,
@@ -123,6 +124,29 @@ def test_a_transaction_publishes_all_files_or_none(tmp_path: Path) -> None:
         write_atomic(a, "new a")
         write_atomic(b, b"\x89PNG")
     assert a.read_text() == "new a" and b.read_bytes() == b"\x89PNG"
+
+
+def test_one_target_written_twice_in_a_transaction_is_published_once_with_the_last_data(tmp_path: Path) -> None:
+    a = tmp_path / "a.json"
+    with transaction():
+        write_atomic(a, "first")
+        write_atomic(tmp_path / "." / "a.json", "second")
+    assert a.read_text() == "second" and _listing(tmp_path) == ["a.json"]
+    write_files([(a, "x"), (a, "y")])
+    assert a.read_text() == "y" and _listing(tmp_path) == ["a.json"]
+
+
+def test_two_options_naming_one_file_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "real.png").write_text("x")
+    (tmp_path / "link.png").symlink_to(tmp_path / "real.png")
+    (tmp_path / "dangling.png").symlink_to(tmp_path / "new.png")
+    for a, b in [("same.png", "same.png"), ("same.png", "./same.png"), ("link.png", "real.png"),
+                 ("dangling.png", "new.png")]:
+        with pytest.raises(OptionError, match=r" name the same file; give each its own$"):
+            check_distinct_outputs(("--output", f"{tmp_path}/{a}"), ("--plot", f"{tmp_path}/{b}"))
+    check_distinct_outputs(("--output", tmp_path / "a.json"), ("--plot", tmp_path / "a.png"), ("--x", None))
+    check_distinct_outputs(("--output", "/dev/null"), ("--plot", "/dev/null"))  # written through, twice
+    check_distinct_outputs(("--output", "-"), ("--current", "-"))
 
 
 def test_nothing_is_published_after_a_stop_request(tmp_path: Path) -> None:

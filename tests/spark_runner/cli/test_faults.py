@@ -96,6 +96,19 @@ def test_invalid_input_leaves_no_output(tmp_path: Path) -> None:
     assert _files(tmp_path) == []
 
 
+@pytest.mark.parametrize("args", [["frontier", str(ORDERS), "--points", "3", "-o", "{d}/same.png", "--plot",
+                                   "{d}/./same.png"],
+                                  ["capture", "--bootstrap-server", "127.0.0.1:1", "--group", "g", "-o", "{d}/a.json",
+                                   "--current", "{d}/link.json"]], ids=["frontier", "capture"])
+def test_two_outputs_naming_one_file_are_exit_2_before_any_work(tmp_path: Path, args: list[str]) -> None:
+    """Was: the second file was published over the first, then exit 73 saying nothing was written."""
+    (tmp_path / "link.json").symlink_to(tmp_path / "a.json")
+    r = kassign(*[a.format(d=tmp_path) for a in args])
+    _clean(r, 2)
+    assert r.stderr.strip().endswith("name the same file; give each its own"), r.stderr
+    assert _files(tmp_path) == ["link.json"]
+
+
 def test_an_unknown_plot_format_is_a_usage_error(tmp_path: Path) -> None:
     r = kassign("frontier", str(ORDERS), "--plot", str(tmp_path / "f.xyz"))
     _clean(r, 2)
