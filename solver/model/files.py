@@ -348,6 +348,59 @@ def check_output_path(path: str | Path | None, option: str = "--output") -> None
         raise OutputError.from_os(shown, e) from None
 
 
+def check_output_dir(path: str | Path, option: str = "--out", *, probe: bool = True) -> None:
+    """Before any work: can ``path`` be (or become) a directory kassign writes files into?
+
+    An existing directory is probed by creating (and removing) an empty temporary file in it; a missing one
+    needs an existing directory above it that accepts a new entry (``probe=False``: neither is tried, for a
+    run that only reads the directory).  Anything else -- a regular file or a
+    device in the way, a path below a regular file, a symlink loop or a dangling link, a name too long, a
+    read-only file system -- is an :class:`~solver.errors.OutputError` naming the path (exit 73).
+    """
+    target = Path(path)
+    shown = str(path)
+    try:
+        st = _existing(target)
+        if st is None and os.path.lexists(target):
+            raise OSError(errno.ENOENT, "a symbolic link to a directory that does not exist")
+        if st is not None:
+            if not stat.S_ISDIR(st.st_mode):
+                raise OutputError(shown, f"exists and is not a directory ({option} names a directory)")
+            if probe:
+                name = target / f".kassign-probe.{os.getpid()}.tmp"
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.close(fd)
+                os.unlink(name)
+            return
+        real = Path(os.path.realpath(target))
+        ancestor = _first_existing_ancestor(real)
+        if not os.path.isdir(ancestor):
+            raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
+        max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+        if any(len(part.encode()) > max_name for part in real.relative_to(ancestor).parts):
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        if probe and not os.access(ancestor, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, f"cannot create a directory in {ancestor}: {os.strerror(errno.EACCES)}")
+    except FileExistsError:
+        return  # our own probe name is taken: a run of ours is writing there
+    except OSError as e:
+        raise OutputError.from_os(shown, e) from None
+
+
+def check_input_dir(path: str | Path) -> None:
+    """``path`` is a directory kassign can read: missing is a :class:`~solver.errors.MissingFileError`
+    (exit 66); a file, a link loop, a name too long or another OS error an
+    :class:`~solver.errors.InstanceError` naming it (exit 65)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise MissingFileError(str(path), [Problem("", "no such directory")]) from None
+    except OSError as e:
+        raise InstanceError(str(path), [Problem("", f"cannot read: {e.strerror or e}")]) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InstanceError(str(path), [Problem("", "not a directory")])
+
+
 def _write_through(path: Path, data: bytes, shown: str) -> None:
     """Write to a device or a FIFO in place (replacing ``/dev/null`` would destroy it)."""
     try:

@@ -487,8 +487,11 @@ def finished(out: Path) -> set[tuple[str, str]]:
         return set()
     import pyarrow.dataset as ds
 
-    table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
-        columns=["scenario_id", "assignor"])
+    from spark_runner.sweep.report import unreadable_rows
+
+    with unreadable_rows(rows):
+        table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
+            columns=["scenario_id", "assignor"])
     sids = table.column("scenario_id").to_pylist()
     names = [str(a) for a in table.column("assignor").to_pylist()]
     return set(zip(sids, names, strict=True))

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
                                     "own.")] = None,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
-        from solver.errors import OutputError
+        from solver.model.files import check_output_dir
         from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
         from spark_runner.cli import supervise
         from spark_runner.sweep.run import finished, plan, read_grid, run_sweep, with_kafka_version
@@ -80,8 +80,7 @@ def register(app: typer.Typer) -> None:
         PROGRESS_EVERY.check(progress_every)
         spark_conf = _conf(conf)
         _master(master)
-        if out.exists() and not out.is_dir():
-            raise OutputError(str(out), "exists and is not a directory (--out names the sweep's directory)")
+        check_output_dir(out, probe=not dry_run)  # a file, a link loop, a name too long: exit 73 before any work
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
         if kafka_version is not None:
             g = with_kafka_version(g, kafka_version)

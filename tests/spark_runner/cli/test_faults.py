@@ -109,6 +109,42 @@ def test_two_outputs_naming_one_file_are_exit_2_before_any_work(tmp_path: Path, 
     assert _files(tmp_path) == ["link.json"]
 
 
+@pytest.mark.parametrize(("out", "reason"), [
+    ("file", "exists and is not a directory (--out names a directory)"), ("file/x", "Not a directory"),
+    ("l1", "Too many levels of symbolic links"), ("a" * 300, "File name too long"),
+    ("dangling", "a symbolic link to a directory that does not exist"),
+    ("/dev/null", "exists and is not a directory (--out names a directory)"),
+])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "run"])
+def test_a_sweep_out_that_cannot_be_a_directory_is_exit_73_before_spark(places: Path, out: str, reason: str,
+                                                                         dry: bool) -> None:
+    """Was: a name too long was exit 1 (an OSError from Path.exists), a link loop or a dangling link passed."""
+    (places / "dangling").symlink_to(places / "nowhere" / "x")
+    before = _files(places)
+    target = out if out.startswith("/") else str(places / out)
+    r = kassign("sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", target, *(["--dry-run"] if dry else []))
+    _clean(r, 73)
+    assert r.stderr.startswith(f"error: cannot write {target}: {reason}"), r.stderr
+    assert _files(places) == before
+
+
+def test_report_of_a_directory_that_cannot_be_read_is_65_or_66(places: Path) -> None:
+    long = places / ("a" * 300)
+    r = kassign("report", str(long))
+    _clean(r, 65)
+    assert r.stderr.strip() == f"{long}: cannot read: File name too long"
+    _clean(kassign("report", str(places / "l1")), 65)
+    _clean(kassign("report", str(places / "nowhere")), 66)
+    junk = places / "dir" / "rows" / "assignor=range"
+    junk.mkdir(parents=True)
+    (junk / "part-0.parquet").write_text("not parquet")
+    for args in (["report", str(places / "dir")],
+                 ["sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", str(places / "dir"), "--dry-run"]):
+        r = kassign(*args)
+        _clean(r, 65)
+        assert r.stderr.startswith(f"{places / 'dir' / 'rows'}: cannot read the sweep rows: "), r.stderr
+
+
 def test_an_unknown_plot_format_is_a_usage_error(tmp_path: Path) -> None:
     r = kassign("frontier", str(ORDERS), "--plot", str(tmp_path / "f.xyz"))
     _clean(r, 2)
