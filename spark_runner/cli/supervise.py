@@ -42,8 +42,9 @@ from solver import runtime
 from solver.errors import Interrupted, OutputError
 from spark_runner.cli.signals import takes_over
 
-#: Seconds a command gets to end by itself after a signal before the process exits anyway.
-GRACE = 0.8
+#: Seconds a command gets to end by itself after a signal before the process exits anyway (solvers seldom stop
+#: sooner, and the exit must come within a second on a loaded machine too).
+GRACE = 0.5
 #: Exit code when stdout's reader went away (EPIPE): what a shell reports for a command killed by SIGPIPE.
 EXIT_PIPE = 141
 #: Signals that stop a run (SIGHUP: the terminal went away; left alone when ignored, as under ``nohup``).
