@@ -572,6 +572,39 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     write_files([(path, data)])
 
 
+@contextlib.contextmanager
+def drawing(path: str | Path) -> Iterator[None]:
+    """Around drawing a plot: memory running out inside matplotlib is a :class:`MemoryError` (exit 65).
+
+    FreeType reports an allocation that failed as a ``RuntimeError`` (``FT_Open_Face ... invalid stream
+    operation``), and matplotlib's font callback can only print its ``MemoryError`` (Python's
+    "Exception ignored in ..." traceback) and go on to draw text without glyphs.  Within the block such an
+    ignored exception is recorded instead of printed, and either kind ends the command as out of memory:
+    never a traceback, never a plot with missing text.  A ``RuntimeError`` while no memory limit is in
+    effect (``ulimit -v``, ``ulimit -d``) is left alone: that is a bug, not the machine.
+    """
+    import sys
+
+    from solver.resources import _rlimits
+
+    ignored: list[type[BaseException]] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda u: ignored.append(u.exc_type)
+    try:
+        yield
+    except RuntimeError as e:
+        if not (_rlimits() or any(issubclass(t, MemoryError) for t in ignored)):
+            raise
+        raise MemoryError(f"drawing {path}: {e}") from None
+    finally:
+        sys.unraisablehook = previous
+    if any(issubclass(t, MemoryError) for t in ignored):
+        raise MemoryError(f"drawing {path}: a font could not be loaded")
+    others = [t for t in ignored if not issubclass(t, MemoryError)]
+    if others:  # not ours to hide: said in one line, as Python would have (without the traceback)
+        sys.stderr.write(f"warning: ignored {', '.join(t.__name__ for t in others)} while drawing {path}\n")
+
+
 def figure_bytes(fig: Any, path: str | Path, dpi: int = 110) -> bytes:
     """A matplotlib figure rendered in the format ``path``'s suffix names (``.png``, ``.svg``, ``.pdf``)."""
     fmt = PLOT_FORMATS.get(Path(path).suffix.lower(), "png")

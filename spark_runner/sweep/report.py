@@ -976,8 +976,9 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
     out = Path(out)
     rows = load_rows(out, REPORT_COLUMNS)
-    manifest = out / "manifest.json"
-    meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
+    from spark_runner.sweep.run import read_manifest
+
+    meta = read_manifest(out)
     title = title or meta.get("grid") or out.name
     folder = out / "report"  # created by the first write (solver.model.files.write_atomic)
     df = rows[rows["protocol"] != "streams"]

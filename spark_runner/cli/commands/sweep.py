@@ -98,10 +98,10 @@ def register(app: typer.Typer) -> None:
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
                             batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:
-            from solver.model.files import transaction
+            from solver.model.files import drawing, transaction
             from spark_runner.sweep.report import build_report
 
-            with transaction():  # every report file, or none
+            with transaction(), drawing(out / "report"):  # every report file, or none
                 index = build_report(out, title=g.name)
             stderr.print(f"report: {index}", markup=False)
 
@@ -111,9 +111,9 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str | None, typer.Option(help="Report title (default: the grid name).")] = None,
     ) -> None:
         """Rebuild DIR/report/ (index.html, summary.md, PNG plots) from the sweep's Parquet rows."""
-        from solver.model.files import transaction
+        from solver.model.files import drawing, transaction
         from spark_runner.sweep.report import build_report
 
-        with transaction():  # every report file, or none
+        with transaction(), drawing(out / "report"):  # every report file, or none
             index = build_report(out, title=title)
         stderr.print(f"report: {index}", markup=False)

@@ -19,6 +19,7 @@ from solver.model.files import (
     check_distinct_outputs,
     check_output_path,
     check_plot_path,
+    drawing,
     input_limit,
     iter_lines,
     read_document,
@@ -260,3 +261,29 @@ def test_the_input_limit_variable_is_checked(value: str, ok: bool, monkeypatch: 
 def test_an_os_error_maps_to_its_exit_code() -> None:
     assert OutputError.from_os("p", OSError(errno.ENOSPC, "No space left on device")).exit_code == 74
     assert OutputError.from_os("p", OSError(errno.EROFS, "Read-only file system")).exit_code == 73
+
+
+def test_memory_running_out_while_drawing_is_a_memory_error_never_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``ulimit -v`` FreeType failed as ``RuntimeError: FT_Open_Face ... invalid stream operation`` (exit 1), and
+    matplotlib's font callback printed an ignored MemoryError's traceback, then drew text without glyphs."""
+    import solver.resources as res
+
+    def ignored(exc: BaseException) -> None:  # an exception nobody can raise: Python hands it to sys.unraisablehook
+        class Dying:
+            def __del__(self) -> None:
+                raise exc
+
+        Dying()
+
+    with pytest.raises(MemoryError, match=r"drawing p\.png: a font could not be loaded"), drawing("p.png"):
+        ignored(MemoryError())
+    monkeypatch.setattr(res, "_rlimits", lambda: [1 << 20])
+    with pytest.raises(MemoryError, match=r"drawing p\.png: FT_Open_Face"), drawing("p.png"):
+        raise RuntimeError("FT_Open_Face (ft2font.cpp line 200) failed with error 0x55: invalid stream operation")
+    monkeypatch.setattr(res, "_rlimits", lambda: [])
+    with pytest.raises(RuntimeError), drawing("p.png"):  # no memory limit: a bug, left alone
+        raise RuntimeError("something else")
+    with drawing("p.png"):
+        ignored(ValueError("x"))
+    assert capsys.readouterr().err == "warning: ignored ValueError while drawing p.png\n"
