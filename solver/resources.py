@@ -50,6 +50,11 @@ BYTES_PER_PARSED_TASK = 400
 HA_WORK_LIMIT = 4 * 10**9
 #: Assignors whose work limit is :data:`HA_WORK_LIMIT` (their balancing loops scan every client per move).
 QUADRATIC_IN_CLIENTS = ("high-availability",)
+#: Assignors that run one group member per stream thread (KIP-1071: a client without ``members`` is a process of
+#: ``capacity`` members), the most members they take (about 250 microseconds each: 25 s), and bytes per member.
+PER_MEMBER = ("streams-server-sticky",)
+MEMBER_LIMIT = 100_000
+BYTES_PER_MEMBER = 1000
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -317,6 +322,14 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "", workers: i
     need = per_task * tasks + per_client * clients + per_triple * tasks * clients * replicas
     if kind == "solver":
         need += solver_base(workers)
+    if name in PER_MEMBER:
+        members = sum(len(c.members) if c.members is not None else c.capacity for c in spec.clients)
+        need += BYTES_PER_MEMBER * members
+        if members > MEMBER_LIMIT:
+            return Need(need, f"{what} on {members} members", "clients", members, MEMBER_LIMIT,
+                        f"{what} on {members:,} group members (a client without members counts its capacity: one "
+                        f"member per stream thread): at most {MEMBER_LIMIT:,}, which take about 25 s (see "
+                        f"docs/format.md#limits)")
     work = clients * clients * tasks * replicas if name in QUADRATIC_IN_CLIENTS else 0
     return Need(need, f"{what} on {tasks} tasks x {clients} clients x {replicas} replica(s)",
                 "clients" if clients >= tasks else "tasks", work, HA_WORK_LIMIT if work else 0,

@@ -20,6 +20,7 @@ from solver.resources import (
     streams_need,
 )
 from spark_runner.assignors import get
+from tests.conftest import REPO
 
 
 def consumer(partitions: int, members: int = 2) -> Any:
@@ -88,6 +89,22 @@ def test_high_availability_work_limit_refuses_20000_clients_x_2000_tasks() -> No
     with pytest.raises(TooLargeError) as e:
         get("high-availability").run(inst)
     assert "would run for hours" in str(e.value) and f"{HA_WORK_LIMIT:.3g}" in str(e.value)
+
+
+@pytest.mark.parametrize("capacity", [2**31 - 1, 100_001])
+def test_the_server_side_streams_assignor_refuses_more_members_than_it_assigns_in_25_s(capacity: int) -> None:
+    """KIP-1071's assignor runs a member per stream thread: a client of capacity 2^31-1 ran for days (and took
+    compare and frontier with it); 100,000 members take about 25 s."""
+    doc = json.loads((REPO / "examples" / "streams-app.json").read_text())
+    doc["clients"][0]["capacity"] = capacity
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"^.*: clients: assignor 'streams-server-sticky' on [\d,]+ group members "
+                                            r"\(a client without members counts its capacity: one member per stream "
+                                            r"thread\): at most 100,000"):
+        get("streams-server-sticky").run(parse_instance(doc))
+    assert time.monotonic() - t0 < 5
+    doc["clients"][0]["capacity"] = 2**31 - 1  # the other Streams assignors read capacity as a number
+    get("high-availability").run(parse_instance(doc))
 
 
 def test_optimal_streams_20000_clients_x_2000_tasks_is_refused_for_memory(monkeypatch: pytest.MonkeyPatch) -> None:
