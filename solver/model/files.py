@@ -257,10 +257,11 @@ def dumps(doc: Any) -> str:
 
 def _temp_prefix(name: str) -> str:
     """``.<name>`` (the temporary files' prefix), shortened for names near the file system's limit."""
-    if len(name.encode()) <= 200:
+    raw = os.fsencode(name)  # the bytes on disk: a name that is not UTF-8 comes as surrogate escapes
+    if len(raw) <= 200:
         return f".{name}"
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-    return f".{name.encode()[:160].decode(errors='ignore')}~{digest}"
+    digest = hashlib.sha1(raw).hexdigest()[:12]
+    return f".{os.fsdecode(raw[:160].decode(errors='ignore').encode())}~{digest}"
 
 
 def _remove_stale_temps(target: Path) -> None:
@@ -329,7 +330,7 @@ def check_output_path(path: str | Path | None, option: str = "--output") -> None
             raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
         max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
         for part in real.relative_to(ancestor).parts or (real.name,):
-            if len(part.encode()) > max_name:
+            if len(os.fsencode(part)) > max_name:
                 raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
         if ancestor != real.parent:
             if not os.access(ancestor, os.W_OK | os.X_OK):
@@ -377,7 +378,7 @@ def check_output_dir(path: str | Path, option: str = "--out", *, probe: bool = T
         if not os.path.isdir(ancestor):
             raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
         max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
-        if any(len(part.encode()) > max_name for part in real.relative_to(ancestor).parts):
+        if any(len(os.fsencode(part)) > max_name for part in real.relative_to(ancestor).parts):
             raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
         if probe and not os.access(ancestor, os.W_OK | os.X_OK):
             raise OSError(errno.EACCES, f"cannot create a directory in {ancestor}: {os.strerror(errno.EACCES)}")

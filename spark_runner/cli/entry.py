@@ -37,6 +37,29 @@ def _address_space_limited() -> bool:
         return False
 
 
+def reserve_std_fds() -> None:
+    """Put ``/dev/null`` on descriptors 0, 1 and 2 where they are closed (``kassign ... >&- 2>&-``), before
+    anything opens a file.
+
+    Otherwise the next file opened takes the number: a temporary output file on descriptor 2 would receive
+    every library's diagnostics.  Descriptor 1 gets it read-only, so that writing what the command prints
+    fails (exit 74) instead of vanishing.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        try:
+            new = os.open(os.devnull, os.O_WRONLY if fd == 2 else os.O_RDONLY)
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+        except OSError:
+            pass
+
+
 def main() -> None:
     """Install the early signal handlers, then run :func:`spark_runner.cli.app.main`.
 
@@ -48,6 +71,7 @@ def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if takes_over(sig, signal.getsignal(sig)):
             signal.signal(sig, _early_exit)
+    reserve_std_fds()
     limited = _address_space_limited()
     if limited:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

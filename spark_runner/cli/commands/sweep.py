@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
     @app.command(short_help="Assignors vs the optimum over scenarios (Spark).")
     def sweep(
         grid: Annotated[Path, typer.Argument(help="Sweep grid (YAML): parameters x seeds x assignors.")],
-        out: Annotated[Path, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
+        out_dir: Annotated[str, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
         master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
         overwrite: Annotated[bool, typer.Option(help="Start over instead of skipping finished scenarios.")] = False,
         partitions: Annotated[
@@ -75,6 +75,9 @@ def register(app: typer.Typer) -> None:
         from spark_runner.cli import supervise
         from spark_runner.sweep.run import finished, plan, read_grid, run_sweep, with_kafka_version
 
+        if not out_dir.strip():
+            raise _Usage("--out must name a directory (it is empty)")
+        out = Path(out_dir)
         check_optional(SWEEP_PARTITIONS, partitions)
         check_optional(SWEEP_BATCH_SIZE, batch_size)
         PROGRESS_EVERY.check(progress_every)

@@ -109,6 +109,12 @@ def test_two_outputs_naming_one_file_are_exit_2_before_any_work(tmp_path: Path, 
     assert _files(tmp_path) == ["link.json"]
 
 
+def test_an_empty_sweep_out_is_a_usage_error() -> None:
+    r = kassign("sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", "", "--dry-run")
+    _clean(r, 2)
+    assert r.stderr.strip() == "error: --out must name a directory (it is empty)"
+
+
 @pytest.mark.parametrize(("out", "reason"), [
     ("file", "exists and is not a directory (--out names a directory)"), ("file/x", "Not a directory"),
     ("l1", "Too many levels of symbolic links"), ("a" * 300, "File name too long"),
@@ -170,6 +176,48 @@ def test_a_closed_stdout_pipe_is_a_quiet_exit_141() -> None:
     p.stdout.close()  # the reader goes away before kassign writes
     err = p.stderr.read().decode()
     assert p.wait(timeout=300) == 141 and err == ""
+
+
+def _sh(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+@pytest.mark.parametrize("args", [["list"], ["assign", str(ORDERS), "-a", "range"], ["--version"]])
+@pytest.mark.parametrize("how", [">&-", "1</dev/null"], ids=["closed", "read-only"])
+def test_a_stdout_that_cannot_be_written_is_exit_74(args: list[str], how: str) -> None:
+    """Was: a closed stdout (sys.stdout None) was exit 1 with a traceback; a read-only one exit 73."""
+    r = _sh(f"exec {' '.join(CMD)} {' '.join(args)} {how}")
+    _clean(r, 74)
+    assert r.stderr == "error: cannot write stdout: Bad file descriptor (what was written before may be incomplete)\n"
+
+
+def test_closed_standard_descriptors_are_never_taken_by_an_output_file(tmp_path: Path) -> None:
+    """With fd 1 and 2 closed, the temporary file of ``-o`` would get one of them (and every diagnostic of a
+    library); /dev/null holds them instead."""
+    out = tmp_path / "out.json"
+    r = _sh(f"exec {' '.join(CMD)} assign {ORDERS} -a range -o {out} >&- 2>&-")
+    _clean(r, 0)
+    assert json.loads(out.read_text())["assignor"] == "range"
+
+
+@pytest.mark.parametrize(("args", "code"), [(["assign", str(ORDERS), "-a", "range", "-o", "{d}/o.json"], 0),
+                                            (["validate", str(EXAMPLES / "bad-instance.json")], 65),
+                                            (["compare", str(ORDERS), "--time-limit", "1"], 0)])
+def test_a_stderr_that_cannot_be_written_changes_nothing(tmp_path: Path, args: list[str], code: int) -> None:
+    """Was: exit 1 when a diagnostic could not be written (``2>/dev/full``)."""
+    r = _sh(f"{' '.join(CMD)} {' '.join(a.format(d=tmp_path) for a in args)} 2>/dev/full >/dev/null; echo rc=$?")
+    assert r.stdout.strip() == f"rc={code}"
+
+
+@pytest.mark.parametrize("name", [b"out\xff.json", b"\xfe\xff", b"\xff" * 250])
+def test_output_names_that_are_not_utf8_are_written(tmp_path: Path, name: bytes) -> None:
+    """Was: exit 1 (UnicodeEncodeError measuring the name for the temporary file's)."""
+    target = os.path.join(os.fsencode(tmp_path), name)
+    r = subprocess.run([*CMD, "assign", str(ORDERS), "-a", "range", "-o", os.fsdecode(target)], capture_output=True,
+                       text=True, timeout=300, cwd=REPO)
+    _clean(r, 0)
+    assert json.loads(Path(os.fsdecode(target)).read_text())["assignor"] == "range"
+    assert os.listdir(os.fsencode(tmp_path)) == [name]
 
 
 def _big_instance(tmp_path: Path) -> Path:
