@@ -274,7 +274,8 @@ def _remove_stale_temps(target: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            old.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a directory of that name is not ours to remove: left alone
+                old.unlink(missing_ok=True)
         except (PermissionError, OverflowError, OSError):
             continue  # alive under another user, or not a pid we can ask about: leave it
 

@@ -82,6 +82,10 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path)
     assert not stale.exists() and alive.exists()
     assert json.loads((tmp_path / "out.json").read_text()) == {"whole": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.json.1.tmp", "out.json"]
+    odd = tmp_path / f".out.json.{dead.stdout.strip()}.tmp"  # a directory in a dead writer's place: not ours
+    odd.mkdir()
+    write_atomic(tmp_path / "out.json", "{}\n")  # was: OutputError (exit 73) removing it
+    assert odd.is_dir() and (tmp_path / "out.json").read_text() == "{}\n"
 
 
 def test_devices_and_links_are_written_through_not_replaced(tmp_path: Path) -> None:
