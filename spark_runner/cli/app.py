@@ -10,6 +10,7 @@ defines ``register(app)`` and is picked up automatically.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import pkgutil
@@ -471,12 +472,21 @@ def _main() -> int:
         if "failed to map segment" not in str(e) and "Cannot allocate memory" not in str(e):
             raise
         return out_of_memory(_say, str(e))
+    except OSError as e:
+        if e.errno != errno.ENOMEM:  # the system refused memory (an import listing a folder, a thread, mmap)
+            return _internal(e)
+        return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
-        if os.environ.get("KASSIGN_DEBUG"):
-            traceback.print_exc()
-        else:
-            _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
-        return EXIT_INTERNAL
+        return _internal(e)
+
+
+def _internal(e: BaseException) -> int:
+    """An internal error: a short message, the traceback with ``KASSIGN_DEBUG=1``; exit 1."""
+    if os.environ.get("KASSIGN_DEBUG"):
+        traceback.print_exception(e)
+    else:
+        _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
+    return EXIT_INTERNAL
 
 
 def out_of_memory(say: Any, detail: str = "") -> int:
