@@ -122,9 +122,10 @@ def register(app: typer.Typer) -> None:
         from solver.model.files import check_distinct_outputs, check_output_path, transaction
         from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT
         from spark_runner.cli.common import UsageError, stderr
-        from spark_runner.live.broker import read_client_config
+        from spark_runner.live.broker import check_bootstrap, read_client_config
         from spark_runner.live.capture import capture as capture_group
 
+        bootstrap_server = check_bootstrap(bootstrap_server)
         if weights not in ("none", "lag", "rate"):
             raise UsageError("--weights must be none, lag or rate")
         CAPTURE_SAMPLE.check(sample)
