@@ -210,6 +210,35 @@ def _load_text(text: str, source: str, yaml_ok: bool, yaml_limits: dict[str, int
 
 #: Bytes of memory decoding one byte of JSON/YAML text may take at most (numbers become Python objects).
 DECODE_BYTES_PER_CHAR = 30
+#: Address space kept free for validating a document under an address-space limit (``ulimit -v``): the
+#: validation runs in pydantic-core, whose Rust allocator aborts the process (SIGABRT) when an allocation fails
+#: instead of raising ``MemoryError``; a new allocator arena alone reserves 64 MiB.
+VALIDATION_HEADROOM = 64 << 20
+
+
+def _address_space_limited() -> bool:
+    try:
+        import resource
+
+        return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY
+                   for r in (resource.RLIMIT_AS, getattr(resource, "RLIMIT_DATA", resource.RLIMIT_AS)))
+    except (ImportError, ValueError, OSError):
+        return False
+
+
+def check_decode(chars: int, source: str) -> None:
+    """Before decoding ``chars`` characters of JSON/YAML from ``source``: refuse (exit 65) what cannot be decoded
+    and validated in the memory there is -- a document over 1 MiB, and under an address-space limit every one,
+    with twice its need to spare, at most :data:`VALIDATION_HEADROOM` (a validation that runs out aborts the
+    process)."""
+    limited = _address_space_limited()
+    if chars <= 1 << 20 and not limited:
+        return
+    from solver.resources import Need, check_fits
+
+    need = DECODE_BYTES_PER_CHAR * chars
+    spare = min(VALIDATION_HEADROOM, 2 * need) if limited else 0  # a small document needs no new arena
+    check_fits(Need(need + spare, f"decoding {chars:,} characters of JSON/YAML"), source)
 
 
 def read_document(path: str | Path, *, max_aliases: int | None = None, max_values: int | None = None) -> Any:
@@ -217,14 +246,9 @@ def read_document(path: str | Path, *, max_aliases: int | None = None, max_value
 
     ``max_aliases`` and ``max_values`` tighten the YAML limits (a sweep grid allows few aliases).
     """
-    from solver.resources import Need, check_fits
-
     source = str(path)
     text = read_text(path)
-    if len(text) > 1 << 20:
-        # decoded values cost more than their text: refuse what cannot be decoded in the memory there is
-        check_fits(Need(DECODE_BYTES_PER_CHAR * len(text), f"decoding {len(text):,} characters of JSON/YAML"),
-                   source)
+    check_decode(len(text), source)  # decoded values cost more than their text
     yaml_ok = not source.endswith((".json", ".json.gz"))
     limits: dict[str, int] = {}
     if max_aliases is not None:

@@ -126,6 +126,6 @@ def main() -> None:
                 or "Cannot allocate memory" in str(e)):
             raise
         os.write(2, f"error: out of memory: kassign does not start in the memory this process may use (ulimit -v, "
-                    f"the cgroup): {str(e) or type(e).__name__}\n".encode())
+                    f"the cgroup): {str(e) or 'an allocation failed'}\n".encode())
         os._exit(65)
     app_main()
