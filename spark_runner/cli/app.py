@@ -476,6 +476,12 @@ def _main() -> int:
         if e.errno != errno.ENOMEM:  # the system refused memory (an import listing a folder, a thread, mmap)
             return _internal(e)
         return out_of_memory(_say, str(e))
+    except SystemError as e:  # a C extension that failed to allocate and returned without an exception
+        from solver.resources import _rlimits
+
+        if not _rlimits():
+            return _internal(e)
+        return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
         return _internal(e)
 
