@@ -142,7 +142,44 @@ def decode_json(text: str, kind: str = "JSON") -> Any:
             raise
         raise DecodeError([_long_int(text, kind)]) from None
     _check_tree(value)
+    if _SURROGATE_ESCAPE.search(text):
+        _check_unicode(value)
     return value
+
+
+#: A ``\\uD800``-``\\uDFFF`` escape: half of a surrogate pair, which alone is not a character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _valid_text(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_unicode(value: Any) -> None:
+    """Strings (keys included) must be Unicode text: a lone surrogate escape (``"\\ud800"``) decodes to a string no
+    output can be written in (UTF-8 has no encoding for it)."""
+    problems: list[Problem] = []
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack and len(problems) < 20:
+        node, link = stack.pop()
+        pairs: Any = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in pairs:
+            if isinstance(k, str) and not _valid_text(k):
+                problems.append(Problem(_show((*_path(link), k.encode("utf-8", "backslashreplace").decode())),
+                                        "the key is not Unicode text (a lone surrogate escape such as \\ud800)"))
+            if isinstance(v, (dict, list)):
+                stack.append((v, (link, k)))
+            elif isinstance(v, str) and not _valid_text(v):
+                problems.append(Problem(_show((*_path(link), k)), "not Unicode text (a lone surrogate escape such "
+                                                                  "as \\ud800)"))
+    if isinstance(value, str) and not _valid_text(value):
+        problems.append(Problem("", "not Unicode text (a lone surrogate escape such as \\ud800)"))
+    if problems:
+        raise DecodeError(problems[:20])
 
 
 def _path(link: Any) -> tuple[str | int, ...]:

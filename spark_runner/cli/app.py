@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from solver.errors import InstanceError, KassignError, Problem
+from solver.errors import InstanceError, KassignError, MissingFileError, Problem
 from solver.io import Record, dumps, is_batch, iter_records, read_document, write_atomic
 from solver.registry import UnknownAssignorError, UnsupportedInstanceError
 from solver.result import Params
@@ -94,19 +94,20 @@ def validate(
     bad = missing = 0
     for f in files:
         good = 0
-        if not f.exists() and str(f) != "-":
-            missing += 1
-            stderr.print(f"{f}: no such file", markup=False)
-            continue
-        for rec in iter_records(f):
-            if isinstance(rec, InstanceError):
+        absent = False
+        for rec in iter_records(f):  # a missing file is one MissingFileError; a name too long, a loop: 65
+            if isinstance(rec, MissingFileError):
+                missing += 1
+                absent = True
+                stderr.print(rec.render(), markup=False)
+            elif isinstance(rec, InstanceError):
                 bad += 1
                 stderr.print(rec.render(), markup=False)
             else:
                 good += 1
                 if not is_batch(f):
                     stdout.print(f"{f}: valid ({_describe(rec)})", markup=False)
-        if is_batch(f):
+        if is_batch(f) and not absent:
             stdout.print(f"{f}: {good} valid instances", markup=False)
     if bad:
         stderr.print(f"{bad} invalid instance(s)", markup=False)

@@ -115,8 +115,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rebuild DIR/report/ (index.html, summary.md, PNG plots) from the sweep's Parquet rows."""
         from solver.model.files import drawing, transaction
+        from solver.options import check_text
         from spark_runner.sweep.report import build_report
 
+        check_text("--title", title)
         with transaction(), drawing(out / "report"):  # every report file, or none
             index = build_report(out, title=title)
         stderr.print(f"report: {index}", markup=False)

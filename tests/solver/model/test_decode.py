@@ -108,3 +108,12 @@ def test_json_lines_records_get_the_same_checks(tmp_path) -> None:
     with pytest.raises(InstanceError) as e:
         read_instances(f)
     assert [str(p) for p in e.value.problems] == ["line 2: topics: duplicate key (an object's keys must be unique)"]
+
+
+def test_a_lone_surrogate_escape_is_not_text() -> None:
+    """Was exit 1 (UnicodeEncodeError writing the assignment): ``{"\\ud800": 2}`` decodes to a topic name UTF-8
+    cannot encode; a surrogate pair (an emoji) is text."""
+    got = problems(decode_json, '{"topics": {"\\ud800": 2}, "m": [{"id": "a\\udfff"}], "ok": "\\ud83d\\ude00"}')
+    assert sorted(got) == ["m[0].id: not Unicode text (a lone surrogate escape such as \\ud800)",
+                           "topics.\\ud800: the key is not Unicode text (a lone surrogate escape such as \\ud800)"]
+    assert decode_json('{"ok": "\\ud83d\\ude00"}') == {"ok": "\U0001f600"}
