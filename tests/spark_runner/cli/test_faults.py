@@ -109,6 +109,18 @@ def test_two_outputs_naming_one_file_are_exit_2_before_any_work(tmp_path: Path, 
     assert _files(tmp_path) == ["link.json"]
 
 
+def test_validate_names_inputs_that_cannot_be_read(places: Path) -> None:
+    """Was exit 1: validate asked Path.exists(), which raises for a name too long."""
+    long = places / ("a" * 300 + ".json")
+    r = kassign("validate", str(long), str(places / "l1"), str(places / "nope.jsonl"), str(ORDERS))
+    _clean(r, 66)  # a missing file wins, as documented
+    assert r.stderr.splitlines()[:3] == [f"{long}: cannot read: File name too long",
+                                         f"{places / 'l1'}: cannot read: Too many levels of symbolic links",
+                                         f"{places / 'nope.jsonl'}: no such file"]
+    assert r.stdout == f"{ORDERS}: valid (consumer, 4 members, 3 topics, 12 partitions)\n"
+    _clean(kassign("validate", str(long)), 65)
+
+
 def test_an_empty_sweep_out_is_a_usage_error() -> None:
     r = kassign("sweep", str(EXAMPLES / "sweep-small.yaml"), "--out", "", "--dry-run")
     _clean(r, 2)
