@@ -141,3 +141,25 @@ def test_plan_time_limit_bounds_the_whole_command() -> None:
     assert any("time limit (0.5 s) reached" in n for n in doc["notes"])
     assert took < 0.5 + 20  # documented slack: the row in progress when the limit passes
     json.dumps(doc)
+
+
+def test_small_needs_in_a_row_read_the_memory_left_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of thousands of small instances read /proc five times per instance: half its time."""
+    import solver.resources as res
+
+    calls: list[int] = []
+
+    def avail() -> int:
+        calls.append(1)
+        return 8 << 30
+
+    monkeypatch.setattr(res, "available_memory", avail)
+    monkeypatch.setattr(res, "_last_seen", None)
+    for _ in range(1000):
+        res.check_fits(res.Need(1 << 20, "a small one"), "b.jsonl")
+    assert len(calls) == 1
+    res.check_fits(res.Need(res.SMALL_NEED + 1, "a larger one"), "b.jsonl")  # read again
+    assert len(calls) == 2
+    monkeypatch.setattr(res, "_last_seen", (time.monotonic(), 10 << 20))  # little was left: read again
+    res.check_fits(res.Need(1 << 20, "a small one"), "b.jsonl")
+    assert len(calls) == 3
