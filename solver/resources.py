@@ -56,6 +56,12 @@ QUADRATIC_IN_CLIENTS = ("high-availability",)
 PER_MEMBER = ("streams-server-sticky",)
 MEMBER_LIMIT = 100_000
 BYTES_PER_MEMBER = 1000
+#: Assignors that keep every pair of tasks sharing a client (Kafka's ``TaskPairs``: quadratic in the tasks per
+#: client), the most pairs they take (5,000,000: about 10 s and 500 MB; 10,000 tasks on 3 clients were 17
+#: million, a minute and 1.6 GB; 100,000 took 6 GB), and bytes per pair.
+TASK_PAIRS = ("sticky-task", "kip924-sticky")
+PAIR_LIMIT = 5_000_000
+BYTES_PER_PAIR = 120
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -343,6 +349,17 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "", workers: i
                         f"{what} on {members:,} group members (a client without members counts its capacity: one "
                         f"member per stream thread): at most {MEMBER_LIMIT:,}, which take about 25 s (see "
                         f"docs/format.md#limits)")
+    if name in TASK_PAIRS:
+        slots = sum(replicas if t.stateful else 1 for t in spec.tasks)  # stateless tasks get no standbys
+        per_client = -(-slots // max(clients, 1))
+        pairs = min(tasks * (tasks - 1) // 2, max(clients, 1) * per_client * per_client // 2)
+        need += BYTES_PER_PAIR * pairs
+        if pairs > PAIR_LIMIT:
+            return Need(need, f"{what} on {tasks} tasks", "tasks", pairs, PAIR_LIMIT,
+                        f"{what} on {tasks:,} tasks ({slots:,} with their standbys) over {clients:,} client(s) keeps "
+                        f"about "
+                        f"{pairs:,} pairs of tasks that share a client (Kafka's TaskPairs): at most "
+                        f"{PAIR_LIMIT:,}, which take about 10 s (see docs/format.md#limits)")
     work = clients * clients * tasks * replicas if name in QUADRATIC_IN_CLIENTS else 0
     return Need(need, f"{what} on {tasks} tasks x {clients} clients x {replicas} replica(s)",
                 "clients" if clients >= tasks else "tasks", work, HA_WORK_LIMIT if work else 0,

@@ -163,3 +163,39 @@ def test_small_needs_in_a_row_read_the_memory_left_once(monkeypatch: pytest.Monk
     monkeypatch.setattr(res, "_last_seen", (time.monotonic(), 10 << 20))  # little was left: read again
     res.check_fits(res.Need(1 << 20, "a small one"), "b.jsonl")
     assert len(calls) == 3
+
+
+def test_a_streams_instance_has_at_most_100000_tasks() -> None:
+    """Was: a subtopology of a million partitions passed the memory estimate, then every Streams command ran for
+    minutes."""
+    from solver.streams.format import MAX_TASKS
+
+    with pytest.raises(TooLargeError, match=r"^big: subtopologies\[0\]\.source_topics: 1,000,000 tasks, more than a "
+                                            r"Streams instance's limit of 100,000"):
+        parse_instance({"format": "kassign/v1", "protocol": "streams", "name": "big",
+                        "subtopologies": [{"id": 0, "source_topics": {"a": 10**6}}],
+                        "clients": [{"id": "c", "process_id": "00000000-0000-0000-0000-000000000001"}]}, "big")
+    tasks = [{"id": f"0_{p}", "stateful": False} for p in range(MAX_TASKS + 1)]
+    with pytest.raises(TooLargeError, match=r"^big: tasks: 100,001 tasks"):
+        parse_instance({"format": "kassign/v1", "protocol": "streams", "tasks": tasks,
+                        "clients": [{"id": "c", "process_id": "00000000-0000-0000-0000-000000000001"}]}, "big")
+    assert len(streams(3, MAX_TASKS).streams.tasks) == MAX_TASKS
+
+
+@pytest.mark.parametrize("name", ["sticky-task", "kip924-sticky"])
+def test_sticky_task_assignors_refuse_more_task_pairs_than_they_keep_in_10_s(name: str) -> None:
+    """Kafka's TaskPairs is quadratic in the tasks per client: 10,000 tasks on 3 clients took a minute and 1.6 GB,
+    100,000 six GB (the memory estimate had no term for it)."""
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"pairs of tasks that share a client \(Kafka's TaskPairs\): at most "
+                                            r"5,000,000"):
+        get(name).run(streams(3, 10_000, standbys=0))
+    assert time.monotonic() - t0 < 5
+    get(name).run(streams(3, 3_000, standbys=0))  # 1.5 million pairs: seconds
+
+
+def test_plan_takes_at_most_100000_items() -> None:
+    from solver.planning.plan import PLAN_MAX_ITEMS
+
+    with pytest.raises(TooLargeError, match=r"plan of 100,001 items: at most 100,000"):
+        plan(consumer(PLAN_MAX_ITEMS + 1, 2), PlanConfig(capacity=10.0))
