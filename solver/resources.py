@@ -62,6 +62,9 @@ BYTES_PER_MEMBER = 1000
 TASK_PAIRS = ("sticky-task", "kip924-sticky")
 PAIR_LIMIT = 5_000_000
 BYTES_PER_PAIR = 120
+#: Streams heuristics that scan every client for every task replica they place, and the most
+#: clients x tasks x replicas each takes (about 12 s; 20,000 clients x 2,000 tasks x 2 replicas ran for minutes).
+PER_CLIENT_WORK_LIMIT = {"sticky-task": 10**7, "state-store-weighted": 10**7, "kip924-sticky": 3 * 10**6}
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -360,6 +363,12 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "", workers: i
                         f"about "
                         f"{pairs:,} pairs of tasks that share a client (Kafka's TaskPairs): at most "
                         f"{PAIR_LIMIT:,}, which take about 10 s (see docs/format.md#limits)")
+    if name in PER_CLIENT_WORK_LIMIT and clients * tasks * replicas > PER_CLIENT_WORK_LIMIT[name]:
+        work, limit = clients * tasks * replicas, PER_CLIENT_WORK_LIMIT[name]
+        return Need(need, f"{what} on {tasks} tasks", "clients" if clients >= tasks else "tasks", work, limit,
+                    f"{what} on {clients:,} clients x {tasks:,} tasks x {replicas} replica(s) scans every client "
+                    f"for every replica it places ({work:.3g}; the limit is {limit:.3g}, about 12 s; see "
+                    f"docs/format.md#limits)")
     work = clients * clients * tasks * replicas if name in QUADRATIC_IN_CLIENTS else 0
     return Need(need, f"{what} on {tasks} tasks x {clients} clients x {replicas} replica(s)",
                 "clients" if clients >= tasks else "tasks", work, HA_WORK_LIMIT if work else 0,

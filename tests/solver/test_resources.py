@@ -199,3 +199,12 @@ def test_plan_takes_at_most_100000_items() -> None:
 
     with pytest.raises(TooLargeError, match=r"plan of 100,001 items: at most 100,000"):
         plan(consumer(PLAN_MAX_ITEMS + 1, 2), PlanConfig(capacity=10.0))
+
+
+@pytest.mark.parametrize("name", ["sticky-task", "kip924-sticky", "state-store-weighted"])
+def test_streams_heuristics_that_scan_every_client_per_replica_have_a_work_limit(name: str) -> None:
+    """20,000 clients x 2,000 tasks ran sticky-task for minutes (kip924-sticky is slower still)."""
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"scans every client for every replica it places"):
+        get(name).run(streams(20_000, 2_000))
+    assert time.monotonic() - t0 < 10
