@@ -66,9 +66,15 @@ class InstanceError(KassignError):
         self.problems = list(problems)
         super().__init__(self.render())
 
+    #: Most problems rendered one per line; the rest are counted on a last line.
+    MAX_RENDERED = 10_000
+
     def render(self) -> str:
-        """One line per problem, each prefixed by the source."""
-        return "\n".join(f"{self.source}: {p}" for p in self.problems)
+        """One line per problem, each prefixed by the source (at most :attr:`MAX_RENDERED`, then how many more)."""
+        lines = [f"{self.source}: {p}" for p in self.problems[:self.MAX_RENDERED]]
+        if len(self.problems) > self.MAX_RENDERED:
+            lines.append(f"{self.source}: ... and {len(self.problems) - self.MAX_RENDERED:,} more problems")
+        return "\n".join(lines)
 
 
 class MissingFileError(InstanceError):

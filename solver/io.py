@@ -24,6 +24,7 @@ from solver.errors import InstanceError, MissingFileError, Problem, json_path
 from solver.model import FORMAT, Assignment, Instance, Member, OwnedMap, Topic, frozen_array
 from solver.model.decode import DecodeError, decode_json
 from solver.model.files import (
+    check_decode,
     dumps,
     is_batch,
     iter_lines,
@@ -123,6 +124,7 @@ def iter_records(path: str | Path, *, stop_on_error: bool = False) -> Iterator[R
                 continue
             where = f"{source}:line {lineno}"
             try:
+                check_decode(len(text), where)
                 try:
                     # without the line break: a truncated line ends at its last column, not "line 2, column 1"
                     data = decode_json(text.rstrip("\r").lstrip("\ufeff") if lineno == 1 else text.rstrip("\r"))

@@ -248,6 +248,25 @@ ACCEPTABLE_RECOVERY_LAG = Number("--acceptable-recovery-lag", 0, JAVA_LONG_MAX, 
 MAX_WARMUP_REPLICAS = Number("--max-warmup-replicas", 1, JAVA_INT_MAX, integer=True)
 
 
+def check_text(option: str, value: str | None) -> str | None:
+    """A free-text option written into a document (``--name``, ``--title``, ``--group``): Unicode text, so that
+    what is written can be read back.  An argument that is not UTF-8 arrives with surrogate escapes.
+
+    Examples
+    --------
+    >>> check_text("--name", "app"), check_text("--name", None)
+    ('app', None)
+    """
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown_text = value.encode("utf-8", "backslashreplace").decode()
+        raise OptionError(f"{option} must be UTF-8 text, got '{shown_text}'") from None
+    return value
+
+
 def check_optional(option: Number, value: Any) -> Any:
     """``option.check(value)``, letting ``None`` (not given) through."""
     return None if value is None else option.check(value)
@@ -258,4 +277,4 @@ __all__ = ["ACCEPTABLE_RECOVERY_LAG", "ACTIVE_LOAD", "ASSIGNOR_OPTIONS", "BALANC
            "JAVA_LONG_MAX", "LAG_THRESHOLD", "MAX_WARMUP_REPLICAS", "NEW_CAPACITY", "NUM_STANDBY_REPLICAS",
            "OBJECTIVE_WEIGHT", "PROGRESS_EVERY", "RANGE_END", "RESILIENCE", "SEED", "STANDBY_LOAD",
            "SWEEP_BATCH_SIZE", "SWEEP_PARTITIONS", "TIME_LIMIT", "WORKERS", "Choice", "Flag", "Number", "Option",
-           "check_assignor_options", "check_optional", "shown"]
+           "check_assignor_options", "check_optional", "check_text", "shown"]

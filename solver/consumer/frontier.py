@@ -217,7 +217,7 @@ def place(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params:
         loads = member_loads(instance, res.assignment)
         moved = float(s["moved_cost"])
         best = point_at(pts, moved)
-        h = {"moved": moved, "max_load": float(loads.max()), "sum_sq": float((loads**2).sum())}
+        h = {"moved": moved, "max_load": float(loads.max(initial=0.0)), "sum_sq": float((loads**2).sum())}
         out.append({"assignor": name, "valid": s["valid"], "outcome": s["outcome"], **h,
                     "frontier_max_load": best["max_load"],
                     "frontier_sum_sq": best["sum_sq"],

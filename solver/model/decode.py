@@ -25,8 +25,10 @@ from solver.errors import Problem, json_path
 
 #: Deepest nesting of arrays and objects a document may have (kassign/v1 needs 4; notes get the rest).
 MAX_DEPTH = 64
-#: Most values (array elements and object members, YAML aliases expanded) in one document.
-MAX_VALUES = 200_000_000
+#: Most values (array elements and object members, YAML aliases expanded) in one YAML document: YAML is read
+#: value by value in Python (about 25 microseconds each even with libyaml), so a million take half a minute;
+#: documents larger than that are JSON, which has no such limit.
+MAX_VALUES = 1_000_000
 #: Longest integer literal Python converts (``sys.get_int_max_str_digits``).
 MAX_INT_DIGITS = 4300
 
@@ -140,7 +142,44 @@ def decode_json(text: str, kind: str = "JSON") -> Any:
             raise
         raise DecodeError([_long_int(text, kind)]) from None
     _check_tree(value)
+    if _SURROGATE_ESCAPE.search(text):
+        _check_unicode(value)
     return value
+
+
+#: A ``\\uD800``-``\\uDFFF`` escape: half of a surrogate pair, which alone is not a character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _valid_text(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_unicode(value: Any) -> None:
+    """Strings (keys included) must be Unicode text: a lone surrogate escape (``"\\ud800"``) decodes to a string no
+    output can be written in (UTF-8 has no encoding for it)."""
+    problems: list[Problem] = []
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack and len(problems) < 20:
+        node, link = stack.pop()
+        pairs: Any = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in pairs:
+            if isinstance(k, str) and not _valid_text(k):
+                problems.append(Problem(_show((*_path(link), k.encode("utf-8", "backslashreplace").decode())),
+                                        "the key is not Unicode text (a lone surrogate escape such as \\ud800)"))
+            if isinstance(v, (dict, list)):
+                stack.append((v, (link, k)))
+            elif isinstance(v, str) and not _valid_text(v):
+                problems.append(Problem(_show((*_path(link), k)), "not Unicode text (a lone surrogate escape such "
+                                                                  "as \\ud800)"))
+    if isinstance(value, str) and not _valid_text(value):
+        problems.append(Problem("", "not Unicode text (a lone surrogate escape such as \\ud800)"))
+    if problems:
+        raise DecodeError(problems[:20])
 
 
 def _path(link: Any) -> tuple[str | int, ...]:
@@ -189,29 +228,56 @@ def _check_tree(value: Any) -> None:
 # --------------------------------------------------------------------------- YAML
 
 
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` whose mappings remember duplicate keys (merge keys ``<<`` excepted).
-
-    ``max_aliases`` (when set) bounds the aliases (``*name``, also under a merge key ``<<``) one
-    document may use, counted as the document is composed: an alias bomb fails before it is built.
-    """
-
-    max_aliases: int | None = None
-    aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.max_aliases is not None and self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > self.max_aliases:
-                mark = self.peek_event().start_mark
-                raise _TooManyAliases(mark)
-        return super().compose_node(parent, index)
+#: libyaml's parser and composer when PyYAML was built with them (about ten times faster), else PyYAML's own.
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _TooManyAliases(Exception):
-    def __init__(self, mark: Any) -> None:
-        super().__init__(mark)
+class _Loader(_BASE_LOADER):  # type: ignore[misc,valid-type]
+    """``yaml.SafeLoader`` (libyaml's when available) whose mappings remember duplicate keys (merge keys ``<<``
+    excepted).  :func:`_precheck` runs over the document's events first: nesting, aliases and values are
+    bounded before anything is composed (an alias bomb or a million nested ``[`` fails before it is built)."""
+
+
+class _Limit(Exception):
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
         self.mark = mark
+        self.message = message
+
+
+def _precheck(text: str, max_aliases: int | None, max_values: int) -> None:
+    """One pass over the parser's events (no document is built): nesting deeper than :data:`MAX_DEPTH`, more
+    than ``max_aliases`` aliases (``*name``, merge keys included) or more than ``max_values`` values raise
+    :class:`_Limit` with the place.  Values are counted as :func:`check_value` counts them (array elements and
+    object members, not keys or the document itself), aliases as one: expanded they can only be more."""
+    aliases = values = 0
+    stack: list[list[bool]] = []  # per open collection: [is a mapping, its next node is a key]
+    start = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    end = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    for ev in yaml.parse(text, Loader=_BASE_LOADER):
+        if isinstance(ev, end):
+            stack.pop()
+            continue
+        if not isinstance(ev, (*start, yaml.ScalarEvent, yaml.AliasEvent)):
+            continue
+        if stack:
+            top = stack[-1]
+            if top[0] and top[1]:
+                top[1] = False  # a key
+            else:
+                top[1] = top[0]
+                values += 1
+                if values > max_values:
+                    raise _Limit(ev.start_mark, f"more than {max_values:,} values, the limit of a YAML document "
+                                                f"(write larger documents as JSON)")
+        if isinstance(ev, yaml.AliasEvent):
+            aliases += 1
+            if max_aliases is not None and aliases > max_aliases:
+                raise _Limit(ev.start_mark, f"more than {max_aliases} aliases (*name, merge keys included)")
+        elif isinstance(ev, start):
+            stack.append([isinstance(ev, yaml.MappingStartEvent), True])
+            if len(stack) > MAX_DEPTH:
+                raise _Limit(ev.start_mark, f"nested deeper than {MAX_DEPTH} levels")
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
@@ -242,20 +308,23 @@ def decode_yaml(text: str, *, max_aliases: int | None = None, max_values: int = 
     ``max_aliases``: at most this many aliases (``None``: no bound besides ``max_values``, the values
     counted with aliases expanded).
     """
-    loader = _Loader(text)
-    loader.max_aliases = max_aliases
+    max_values = min(max_values, MAX_VALUES)
     try:
+        _precheck(text, max_aliases, max_values)
+        loader = _Loader(text)
         try:
             value = loader.get_single_data()
         finally:
             loader.dispose()
-    except _TooManyAliases as e:
+    except _Limit as e:
         raise DecodeError([Problem("", f"malformed YAML at line {e.mark.line + 1}, column {e.mark.column + 1}: "
-                                       f"more than {max_aliases} aliases (*name, merge keys included)")]) from None
+                                       f"{e.message}")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
+        if "maximum nesting depth" in problem:  # libyaml's own bound (1,000), met while scanning ahead
+            raise DecodeError([Problem("", f"malformed YAML: nested deeper than {MAX_DEPTH} levels")]) from None
         raise DecodeError([Problem("", f"malformed YAML{where}: {problem}")], syntax=True) from None
     except RecursionError:
         raise DecodeError([Problem("", f"malformed YAML: nested deeper than {MAX_DEPTH} levels")]) from None

@@ -210,6 +210,35 @@ def _load_text(text: str, source: str, yaml_ok: bool, yaml_limits: dict[str, int
 
 #: Bytes of memory decoding one byte of JSON/YAML text may take at most (numbers become Python objects).
 DECODE_BYTES_PER_CHAR = 30
+#: Address space kept free for validating a document under an address-space limit (``ulimit -v``): the
+#: validation runs in pydantic-core, whose Rust allocator aborts the process (SIGABRT) when an allocation fails
+#: instead of raising ``MemoryError``; a new allocator arena alone reserves 64 MiB.
+VALIDATION_HEADROOM = 64 << 20
+
+
+def _address_space_limited() -> bool:
+    try:
+        import resource
+
+        return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY
+                   for r in (resource.RLIMIT_AS, getattr(resource, "RLIMIT_DATA", resource.RLIMIT_AS)))
+    except (ImportError, ValueError, OSError):
+        return False
+
+
+def check_decode(chars: int, source: str) -> None:
+    """Before decoding ``chars`` characters of JSON/YAML from ``source``: refuse (exit 65) what cannot be decoded
+    and validated in the memory there is -- a document over 1 MiB, and under an address-space limit every one,
+    with twice its need to spare, at most :data:`VALIDATION_HEADROOM` (a validation that runs out aborts the
+    process)."""
+    limited = _address_space_limited()
+    if chars <= 1 << 20 and not limited:
+        return
+    from solver.resources import Need, check_fits
+
+    need = DECODE_BYTES_PER_CHAR * chars
+    spare = min(VALIDATION_HEADROOM, 2 * need) if limited else 0  # a small document needs no new arena
+    check_fits(Need(need + spare, f"decoding {chars:,} characters of JSON/YAML"), source)
 
 
 def read_document(path: str | Path, *, max_aliases: int | None = None, max_values: int | None = None) -> Any:
@@ -217,14 +246,9 @@ def read_document(path: str | Path, *, max_aliases: int | None = None, max_value
 
     ``max_aliases`` and ``max_values`` tighten the YAML limits (a sweep grid allows few aliases).
     """
-    from solver.resources import Need, check_fits
-
     source = str(path)
     text = read_text(path)
-    if len(text) > 1 << 20:
-        # decoded values cost more than their text: refuse what cannot be decoded in the memory there is
-        check_fits(Need(DECODE_BYTES_PER_CHAR * len(text), f"decoding {len(text):,} characters of JSON/YAML"),
-                   source)
+    check_decode(len(text), source)  # decoded values cost more than their text
     yaml_ok = not source.endswith((".json", ".json.gz"))
     limits: dict[str, int] = {}
     if max_aliases is not None:
@@ -257,10 +281,11 @@ def dumps(doc: Any) -> str:
 
 def _temp_prefix(name: str) -> str:
     """``.<name>`` (the temporary files' prefix), shortened for names near the file system's limit."""
-    if len(name.encode()) <= 200:
+    raw = os.fsencode(name)  # the bytes on disk: a name that is not UTF-8 comes as surrogate escapes
+    if len(raw) <= 200:
         return f".{name}"
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-    return f".{name.encode()[:160].decode(errors='ignore')}~{digest}"
+    digest = hashlib.sha1(raw).hexdigest()[:12]
+    return f".{os.fsdecode(raw[:160].decode(errors='ignore').encode())}~{digest}"
 
 
 def _remove_stale_temps(target: Path) -> None:
@@ -273,7 +298,8 @@ def _remove_stale_temps(target: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            old.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a directory of that name is not ours to remove: left alone
+                old.unlink(missing_ok=True)
         except (PermissionError, OverflowError, OSError):
             continue  # alive under another user, or not a pid we can ask about: leave it
 
@@ -329,7 +355,7 @@ def check_output_path(path: str | Path | None, option: str = "--output") -> None
             raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
         max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
         for part in real.relative_to(ancestor).parts or (real.name,):
-            if len(part.encode()) > max_name:
+            if len(os.fsencode(part)) > max_name:
                 raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
         if ancestor != real.parent:
             if not os.access(ancestor, os.W_OK | os.X_OK):
@@ -346,6 +372,59 @@ def check_output_path(path: str | Path | None, option: str = "--output") -> None
         return  # our own probe name is taken: a writer of ours is running; the write itself will tell
     except OSError as e:
         raise OutputError.from_os(shown, e) from None
+
+
+def check_output_dir(path: str | Path, option: str = "--out", *, probe: bool = True) -> None:
+    """Before any work: can ``path`` be (or become) a directory kassign writes files into?
+
+    An existing directory is probed by creating (and removing) an empty temporary file in it; a missing one
+    needs an existing directory above it that accepts a new entry (``probe=False``: neither is tried, for a
+    run that only reads the directory).  Anything else -- a regular file or a
+    device in the way, a path below a regular file, a symlink loop or a dangling link, a name too long, a
+    read-only file system -- is an :class:`~solver.errors.OutputError` naming the path (exit 73).
+    """
+    target = Path(path)
+    shown = str(path)
+    try:
+        st = _existing(target)
+        if st is None and os.path.lexists(target):
+            raise OSError(errno.ENOENT, "a symbolic link to a directory that does not exist")
+        if st is not None:
+            if not stat.S_ISDIR(st.st_mode):
+                raise OutputError(shown, f"exists and is not a directory ({option} names a directory)")
+            if probe:
+                name = target / f".kassign-probe.{os.getpid()}.tmp"
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.close(fd)
+                os.unlink(name)
+            return
+        real = Path(os.path.realpath(target))
+        ancestor = _first_existing_ancestor(real)
+        if not os.path.isdir(ancestor):
+            raise OSError(errno.ENOTDIR, f"{ancestor} is not a directory")
+        max_name = os.pathconf(ancestor, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+        if any(len(os.fsencode(part)) > max_name for part in real.relative_to(ancestor).parts):
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        if probe and not os.access(ancestor, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, f"cannot create a directory in {ancestor}: {os.strerror(errno.EACCES)}")
+    except FileExistsError:
+        return  # our own probe name is taken: a run of ours is writing there
+    except OSError as e:
+        raise OutputError.from_os(shown, e) from None
+
+
+def check_input_dir(path: str | Path) -> None:
+    """``path`` is a directory kassign can read: missing is a :class:`~solver.errors.MissingFileError`
+    (exit 66); a file, a link loop, a name too long or another OS error an
+    :class:`~solver.errors.InstanceError` naming it (exit 65)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise MissingFileError(str(path), [Problem("", "no such directory")]) from None
+    except OSError as e:
+        raise InstanceError(str(path), [Problem("", f"cannot read: {e.strerror or e}")]) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InstanceError(str(path), [Problem("", "not a directory")])
 
 
 def _write_through(path: Path, data: bytes, shown: str) -> None:
@@ -420,13 +499,18 @@ def _stage(path: str | Path, data: bytes) -> _Staged | None:
 
 
 def _publish(staged: Sequence[_Staged]) -> None:
-    """Rename every staged file into place (nothing is published once a stop was requested)."""
+    """Rename every staged file into place (nothing is published once a stop was requested).
+
+    A target staged twice in one transaction shares one temporary file, which holds the last data written:
+    it is renamed once (the last write wins, as for two plain writes).
+    """
     try:
         runtime.check()
     except BaseException:
         for s in staged:
             s.discard()
         raise
+    staged = list({s.tmp: s for s in staged}.values())
     dirs: set[Path] = set()
     for k, s in enumerate(staged):
         try:
@@ -514,12 +598,69 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     write_files([(path, data)])
 
 
+@contextlib.contextmanager
+def drawing(path: str | Path) -> Iterator[None]:
+    """Around drawing a plot: memory running out inside matplotlib is a :class:`MemoryError` (exit 65).
+
+    FreeType reports an allocation that failed as a ``RuntimeError`` (``FT_Open_Face ... invalid stream
+    operation``), and matplotlib's font callback can only print its ``MemoryError`` (Python's
+    "Exception ignored in ..." traceback) and go on to draw text without glyphs.  Within the block such an
+    ignored exception is recorded instead of printed, and either kind ends the command as out of memory:
+    never a traceback, never a plot with missing text.  A ``RuntimeError`` while no memory limit is in
+    effect (``ulimit -v``, ``ulimit -d``) is left alone: that is a bug, not the machine.
+    """
+    import sys
+
+    from solver.resources import _rlimits
+
+    ignored: list[type[BaseException]] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda u: ignored.append(u.exc_type)
+    try:
+        yield
+    except RuntimeError as e:
+        if not (_rlimits() or any(issubclass(t, MemoryError) for t in ignored)):
+            raise
+        raise MemoryError(f"drawing {path}: {e}") from None
+    finally:
+        sys.unraisablehook = previous
+    if any(issubclass(t, MemoryError) for t in ignored):
+        raise MemoryError(f"drawing {path}: a font could not be loaded")
+    others = [t for t in ignored if not issubclass(t, MemoryError)]
+    if others:  # not ours to hide: said in one line, as Python would have (without the traceback)
+        sys.stderr.write(f"warning: ignored {', '.join(t.__name__ for t in others)} while drawing {path}\n")
+
+
 def figure_bytes(fig: Any, path: str | Path, dpi: int = 110) -> bytes:
     """A matplotlib figure rendered in the format ``path``'s suffix names (``.png``, ``.svg``, ``.pdf``)."""
     fmt = PLOT_FORMATS.get(Path(path).suffix.lower(), "png")
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=dpi)
     return buf.getvalue()
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one regular file (existing or to be created; devices are written through)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            sa, sb = os.stat(a), os.stat(b)
+            return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_distinct_outputs(*outputs: tuple[str, str | Path | None]) -> None:
+    """Before any work: the ``(option, path)`` outputs of one command name different files.
+
+    Two options naming one file (``frontier -o x --plot x``, ``capture -o f --current f``, or through a link)
+    would publish one over the other: a usage error (exit 2).
+    """
+    given = [(opt, p) for opt, p in outputs if p is not None and str(p) != "-"]
+    for i, (opt_a, a) in enumerate(given):
+        for opt_b, b in given[i + 1:]:
+            if _same_file(a, b):
+                raise OptionError(f"{opt_a} {a} and {opt_b} {b} name the same file; give each its own")
 
 
 def check_plot_path(path: str | Path | None, option: str = "--plot") -> None:

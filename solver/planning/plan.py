@@ -120,6 +120,9 @@ __all__ = [
 PLAN_BYTES_PER_ITEM = 1500
 #: Bytes per (fleet instance x fleet instance) pair: the relabelling assignment of each row is dense.
 PLAN_BYTES_PER_FLEET_PAIR = 64
+#: Most items a plan takes: the first row runs to the end whatever ``--time-limit`` says, and 100,000 items
+#: (a Streams app with Kafka's high-availability beside it) take about 45 s.
+PLAN_MAX_ITEMS = 100_000
 
 
 def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
@@ -135,7 +138,8 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
     solver.resources.TooLargeError
         Saying how much memory the plan needs and how much is available.
     """
-    from solver.resources import Need, check_fits, solver_base
+    from solver.errors import Problem
+    from solver.resources import Need, TooLargeError, check_fits, solver_base
 
     if instance.protocol == "streams":
         spec = instance.streams
@@ -147,6 +151,10 @@ def check_plan_size(instance: Instance, cfg: PlanConfig) -> None:
         n_items = instance.total_partitions
         members = len(instance.members)
         path = "members" if members * members > n_items else "topics"
+    if n_items > PLAN_MAX_ITEMS:
+        raise TooLargeError(instance.name or "instance", [Problem(path, (
+            f"plan of {n_items:,} items: at most {PLAN_MAX_ITEMS:,} (its greedy packings and Kafka's assignor run item "
+            f"by item: 100,000 take about 45 s; see docs/format.md#limits)"))])
     fleet = max(members, cfg.range[1] if cfg.range is not None else members + 1)
     # one CP-SAT worker: run_cpsat starts only as many as the memory left holds
     need = solver_base() + PLAN_BYTES_PER_ITEM * n_items + PLAN_BYTES_PER_FLEET_PAIR * fleet * fleet

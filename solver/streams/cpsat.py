@@ -90,8 +90,10 @@ class StreamsSat:
         self.zt = md.new_int_var(0, max(p.weight, default=1) * n * (1 + p.standbys), "zt")
         total_cap = sum(p.spec.clients[c].capacity for c in range(p.n_clients))
         replicas = sum(1 + (p.standbys if p.stateful[t] else 0) for t in range(n))
-        # obvious bounds: the average load per thread, rounded up to the scale
-        if total_cap:
+        # obvious bounds: the average load per thread, rounded up to the scale (redundant, so left out where
+        # the product would pass CP-SAT's int64 limit: 2^31-1 threads on one client made the model invalid)
+        za_ub = max(p.weight, default=1) * n * (1 + p.standbys)
+        if total_cap and za_ub * total_cap < 1 << 62 and p.scale * replicas * 2 < 1 << 62:
             md.add(self.za * total_cap >= p.scale * n)
             md.add(self.zt * total_cap >= p.scale * replicas)
         for c in range(p.n_clients):

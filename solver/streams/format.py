@@ -187,6 +187,10 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     elif spec.tasks is None and spec.subtopologies is None:
         bad((), "give 'tasks' or 'subtopologies'")
     if spec.tasks is not None:
+        if len(spec.tasks) > MAX_TASKS:
+            from solver.resources import TooLargeError
+
+            raise TooLargeError(source, [Problem(json_path((*prefix, "tasks")), _too_many_tasks(len(spec.tasks)))])
         tasks = _explicit_tasks(spec.tasks, bad)
     elif spec.subtopologies is not None:
         _check_derived_size(spec.subtopologies, source, prefix)
@@ -269,15 +273,28 @@ def _partition_racks(racks: list[list[str]] | None, where: tuple[str | int, ...]
     return tuple(tuple(sorted(part)) for part in racks)
 
 
+#: Most tasks of one Streams instance (a subtopology has one per partition number).  Every Streams engine runs
+#: task by task in Python: 100,000 take 5-30 s per command (compare, frontier, the optimum), a million minutes.
+MAX_TASKS = 100_000
+
+
+def _too_many_tasks(n: int) -> str:
+    return (f"{n:,} tasks, more than a Streams instance's limit of {MAX_TASKS:,} (the engines work task by task; "
+            f"see docs/format.md#limits)")
+
+
 def _check_derived_size(specs: list[SubtopologySpec], source: str, prefix: tuple[str | int, ...]) -> None:
     """Refuse subtopologies whose derived tasks would not fit in memory, before deriving them."""
-    from solver.resources import BYTES_PER_PARSED_TASK, Need, check_fits
+    from solver.resources import BYTES_PER_PARSED_TASK, Need, TooLargeError, check_fits
 
     sizes = [max(s.source_topics.values(), default=0) for s in specs]
     if not sizes:
         return
     total = sum(sizes)
     i = max(range(len(sizes)), key=sizes.__getitem__)
+    if total > MAX_TASKS:
+        raise TooLargeError(source, [Problem(json_path((*prefix, "subtopologies", i, "source_topics")),
+                                             _too_many_tasks(total))])
     check_fits(Need(total * BYTES_PER_PARSED_TASK, f"reading {total} tasks (one per partition number)",
                     json_path((*prefix, "subtopologies", i, "source_topics"))), source)
 
@@ -522,7 +539,7 @@ class _ClientTasksSpec(_Strict):
 class _StreamsAssignmentDoc(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    format: Literal["kassign/v1"] | None = None
+    format: Literal["kassign/v1"] = "kassign/v1"  # when given, ``kassign/v1`` (``null`` is refused)
     assignment: dict[str, _ClientTasksSpec]
     members: dict[str, _ClientTasksSpec] | None = None
     probing_rebalance: StrictBool = False

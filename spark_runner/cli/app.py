@@ -10,6 +10,7 @@ defines ``register(app)`` and is picked up automatically.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import pkgutil
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from solver.errors import InstanceError, KassignError, Problem
+from solver.errors import InstanceError, KassignError, MissingFileError, Problem
 from solver.io import Record, dumps, is_batch, iter_records, read_document, write_atomic
 from solver.registry import UnknownAssignorError, UnsupportedInstanceError
 from solver.result import Params
@@ -93,19 +94,20 @@ def validate(
     bad = missing = 0
     for f in files:
         good = 0
-        if not f.exists() and str(f) != "-":
-            missing += 1
-            stderr.print(f"{f}: no such file", markup=False)
-            continue
-        for rec in iter_records(f):
-            if isinstance(rec, InstanceError):
+        absent = False
+        for rec in iter_records(f):  # a missing file is one MissingFileError; a name too long, a loop: 65
+            if isinstance(rec, MissingFileError):
+                missing += 1
+                absent = True
+                stderr.print(rec.render(), markup=False)
+            elif isinstance(rec, InstanceError):
                 bad += 1
                 stderr.print(rec.render(), markup=False)
             else:
                 good += 1
                 if not is_batch(f):
                     stdout.print(f"{f}: valid ({_describe(rec)})", markup=False)
-        if is_batch(f):
+        if is_batch(f) and not absent:
             stdout.print(f"{f}: {good} valid instances", markup=False)
     if bad:
         stderr.print(f"{bad} invalid instance(s)", markup=False)
@@ -272,26 +274,18 @@ def _read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
 
 
 def _optimum_result(inst: Any, path: Path) -> Any:
-    """``--optimum FILE`` as a Result: its assignment, and its ``stats`` when it has them."""
-    from solver.errors import Problem
-    from solver.result import Result, Status
+    """``--optimum FILE`` as a Result: its assignment (a valid one of ``inst``) and its checked ``stats``."""
+    from spark_runner.cli.output import result_from_document
 
     doc = read_document(path)
-    stats = doc.get("stats", {}) if isinstance(doc, dict) else {}
-    asg = _read_assignment(path, inst)
+    asg = _read_assignment(path, inst, doc)
     from solver.api import score as score_fn
 
     s = score_fn(inst, asg)
     if s.get("outcome") != "valid":
         raise InstanceError(str(path), [Problem("assignment", f"--optimum is not a valid assignment of the "
                                                               f"instance ({s.get('outcome')})")])
-    try:
-        status = Status(stats.get("status", "feasible"))
-    except ValueError:
-        status = Status.FEASIBLE
-    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
-    return Result(asg, status, tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
-                  float(stats.get("seconds", 0.0)), extra)
+    return result_from_document(inst, doc, asg, str(path), trusted=False)
 
 
 def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, optimum: Path | None,
@@ -305,16 +299,17 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     if optimum is not None:
         opt = _optimum_result(inst, optimum)
         parts["optimum"] = result_document(inst, "optimum", opt)["assignment"]
+        parts["optimum_status"] = opt.status.value  # reported as optimal_status: part of the answer
     mine = asg.to_lists() if hasattr(asg, "to_lists") else asg.to_json_dict()
     gkey = cache.key("gaps", {**parts, "assignment": mine}) if cache is not None else ""
-    if cache is not None and (hit := cache.get(gkey)) is not None:
+    if cache is not None and isinstance(hit := cache.get(gkey), dict):
         return dict(hit)
     if opt is None:
         okey = cache.key("optimum", parts) if cache is not None else ""
         doc = cache.get(okey) if cache is not None else None
         if doc is not None:
             opt = _optimum_from_doc(inst, doc)
-        else:
+        if opt is None:
             opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
             if cache is not None:
                 cache.put(okey, result_document(inst, "optimal", opt))
@@ -324,20 +319,16 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     return g
 
 
-def _optimum_from_doc(inst: Any, doc: dict[str, Any]) -> Any:
-    from solver.model import Assignment
-    from solver.result import Result, Status
+def _optimum_from_doc(inst: Any, doc: Any) -> Any:
+    """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss)."""
+    from solver.errors import KassignError
+    from spark_runner.cli.output import result_from_document
 
-    if inst.protocol == "streams":
-        from solver.streams.format import parse_streams_assignment
-
-        asg: Any = parse_streams_assignment(doc, inst, "the cache")
-    else:
-        asg = Assignment.from_lists(doc["assignment"])
-    stats = doc.get("stats", {})
-    extra = {k: stats[k] for k in ("stages", "engine") if k in stats}
-    return Result(asg, Status(stats["status"]), tuple(stats.get("objective", ())), tuple(stats.get("bound", ())),
-                  float(stats.get("seconds", 0.0)), extra)
+    try:
+        asg = _read_assignment(Path("the cache"), inst, doc)
+        return result_from_document(inst, doc, asg, "the cache", trusted=True)
+    except KassignError:
+        return None
 
 
 def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,
@@ -482,12 +473,27 @@ def _main() -> int:
         if "failed to map segment" not in str(e) and "Cannot allocate memory" not in str(e):
             raise
         return out_of_memory(_say, str(e))
+    except OSError as e:
+        if e.errno != errno.ENOMEM:  # the system refused memory (an import listing a folder, a thread, mmap)
+            return _internal(e)
+        return out_of_memory(_say, str(e))
+    except SystemError as e:  # a C extension that failed to allocate and returned without an exception
+        from solver.resources import _rlimits
+
+        if not _rlimits():
+            return _internal(e)
+        return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
-        if os.environ.get("KASSIGN_DEBUG"):
-            traceback.print_exc()
-        else:
-            _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
-        return EXIT_INTERNAL
+        return _internal(e)
+
+
+def _internal(e: BaseException) -> int:
+    """An internal error: a short message, the traceback with ``KASSIGN_DEBUG=1``; exit 1."""
+    if os.environ.get("KASSIGN_DEBUG"):
+        traceback.print_exception(e)
+    else:
+        _say(f"internal error: {type(e).__name__}: {e} (set KASSIGN_DEBUG=1 for a traceback)")
+    return EXIT_INTERNAL
 
 
 def out_of_memory(say: Any, detail: str = "") -> int:

@@ -9,6 +9,11 @@ kassign's version is part of the key, so an upgrade never reads an older answer.
 Where: ``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign``, else ``~/.cache/kassign``.
 ``kassign score --no-cache`` neither reads nor writes it; deleting the folder is always safe.
 
+An entry carries the SHA-256 of its content: a file that was truncated, damaged, replaced by
+something else (a directory, a FIFO, a link to ``/dev/zero``), or is larger than any entry kassign
+writes is a miss (and is replaced by the next write), never an error or a wrong answer.  Entries are
+read without following a symbolic link and without blocking.
+
 Examples
 --------
 >>> import tempfile
@@ -22,21 +27,64 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from solver.model.schema import META_KEYS
 
+#: Largest cache entry read: an optimum of a group at the input limit's size fits; anything larger is not ours.
+MAX_ENTRY = 256 << 20
+#: The envelope's marker (and version): entries of another layout are misses.
+ENVELOPE = "kassign-cache/1"
 
-def default_dir() -> Path:
-    """``$KASSIGN_CACHE_DIR``, ``$XDG_CACHE_HOME/kassign`` or ``~/.cache/kassign``."""
+
+def default_dir() -> Path | None:
+    """``$KASSIGN_CACHE_DIR``, ``$XDG_CACHE_HOME/kassign`` or ``~/.cache/kassign`` (``None``: no home directory
+    to put it in, and no variable saying where)."""
     if os.environ.get("KASSIGN_CACHE_DIR"):
         return Path(os.environ["KASSIGN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+            return None
     return Path(base) / "kassign"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_entry(path: Path) -> str | None:
+    """The text of a regular file ``path`` of at most :data:`MAX_ENTRY` bytes, else ``None`` (a link, a FIFO,
+    a device, a directory, a file too large or unreadable)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY:
+            return None
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > MAX_ENTRY:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _version() -> str:
@@ -57,7 +105,8 @@ def instance_key(instance: Any) -> dict[str, Any]:
 
 
 class Cache:
-    """JSON entries in one folder; a failure to read or write is a miss, never an error."""
+    """JSON entries in one folder; a failure to read or write, or an entry that is not intact, is a miss, never an
+    error.  ``folder`` ``None`` (and no default): every call is a miss and nothing is written."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder if folder is not None else default_dir()
@@ -67,23 +116,51 @@ class Cache:
         text = json.dumps({"kassign": _version(), "kind": kind, "parts": parts}, sort_keys=True, default=str)
         return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
-    def path(self, key: str) -> Path:
-        return self.folder / f"{key}.json"
+    def path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}.json"
 
     def get(self, key: str) -> Any:
-        try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        """The document stored under ``key``, or ``None`` when there is none intact (a damaged entry is removed)."""
+        from solver.model.decode import DecodeError, decode_json
+
+        path = self.path(key)
+        text = _read_entry(path) if path is not None else None
+        if text is None:
             return None
+        try:
+            entry = decode_json(text)
+            ok = (isinstance(entry, dict) and entry.get("format") == ENVELOPE and entry.get("key") == key
+                  and isinstance(entry.get("doc"), str) and entry.get("sha256") == _digest(entry["doc"]))
+            doc = decode_json(entry["doc"]) if ok else None
+        except (DecodeError, ValueError, RecursionError):
+            ok, doc = False, None
+        if not ok or doc is None:
+            with contextlib.suppress(OSError):
+                if path is not None and path.is_file() and not path.is_symlink():
+                    path.unlink()  # damaged: the next put writes it again
+            return None
+        return doc
 
     def put(self, key: str, doc: Any) -> None:
+        """Store ``doc`` under ``key`` (atomically); a cache that cannot be written is silently skipped."""
         from solver.errors import KassignError
         from solver.io import dumps, write_atomic
 
+        path = self.path(key)
+        if path is None or self.folder is None:
+            return
+        text = dumps(doc)
+        entry = {"format": ENVELOPE, "key": key, "sha256": _digest(text), "doc": text}
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path(key), dumps(doc) + "\n")
-        except (OSError, KassignError):  # the writer's OutputError too
+            with contextlib.suppress(FileNotFoundError):
+                st = os.lstat(path)
+                if stat.S_ISDIR(st.st_mode):
+                    return
+                if not stat.S_ISREG(st.st_mode):
+                    path.unlink()  # a link, FIFO or device in our place: replaced, never written through
+            write_atomic(path, dumps(entry) + "\n")
+        except (OSError, KassignError, UnicodeError):  # the writer's OutputError too
             pass  # a read-only or full cache folder only costs the next call a solve
 
 

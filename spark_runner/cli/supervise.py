@@ -42,8 +42,9 @@ from solver import runtime
 from solver.errors import Interrupted, OutputError
 from spark_runner.cli.signals import takes_over
 
-#: Seconds a command gets to end by itself after a signal before the process exits anyway.
-GRACE = 0.8
+#: Seconds a command gets to end by itself after a signal before the process exits anyway (solvers seldom stop
+#: sooner, and the exit must come within a second on a loaded machine too).
+GRACE = 0.5
 #: Exit code when stdout's reader went away (EPIPE): what a shell reports for a command killed by SIGPIPE.
 EXIT_PIPE = 141
 #: Signals that stop a run (SIGHUP: the terminal went away; left alone when ignored, as under ``nohup``).
@@ -105,9 +106,19 @@ class _GuardedStdout(io.RawIOBase):
 
 
 def guard_stdout() -> None:
-    """Replace ``sys.stdout`` with a guarded text stream on the same descriptor (same encoding, buffering)."""
+    """Replace ``sys.stdout`` with a guarded text stream on the same descriptor (same encoding, buffering).
+
+    A stdout that was closed when kassign started (``>&-``; Python then sets ``sys.stdout`` to ``None``) is
+    descriptor 1 all the same: :func:`spark_runner.cli.entry.reserve_std_fds` put ``/dev/null`` there read-only,
+    so the first write
+    fails like any stdout that cannot be written (exit 74), and no file kassign opens can take its place.
+    """
     old = sys.stdout
-    if old is None or isinstance(getattr(getattr(old, "buffer", None), "raw", None), _GuardedStdout):
+    if isinstance(getattr(getattr(old, "buffer", None), "raw", None), _GuardedStdout):
+        return
+    if old is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(1)), encoding="utf-8",
+                                      errors="backslashreplace")
         return
     try:
         fd = old.fileno()
@@ -120,6 +131,47 @@ def guard_stdout() -> None:
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=old.encoding,
                                   errors=old.errors if utf8 else "backslashreplace",
                                   line_buffering=bool(old.line_buffering))
+
+
+class _QuietStderr(io.RawIOBase):
+    """File descriptor 2, dropping what cannot be written (``2>/dev/full``, a file size limit): a diagnostic that
+    cannot be shown must not change what the command does or its exit code."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(self._fd, data)
+        except OSError:
+            return len(data)
+
+
+def guard_stderr() -> None:
+    """Replace ``sys.stderr`` with a stream on descriptor 2 whose failed writes are dropped (same encoding)."""
+    old = sys.stderr
+    if isinstance(getattr(getattr(old, "buffer", None), "raw", None), _QuietStderr):
+        return
+    if old is not None:
+        try:
+            old.fileno()
+        except (AttributeError, OSError, ValueError):
+            return  # not a real descriptor (captured by a test): leave it
+        with contextlib.suppress(Exception):
+            old.flush()
+    encoding = getattr(old, "encoding", None) or "utf-8"
+    sys.stderr = io.TextIOWrapper(io.BufferedWriter(_QuietStderr(2)), encoding=encoding, errors="backslashreplace",
+                                  write_through=True, line_buffering=True)
 
 
 def _silence_stdout() -> None:
@@ -136,7 +188,8 @@ def stdout_exit(e: OSError, say: Callable[[str], None]) -> int:
     _silence_stdout()
     if e.errno == errno.EPIPE:
         return EXIT_PIPE
-    err = OutputError.from_os("stdout", e, partial=True)
+    # stdout exists: whatever failed (a full device, a descriptor open read-only or closed), it failed writing
+    err = OutputError("stdout", f"{e.strerror or e} (what was written before may be incomplete)", 74)
     say(f"error: {err}")
     return err.exit_code
 
@@ -158,6 +211,7 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
     ``say(line)`` prints a diagnostic on stderr.
     """
     guard_stdout()
+    guard_stderr()
     runtime.reset()
     with contextlib.suppress(AttributeError, ValueError, OSError):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -217,4 +271,4 @@ def _guarded(body: Callable[[], int], say: Callable[[str], None]) -> int:
         return 65
 
 
-__all__ = ["EXIT_PIPE", "GRACE", "StdoutError", "guard_stdout", "run", "set_grace", "stdout_exit"]
+__all__ = ["EXIT_PIPE", "GRACE", "StdoutError", "guard_stderr", "guard_stdout", "run", "set_grace", "stdout_exit"]

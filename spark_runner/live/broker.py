@@ -100,6 +100,30 @@ _IGNORED = {"bootstrap.servers", "group.id", "default.api.timeout.ms", "ssl.trus
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
+_SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:\[\],]+)(?::(\d{1,5}))?")
+
+
+def check_bootstrap(text: str) -> str:
+    """``HOST[:PORT][,HOST[:PORT]...]`` (an IPv6 host in brackets, ports 1..65535) with the spaces around its
+    commas dropped; anything else is an :class:`~solver.errors.OptionError` (exit 2), not the Kafka client's
+    ``ValueError: invalid literal for int()``.
+
+    Examples
+    --------
+    >>> check_bootstrap("b1:9092, [::1]:9093,b3")
+    'b1:9092,[::1]:9093,b3'
+    """
+    from solver.errors import OptionError
+
+    items = [t.strip() for t in text.split(",")]
+    for item in items:
+        hit = _SERVER.fullmatch(item)
+        if hit is None or (hit.group(2) is not None and not 1 <= int(hit.group(2)) <= 65535):
+            shown = item if len(item) <= 60 else item[:60] + "..."
+            raise OptionError(f"--bootstrap-server expects HOST:PORT[,HOST:PORT...] (ports 1-65535), got {shown!r}")
+    return ",".join(items)
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text (``key=value`` / ``key: value``, ``#``/``!`` comments, ``\\`` continuations).
 
@@ -262,6 +286,7 @@ class Broker:
         import kafka.errors as errors
         from kafka import KafkaAdminClient
 
+        bootstrap = check_bootstrap(bootstrap)
         ms = max(int(timeout * 1000), 100)
         settings: dict[str, Any] = {"request_timeout_ms": ms, "bootstrap_timeout_ms": ms,
                                     "client_id": "kassign-capture", **dict(config or {})}

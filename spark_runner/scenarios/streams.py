@@ -82,6 +82,7 @@ import numpy as np
 from numpy.random import PCG64, Generator
 
 from solver.model import Instance
+from solver.resources import MEMBER_LIMIT
 from solver.streams.model import (
     LATEST_OFFSET,
     NO_STATE,
@@ -294,6 +295,10 @@ class StreamsScenarioParams(CheckedParams):
                              ("clients", self.client_cap, "max_clients, or 2 x clients + scale_k"),
                              tasks * self.client_cap * replicas,
                              f"{tasks:,} tasks x {self.client_cap:,} clients x {replicas} replica(s)")
+        threads = self.client_cap * self.threads_max
+        if threads > MEMBER_LIMIT:  # streams-server-sticky runs a group member per stream thread
+            out.append(("threads_max", f"{self.client_cap:,} clients x {self.threads_max:,} threads is "
+                                       f"{threads:,} stream threads (group members), more than {MEMBER_LIMIT:,}"))
         member_events = [e for e in self.events if e in MEMBER_EVENT_KINDS]
         if member_events and not self.kip1071:
             out.append(("events", f"{', '.join(member_events)} need kip1071: true (processes with members)"))

@@ -84,10 +84,10 @@ def run_sweep(grid: str | Path | Mapping[str, Any] | Grid, out: str | Path, mast
                   conf=conf, spark=spark, log=log)
     index: Path | None = None
     if report and summary.rows_total:
-        from solver.model.files import transaction
+        from solver.model.files import drawing, transaction
         from spark_runner.sweep.report import build_report
 
-        with transaction():  # every report file, or none
+        with transaction(), drawing(Path(out) / "report"):  # every report file, or none
             index = build_report(out, title=g.name)
     return Sweep(summary, index)
 

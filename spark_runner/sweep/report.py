@@ -20,6 +20,7 @@ means ``active_balance_gap`` and ``total_balance_gap`` are both zero.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -32,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from heuristics.shipped import PROPOSALS, shipped
-from solver.errors import InstanceError, MissingFileError, Problem
-from solver.model.files import figure_bytes, write_atomic
+from solver.errors import InstanceError, Problem
+from solver.model.files import check_input_dir, figure_bytes, write_atomic
 from solver.model.scoring import INVALID, SPLIT, VALID
 from spark_runner.sweep.evaluate import (
     EPS,
@@ -127,12 +128,25 @@ REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members",
                   "kafka_version", *STREAMS_GAPS)
 
 
+@contextlib.contextmanager
+def unreadable_rows(rows: Path) -> Iterator[None]:
+    """Turn a sweep's rows that cannot be read (a file that is not Parquet, a schema it does not have, an OS
+    error) into an :class:`~solver.errors.InstanceError` naming the folder (exit 65), not a traceback."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, OSError) as e:
+        why = " ".join(str(e).split())[:300]
+        raise InstanceError(str(rows), [Problem("", f"cannot read the sweep rows: {why} (move the file away, or "
+                                                    f"start over with --overwrite)")]) from None
+
+
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Rows under ``out/rows`` (all columns, or ``columns`` plus ``assignor`` as a plain string column)."""
-    if not Path(out).exists():
-        raise MissingFileError(str(out), [Problem("", "no such directory")])
+    check_input_dir(out)  # missing: exit 66; a file, a link loop, a name too long: 65
     rows = Path(out) / "rows"
-    if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
+    if not rows.is_dir() or not any(rows.glob("assignor=*/*.parquet")):
         raise InstanceError(str(out), [Problem("", "no sweep rows (expected Parquet under rows/assignor=*/)")])
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -140,9 +154,10 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
     # the full row schema: columns added since older files were written (protocol, Streams) read as null
     schema = arrow_schema()
     part = ds.partitioning(pa.schema([schema.field("assignor")]), flavor="hive")
-    dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
     cols = None if columns is None else list(dict.fromkeys([*columns, *ROW_KEY]))
-    df = dataset.to_table(columns=cols).to_pandas()
+    with unreadable_rows(rows):
+        dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
+        df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
     # One row per (scenario, step, assignor), whatever an interrupted run left (run.clear_uncommitted).
     df = df.drop_duplicates(subset=list(ROW_KEY), keep="first", ignore_index=True)
@@ -961,8 +976,9 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
     out = Path(out)
     rows = load_rows(out, REPORT_COLUMNS)
-    manifest = out / "manifest.json"
-    meta: dict[str, Any] = json.loads(manifest.read_text()) if manifest.exists() else {}
+    from spark_runner.sweep.run import read_manifest
+
+    meta = read_manifest(out)
     title = title or meta.get("grid") or out.name
     folder = out / "report"  # created by the first write (solver.model.files.write_atomic)
     df = rows[rows["protocol"] != "streams"]

@@ -487,8 +487,11 @@ def finished(out: Path) -> set[tuple[str, str]]:
         return set()
     import pyarrow.dataset as ds
 
-    table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
-        columns=["scenario_id", "assignor"])
+    from spark_runner.sweep.report import unreadable_rows
+
+    with unreadable_rows(rows):
+        table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
+            columns=["scenario_id", "assignor"])
     sids = table.column("scenario_id").to_pylist()
     names = [str(a) for a in table.column("assignor").to_pylist()]
     return set(zip(sids, names, strict=True))
@@ -992,6 +995,30 @@ class ReleaseMismatchError(KassignError):
     exit_code = 2
 
 
+def read_manifest(out: Path) -> dict[str, Any]:
+    """``out/manifest.json`` as the last sweep wrote it (``{}`` when there is none), its keys of the types
+    kassign writes (``grid`` and ``kafka_version`` text, ``solver_time_limit`` a number).
+
+    Raises
+    ------
+    solver.errors.InstanceError
+        The file is not such an object (damaged, edited, too deep or too large): exit 65 naming it.
+    """
+    path = out / MANIFEST
+    if not os.path.lexists(path):
+        return {}
+    doc = read_document(path)  # bounded, strict JSON
+    types: dict[str, Any] = {"grid": str, "kafka_version": str, "solver_time_limit": (int, float)}
+    bad = [k for k, t in types.items() if isinstance(doc, dict) and k in doc and doc[k] is not None
+           and (not isinstance(doc[k], t) or isinstance(doc[k], bool))]
+    if not isinstance(doc, dict) or bad:
+        what = f"{bad[0]} is not {'text' if bad[0] != 'solver_time_limit' else 'a number'}" if bad else \
+            "not an object"
+        raise InstanceError(str(path), [Problem(bad[0] if bad else "", f"not a sweep manifest ({what}): delete it "
+                                                                     f"(or start over with --overwrite)")])
+    return doc
+
+
 def check_release(out: Path, grid: Grid) -> None:
     """Refuse to resume rows made following another Kafka release: rows are keyed without it.
 
@@ -1000,13 +1027,9 @@ def check_release(out: Path, grid: Grid) -> None:
     ReleaseMismatchError
         When ``out/manifest.json`` records another ``kafka_version`` and rows exist.
     """
-    path = out / MANIFEST
-    if not path.exists() or not (out / ROWS).exists():
+    if not (out / ROWS).exists():
         return
-    try:
-        before = json.loads(path.read_text(encoding="utf-8")).get("kafka_version")
-    except (OSError, ValueError, AttributeError):
-        return
+    before = read_manifest(out).get("kafka_version")
     from solver.kafka_version import DEFAULT
 
     now = grid.kafka_version or str(DEFAULT)

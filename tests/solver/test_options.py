@@ -125,3 +125,13 @@ def test_messages_show_long_values_cut() -> None:
     with pytest.raises(OptionError) as e:
         o.WORKERS.check(10**200)
     assert len(str(e.value)) < 120 and str(e.value).endswith("...")
+
+
+def test_free_text_options_must_be_utf8() -> None:
+    """Was: ``decode-subscription --name $'\\xff'`` wrote an instance kassign itself refuses to read back."""
+    from solver.errors import OptionError
+    from solver.options import check_text
+
+    assert check_text("--name", "ä ☃") == "ä ☃"
+    with pytest.raises(OptionError, match=r"^--name must be UTF-8 text, got '\\udcff'$"):
+        check_text("--name", "\udcff")

@@ -20,6 +20,7 @@ from solver.resources import (
     streams_need,
 )
 from spark_runner.assignors import get
+from tests.conftest import REPO
 
 
 def consumer(partitions: int, members: int = 2) -> Any:
@@ -90,6 +91,22 @@ def test_high_availability_work_limit_refuses_20000_clients_x_2000_tasks() -> No
     assert "would run for hours" in str(e.value) and f"{HA_WORK_LIMIT:.3g}" in str(e.value)
 
 
+@pytest.mark.parametrize("capacity", [2**31 - 1, 100_001])
+def test_the_server_side_streams_assignor_refuses_more_members_than_it_assigns_in_25_s(capacity: int) -> None:
+    """KIP-1071's assignor runs a member per stream thread: a client of capacity 2^31-1 ran for days (and took
+    compare and frontier with it); 100,000 members take about 25 s."""
+    doc = json.loads((REPO / "examples" / "streams-app.json").read_text())
+    doc["clients"][0]["capacity"] = capacity
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"^.*: clients: assignor 'streams-server-sticky' on [\d,]+ group members "
+                                            r"\(a client without members counts its capacity: one member per stream "
+                                            r"thread\): at most 100,000"):
+        get("streams-server-sticky").run(parse_instance(doc))
+    assert time.monotonic() - t0 < 5
+    doc["clients"][0]["capacity"] = 2**31 - 1  # the other Streams assignors read capacity as a number
+    get("high-availability").run(parse_instance(doc))
+
+
 def test_optimal_streams_20000_clients_x_2000_tasks_is_refused_for_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MEMORY_ENV, "8G")
     with pytest.raises(TooLargeError, match=r"needs about .* of memory; 8\.0 GB is available"):
@@ -124,3 +141,70 @@ def test_plan_time_limit_bounds_the_whole_command() -> None:
     assert any("time limit (0.5 s) reached" in n for n in doc["notes"])
     assert took < 0.5 + 20  # documented slack: the row in progress when the limit passes
     json.dumps(doc)
+
+
+def test_small_needs_in_a_row_read_the_memory_left_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of thousands of small instances read /proc five times per instance: half its time."""
+    import solver.resources as res
+
+    calls: list[int] = []
+
+    def avail() -> int:
+        calls.append(1)
+        return 8 << 30
+
+    monkeypatch.setattr(res, "available_memory", avail)
+    monkeypatch.setattr(res, "_last_seen", None)
+    for _ in range(1000):
+        res.check_fits(res.Need(1 << 20, "a small one"), "b.jsonl")
+    assert len(calls) == 1
+    res.check_fits(res.Need(res.SMALL_NEED + 1, "a larger one"), "b.jsonl")  # read again
+    assert len(calls) == 2
+    monkeypatch.setattr(res, "_last_seen", (time.monotonic(), 10 << 20))  # little was left: read again
+    res.check_fits(res.Need(1 << 20, "a small one"), "b.jsonl")
+    assert len(calls) == 3
+
+
+def test_a_streams_instance_has_at_most_100000_tasks() -> None:
+    """Was: a subtopology of a million partitions passed the memory estimate, then every Streams command ran for
+    minutes."""
+    from solver.streams.format import MAX_TASKS
+
+    with pytest.raises(TooLargeError, match=r"^big: subtopologies\[0\]\.source_topics: 1,000,000 tasks, more than a "
+                                            r"Streams instance's limit of 100,000"):
+        parse_instance({"format": "kassign/v1", "protocol": "streams", "name": "big",
+                        "subtopologies": [{"id": 0, "source_topics": {"a": 10**6}}],
+                        "clients": [{"id": "c", "process_id": "00000000-0000-0000-0000-000000000001"}]}, "big")
+    tasks = [{"id": f"0_{p}", "stateful": False} for p in range(MAX_TASKS + 1)]
+    with pytest.raises(TooLargeError, match=r"^big: tasks: 100,001 tasks"):
+        parse_instance({"format": "kassign/v1", "protocol": "streams", "tasks": tasks,
+                        "clients": [{"id": "c", "process_id": "00000000-0000-0000-0000-000000000001"}]}, "big")
+    assert len(streams(3, MAX_TASKS).streams.tasks) == MAX_TASKS
+
+
+@pytest.mark.parametrize("name", ["sticky-task", "kip924-sticky"])
+def test_sticky_task_assignors_refuse_more_task_pairs_than_they_keep_in_10_s(name: str) -> None:
+    """Kafka's TaskPairs is quadratic in the tasks per client: 10,000 tasks on 3 clients took a minute and 1.6 GB,
+    100,000 six GB (the memory estimate had no term for it)."""
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"pairs of tasks that share a client \(Kafka's TaskPairs\): at most "
+                                            r"5,000,000"):
+        get(name).run(streams(3, 10_000, standbys=0))
+    assert time.monotonic() - t0 < 5
+    get(name).run(streams(3, 3_000, standbys=0))  # 1.5 million pairs: seconds
+
+
+def test_plan_takes_at_most_100000_items() -> None:
+    from solver.planning.plan import PLAN_MAX_ITEMS
+
+    with pytest.raises(TooLargeError, match=r"plan of 100,001 items: at most 100,000"):
+        plan(consumer(PLAN_MAX_ITEMS + 1, 2), PlanConfig(capacity=10.0))
+
+
+@pytest.mark.parametrize("name", ["sticky-task", "kip924-sticky", "state-store-weighted"])
+def test_streams_heuristics_that_scan_every_client_per_replica_have_a_work_limit(name: str) -> None:
+    """20,000 clients x 2,000 tasks ran sticky-task for minutes (kip924-sticky is slower still)."""
+    t0 = time.monotonic()
+    with pytest.raises(TooLargeError, match=r"scans every client for every replica it places"):
+        get(name).run(streams(20_000, 2_000))
+    assert time.monotonic() - t0 < 10

@@ -119,20 +119,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Capture a live group (read-only) as a kassign/v1 instance: members, subscriptions, owned partitions, lags."""
         from solver.io import dumps, parse_instance, write_atomic
-        from solver.model.files import check_output_path, transaction
-        from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT
+        from solver.model.files import check_distinct_outputs, check_output_path, transaction
+        from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT, check_text
         from spark_runner.cli.common import UsageError, stderr
-        from spark_runner.live.broker import read_client_config
+        from spark_runner.live.broker import check_bootstrap, read_client_config
         from spark_runner.live.capture import capture as capture_group
 
+        bootstrap_server = check_bootstrap(bootstrap_server)
         if weights not in ("none", "lag", "rate"):
             raise UsageError("--weights must be none, lag or rate")
         CAPTURE_SAMPLE.check(sample)
         CAPTURE_TIMEOUT.check(timeout)
         check_output_path(output)
         check_output_path(current, "--current")
+        check_distinct_outputs(("--output", output), ("--current", current))
         if not group:
             raise UsageError("--group must not be empty")
+        check_text("--group", group)
         version = _api_version(api_version)
         config: dict[str, Any] = {}
         if command_config is not None:

@@ -172,13 +172,20 @@ def register(app: typer.Typer) -> None:
         """Balance-movement Pareto frontier, with every heuristic placed on it."""
         from solver.api import frontier as frontier_fn
         from solver.io import dumps, write_atomic
-        from solver.model.files import check_output_path, check_plot_path, transaction
+        from solver.model.files import (
+            check_distinct_outputs,
+            check_output_path,
+            check_plot_path,
+            drawing,
+            transaction,
+        )
         from solver.options import FRONTIER_POINTS
         from spark_runner.comparison import heuristic_params, select
 
         FRONTIER_POINTS.check(points)
         check_output_path(out)
         check_plot_path(plot)
+        check_distinct_outputs(("--output", out), ("--plot", plot))
         err = Console(stderr=True, highlight=False)
         params = _params(time_limit, seed)
         inst = _one_instance(file)
@@ -212,7 +219,8 @@ def register(app: typer.Typer) -> None:
             if out is not None:
                 write_atomic(out, text)
             if plot is not None:
-                plot_fn(doc, plot)
+                with drawing(plot):
+                    plot_fn(doc, plot)
         if out is not None:
             err.print(f"wrote {out}", markup=False)
         else:

@@ -219,7 +219,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Capacity planning: minimum instances (with proof), utilisation, moves and N-K resilience per count."""
         from solver.io import dumps, read_instance
-        from solver.model.files import check_plot_path, transaction
+        from solver.model.files import check_plot_path, drawing, transaction
         from solver.planning.plan import PlanConfig, PlanUsageError, check_config, parse_range
         from solver.planning.plan import plan as plan_fn
         from spark_runner.cli.common import UsageError, check_kafka_version, located
@@ -253,7 +253,8 @@ def register(app: typer.Typer) -> None:
         text = dumps(doc) + "\n" if out_fmt == "json" else render(doc, out_fmt, terminal_width())
         with transaction():  # the plot is published only once the table is ready
             if plot_out is not None:
-                plot(doc, plot_out)
+                with drawing(plot_out):
+                    plot(doc, plot_out)
         if plot_out is not None:
             err.print(f"wrote plot to {plot_out}", markup=False)
         if out_fmt == "json":

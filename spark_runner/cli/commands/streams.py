@@ -150,8 +150,15 @@ def register(app: typer.Typer) -> None:
         if fields and layout != "kafka":
             raise _Usage("--fields reads Kafka's own layouts: use it with --layout kafka")
         from solver.model.files import check_output_path
-        from solver.options import ACCEPTABLE_RECOVERY_LAG, MAX_WARMUP_REPLICAS, NUM_STANDBY_REPLICAS, check_optional
+        from solver.options import (
+            ACCEPTABLE_RECOVERY_LAG,
+            MAX_WARMUP_REPLICAS,
+            NUM_STANDBY_REPLICAS,
+            check_optional,
+            check_text,
+        )
 
+        check_text("--name", name)
         check_optional(NUM_STANDBY_REPLICAS, num_standby_replicas)
         check_optional(ACCEPTABLE_RECOVERY_LAG, acceptable_recovery_lag)
         check_optional(MAX_WARMUP_REPLICAS, max_warmup_replicas)

@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
     @app.command(short_help="Assignors vs the optimum over scenarios (Spark).")
     def sweep(
         grid: Annotated[Path, typer.Argument(help="Sweep grid (YAML): parameters x seeds x assignors.")],
-        out: Annotated[Path, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
+        out_dir: Annotated[str, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
         master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
         overwrite: Annotated[bool, typer.Option(help="Start over instead of skipping finished scenarios.")] = False,
         partitions: Annotated[
@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
                                     "own.")] = None,
     ) -> None:
         """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
-        from solver.errors import OutputError
+        from solver.model.files import check_output_dir
         from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
         from spark_runner.cli import supervise
         from spark_runner.sweep.run import (
@@ -85,13 +85,15 @@ def register(app: typer.Typer) -> None:
             with_kafka_version,
         )
 
+        if not out_dir.strip():
+            raise _Usage("--out must name a directory (it is empty)")
+        out = Path(out_dir)
         check_optional(SWEEP_PARTITIONS, partitions)
         check_optional(SWEEP_BATCH_SIZE, batch_size)
         PROGRESS_EVERY.check(progress_every)
         spark_conf = _conf(conf)
         _master(master)
-        if out.exists() and not out.is_dir():
-            raise OutputError(str(out), "exists and is not a directory (--out names the sweep's directory)")
+        check_output_dir(out, probe=not dry_run)  # a file, a link loop, a name too long: exit 73 before any work
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
         if kafka_version is not None:
             g = with_kafka_version(g, kafka_version)
@@ -116,10 +118,10 @@ def register(app: typer.Typer) -> None:
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
                             batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:
-            from solver.model.files import transaction
+            from solver.model.files import drawing, transaction
             from spark_runner.sweep.report import build_report
 
-            with transaction():  # every report file, or none
+            with transaction(), drawing(out / "report"):  # every report file, or none
                 index = build_report(out, title=g.name)
             stderr.print(f"report: {index}", markup=False)
 
@@ -129,9 +131,11 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str | None, typer.Option(help="Report title (default: the grid name).")] = None,
     ) -> None:
         """Rebuild DIR/report/ (index.html, summary.md, PNG plots) from the sweep's Parquet rows."""
-        from solver.model.files import transaction
+        from solver.model.files import drawing, transaction
+        from solver.options import check_text
         from spark_runner.sweep.report import build_report
 
-        with transaction():  # every report file, or none
+        check_text("--title", title)
+        with transaction(), drawing(out / "report"):  # every report file, or none
             index = build_report(out, title=title)
         stderr.print(f"report: {index}", markup=False)

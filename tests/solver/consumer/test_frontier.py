@@ -80,3 +80,18 @@ def test_assignments_that_split_units_are_marked_not_comparable_on_the_plot(tmp_
     doc["heuristics"] = heur
     plot_frontier(doc, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
+
+
+def test_a_group_without_members_or_partitions_gets_its_one_point_frontier(tmp_path):
+    """Was exit 1: the heuristics' max load over zero members (numpy's max of an empty array)."""
+    from solver.consumer.frontier import plot_frontier
+    from solver.io import parse_instance
+
+    for doc in ({"format": "kassign/v1", "topics": {"T": 0}},
+                {"format": "kassign/v1", "topics": {"T": 0}, "members": [{"id": "a", "topics": ["T"]}]}):
+        inst = parse_instance(doc)
+        front = compute_frontier(inst, Params(time_limit=1.0))
+        front["heuristics"] = place(inst, front, _specs(), Params())
+        assert [p["max_load"] for p in front["points"]] == [0.0]
+        assert front["heuristics"] and all(h["max_load"] == 0.0 for h in front["heuristics"])
+        plot_frontier(front, tmp_path / "f.png")

@@ -70,6 +70,24 @@ def test_yaml_alias_bomb_and_cycle_are_refused_quickly() -> None:
     assert problems(decode_yaml, "a: &a [1, *a]") == ["a[1]: a YAML alias refers to a value that contains it (a cycle)"]
 
 
+def test_a_yaml_document_of_more_values_than_its_limit_is_refused_before_it_is_built() -> None:
+    """Was: PyYAML's pure-Python composer built all of it first (a million-seed grid: 220 s, then refused)."""
+    from solver.model.decode import MAX_VALUES
+
+    text = "seeds: [" + ",".join(map(str, range(MAX_VALUES + 10))) + "]\n"
+    t0 = time.perf_counter()
+    [msg] = problems(decode_yaml, text)
+    assert time.perf_counter() - t0 < 20
+    assert msg.startswith("malformed YAML at line 1, column ") and msg.endswith(
+        f"more than {MAX_VALUES:,} values, the limit of a YAML document (write larger documents as JSON)")
+    [msg] = problems(lambda t: decode_yaml(t, max_values=1000), "seeds: [" + ",".join(["1"] * 1001) + "]")
+    assert msg.endswith("more than 1,000 values, the limit of a YAML document (write larger documents as JSON)")
+    assert len(decode_yaml("seeds: [" + ",".join(["1"] * 999) + "]", max_values=1000)["seeds"]) == 999
+    [msg] = problems(lambda t: decode_yaml(t, max_aliases=2), "a: &a 1\nb: [*a, *a, *a]")
+    assert msg.startswith("malformed YAML at line 2, column ") and msg.endswith(
+        ": more than 2 aliases (*name, merge keys included)")
+
+
 def test_values_json_cannot_hold_are_refused() -> None:
     assert problems(decode_yaml, "notes: 2024-01-01") == [
         "notes: a YAML date value is not JSON data (write it in quotes)"]
@@ -90,3 +108,12 @@ def test_json_lines_records_get_the_same_checks(tmp_path) -> None:
     with pytest.raises(InstanceError) as e:
         read_instances(f)
     assert [str(p) for p in e.value.problems] == ["line 2: topics: duplicate key (an object's keys must be unique)"]
+
+
+def test_a_lone_surrogate_escape_is_not_text() -> None:
+    """Was exit 1 (UnicodeEncodeError writing the assignment): ``{"\\ud800": 2}`` decodes to a topic name UTF-8
+    cannot encode; a surrogate pair (an emoji) is text."""
+    got = problems(decode_json, '{"topics": {"\\ud800": 2}, "m": [{"id": "a\\udfff"}], "ok": "\\ud83d\\ude00"}')
+    assert sorted(got) == ["m[0].id: not Unicode text (a lone surrogate escape such as \\ud800)",
+                           "topics.\\ud800: the key is not Unicode text (a lone surrogate escape such as \\ud800)"]
+    assert decode_json('{"ok": "\\ud83d\\ude00"}') == {"ok": "\U0001f600"}

@@ -16,8 +16,10 @@ from solver import runtime
 from solver.errors import InstanceError, Interrupted, MissingFileError, OptionError, OutputError
 from solver.model.files import (
     INPUT_ENV,
+    check_distinct_outputs,
     check_output_path,
     check_plot_path,
+    drawing,
     input_limit,
     iter_lines,
     read_document,
@@ -123,6 +125,29 @@ def test_a_transaction_publishes_all_files_or_none(tmp_path: Path) -> None:
         write_atomic(a, "new a")
         write_atomic(b, b"\x89PNG")
     assert a.read_text() == "new a" and b.read_bytes() == b"\x89PNG"
+
+
+def test_one_target_written_twice_in_a_transaction_is_published_once_with_the_last_data(tmp_path: Path) -> None:
+    a = tmp_path / "a.json"
+    with transaction():
+        write_atomic(a, "first")
+        write_atomic(tmp_path / "." / "a.json", "second")
+    assert a.read_text() == "second" and _listing(tmp_path) == ["a.json"]
+    write_files([(a, "x"), (a, "y")])
+    assert a.read_text() == "y" and _listing(tmp_path) == ["a.json"]
+
+
+def test_two_options_naming_one_file_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "real.png").write_text("x")
+    (tmp_path / "link.png").symlink_to(tmp_path / "real.png")
+    (tmp_path / "dangling.png").symlink_to(tmp_path / "new.png")
+    for a, b in [("same.png", "same.png"), ("same.png", "./same.png"), ("link.png", "real.png"),
+                 ("dangling.png", "new.png")]:
+        with pytest.raises(OptionError, match=r" name the same file; give each its own$"):
+            check_distinct_outputs(("--output", f"{tmp_path}/{a}"), ("--plot", f"{tmp_path}/{b}"))
+    check_distinct_outputs(("--output", tmp_path / "a.json"), ("--plot", tmp_path / "a.png"), ("--x", None))
+    check_distinct_outputs(("--output", "/dev/null"), ("--plot", "/dev/null"))  # written through, twice
+    check_distinct_outputs(("--output", "-"), ("--current", "-"))
 
 
 def test_nothing_is_published_after_a_stop_request(tmp_path: Path) -> None:
@@ -236,3 +261,29 @@ def test_the_input_limit_variable_is_checked(value: str, ok: bool, monkeypatch: 
 def test_an_os_error_maps_to_its_exit_code() -> None:
     assert OutputError.from_os("p", OSError(errno.ENOSPC, "No space left on device")).exit_code == 74
     assert OutputError.from_os("p", OSError(errno.EROFS, "Read-only file system")).exit_code == 73
+
+
+def test_memory_running_out_while_drawing_is_a_memory_error_never_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``ulimit -v`` FreeType failed as ``RuntimeError: FT_Open_Face ... invalid stream operation`` (exit 1), and
+    matplotlib's font callback printed an ignored MemoryError's traceback, then drew text without glyphs."""
+    import solver.resources as res
+
+    def ignored(exc: BaseException) -> None:  # an exception nobody can raise: Python hands it to sys.unraisablehook
+        class Dying:
+            def __del__(self) -> None:
+                raise exc
+
+        Dying()
+
+    with pytest.raises(MemoryError, match=r"drawing p\.png: a font could not be loaded"), drawing("p.png"):
+        ignored(MemoryError())
+    monkeypatch.setattr(res, "_rlimits", lambda: [1 << 20])
+    with pytest.raises(MemoryError, match=r"drawing p\.png: FT_Open_Face"), drawing("p.png"):
+        raise RuntimeError("FT_Open_Face (ft2font.cpp line 200) failed with error 0x55: invalid stream operation")
+    monkeypatch.setattr(res, "_rlimits", lambda: [])
+    with pytest.raises(RuntimeError), drawing("p.png"):  # no memory limit: a bug, left alone
+        raise RuntimeError("something else")
+    with drawing("p.png"):
+        ignored(ValueError("x"))
+    assert capsys.readouterr().err == "warning: ignored ValueError while drawing p.png\n"

@@ -101,3 +101,10 @@ def test_a_streams_assignor_moving_more_than_the_frontier_needs_is_off_it():
     assert ssw["on_frontier"] is False
     for h in placed.values():
         assert h["on_frontier"] == (h["valid"] and dominating(h, doc["points"], keys) is None), h["assignor"]
+
+
+def test_a_client_of_2_31_threads_gets_a_frontier_not_an_invalid_model() -> None:
+    """Was: the average-load bound za * total capacity passed int64 (MODEL_INVALID, exit 1)."""
+    inst = parse_instance(_stateless([2, 2, 2**31 - 1], [0, 0, 1, 1, 2, None]))
+    doc = compute_streams_frontier(inst, Params(time_limit=2.0), max_points=3)
+    assert doc["points"] and all(p["max_active_load"] >= 0 for p in doc["points"])

@@ -82,6 +82,10 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path)
     assert not stale.exists() and alive.exists()
     assert json.loads((tmp_path / "out.json").read_text()) == {"whole": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.json.1.tmp", "out.json"]
+    odd = tmp_path / f".out.json.{dead.stdout.strip()}.tmp"  # a directory in a dead writer's place: not ours
+    odd.mkdir()
+    write_atomic(tmp_path / "out.json", "{}\n")  # was: OutputError (exit 73) removing it
+    assert odd.is_dir() and (tmp_path / "out.json").read_text() == "{}\n"
 
 
 def test_devices_and_links_are_written_through_not_replaced(tmp_path: Path) -> None:
@@ -93,3 +97,33 @@ def test_devices_and_links_are_written_through_not_replaced(tmp_path: Path) -> N
     link.symlink_to(real)
     write_atomic(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
+
+
+@pytest.mark.parametrize(("error", "limited", "code"), [
+    (SystemError("error return without exception set"), True, 65), (SystemError("a bug"), False, 1),
+    (OSError(12, "Cannot allocate memory"), False, 65), (OSError(5, "Input/output error"), False, 1)])
+def test_errors_that_mean_no_memory_are_the_documented_refusal(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               error: Exception, limited: bool, code: int) -> None:
+    """Was exit 1: a C extension that failed to allocate under ulimit -v 450M (`frontier --plot`) returned without
+    an exception (SystemError); an import listing a package's folder failed with OSError ENOMEM."""
+    import solver.resources as res
+    from spark_runner.cli import app
+
+    def fail() -> None:
+        raise error
+
+    def exit_(status: int) -> None:
+        raise SystemExit(status)
+
+    monkeypatch.setattr(app, "app", fail)
+    monkeypatch.setattr(app, "_check_environment", lambda: None)
+    monkeypatch.setattr(res, "_rlimits", lambda: [1 << 20] if limited else [])
+    monkeypatch.setattr(app.os, "_exit", exit_)
+    try:
+        got = app._main()
+    except SystemExit as e:
+        got = e.code  # type: ignore[assignment]
+    assert got == code
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory" if code == 65 else "internal error: "), err

@@ -12,6 +12,7 @@ from spark_runner.live.broker import (
     GroupDescription,
     GroupMember,
     TopicInfo,
+    check_bootstrap,
     client_config,
     parse_properties,
     read_client_config,
@@ -210,3 +211,18 @@ def test_end_offsets_below_the_committed_ones_are_named_wrong() -> None:
     assert doc["topics"]["t"]["weights"] == [0.0, 7.0]
     assert any("t-0 (committed 5, end 1)" in n and "wrong" in n for n in doc["notes"])
     assert not any("t-1 (" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("text", ["", ":", "a:b:c:d", "h:0", "h:65536", "h:99999", ",", "h:1,,h:2", "[::1", "h :1"])
+def test_a_bootstrap_server_that_is_not_host_port_is_a_usage_error(text: str) -> None:
+    """Was exit 1 (the Kafka client's ``int('')``) for ``:`` and ``a:b:c:d``; 69 after the whole timeout for the
+    others."""
+    from solver.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"^--bootstrap-server expects HOST:PORT\[,HOST:PORT\.\.\.\] \(ports "
+                                          r"1-65535\), got "):
+        check_bootstrap(text)
+
+
+def test_bootstrap_servers_kafka_accepts() -> None:
+    assert check_bootstrap("b1:9092, [::1]:9093 ,b3,ä:1") == "b1:9092,[::1]:9093,b3,ä:1"

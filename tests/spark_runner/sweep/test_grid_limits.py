@@ -51,6 +51,10 @@ HOSTILE = {
     "Streams lag past a long": ({"seeds": 1, "assignors": ["high-availability"],
                                  "params": {"protocol": "streams", "clients": 3, "acceptable_recovery_lag": 2**63}},
                                 "params.acceptable_recovery_lag: must be <= "),
+    "stream threads past the member limit": ({"seeds": 1, "assignors": ["streams-server-sticky"],
+                                              "params": {"protocol": "streams", "clients": 3,
+                                                         "threads_max": 2**31 - 1}},
+                                             "params.threads_max: 8 clients x 2,147,483,647 threads is "),
     "every combination invalid": (_grid(**{"params.partitions_min": 20, "params.partitions_max": [2, 3, 4]}),
                                   "params: every one of the 3 combination(s) is invalid"),
 }

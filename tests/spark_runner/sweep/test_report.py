@@ -195,6 +195,27 @@ def test_a_missing_sweep_directory_is_a_missing_file(tmp_path: Path) -> None:
     assert e.value.exit_code == 66 and "no such directory" in str(e.value)
 
 
+@pytest.mark.parametrize(("text", "problem"), [
+    ("[" * 100_000, "malformed JSON"), ("{not json", "malformed JSON"), ("[]", "not a sweep manifest (not an object)"),
+    ('{"grid": 5}', "grid: not a sweep manifest (grid is not text)"),
+    ('{"kafka_version": ["4.4"]}', "kafka_version: not a sweep manifest (kafka_version is not text)"),
+])
+def test_a_damaged_manifest_is_exit_65_naming_it(tmp_path: Path, text: str, problem: str) -> None:
+    """Was: json.loads on the manifest (a RecursionError or a JSONDecodeError: exit 1; a grid name that is a number
+    failed in html.escape)."""
+    from solver.errors import InstanceError
+    from spark_runner.sweep.run import check_release
+
+    out = _sweep(tmp_path)
+    (out / "manifest.json").write_text(text)
+    with pytest.raises(InstanceError) as e:
+        build_report(out)
+    assert e.value.exit_code == 65 and str(e.value).startswith(f"{out / 'manifest.json'}: {problem}"), str(e.value)
+    grid = parse_grid({"name": "tiny", "seeds": [0, 1], "assignors": ["range"], "params": PARAMS}, "g.yaml")
+    with pytest.raises(InstanceError):  # nor does a sweep resume rows whose release it cannot read
+        check_release(out, grid)
+
+
 def _join_sweep(tmp_path: Path, uniform_good: bool = True) -> Path:
     """Two classes: a no-join point where uniform, sticky and cooperative-sticky tie, and a join point where
     uniform splits units at every step (and looks better than the optimum there) while range does not."""
