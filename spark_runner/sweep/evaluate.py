@@ -28,14 +28,15 @@ import contextlib
 import importlib
 import math
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from solver.api import score
 from solver.consumer.gaps import gap_metrics
-from solver.errors import InfeasibleError
+from solver.errors import InfeasibleError, InstanceError, Problem
 from solver.model import Assignment, Instance
 from solver.model.scoring import VALID
 from solver.registry import AssignorSpec
@@ -180,6 +181,20 @@ ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLU
 #: Columns that identify a row: one step of one scenario as seen by one assignor (readers keep one row per key).
 ROW_KEY = ("scenario_id", "step", "assignor")
 COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
+
+
+@contextlib.contextmanager
+def unreadable_rows(rows: Path) -> Iterator[None]:
+    """Turn a sweep's rows that cannot be read (a file that is not Parquet, a schema it does not have, an OS
+    error) into an :class:`~solver.errors.InstanceError` naming the folder (exit 65), not a traceback."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, OSError) as e:
+        why = " ".join(str(e).split())[:300]
+        raise InstanceError(str(rows), [Problem("", f"cannot read the sweep rows: {why} (move the file away, or "
+                                                    f"start over with --overwrite)")]) from None
 
 
 def arrow_schema() -> Any:

@@ -20,7 +20,6 @@ means ``active_balance_gap`` and ``total_balance_gap`` are both zero.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import math
@@ -43,6 +42,7 @@ from spark_runner.sweep.evaluate import (
     ROW_KEY,
     STREAMS_OPTIMAL,
     arrow_schema,
+    unreadable_rows,
 )
 from spark_runner.sweep.verdict import Verdict, fmt_mean, verdicts, workload_class
 
@@ -126,20 +126,6 @@ REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members",
                   "opt_status",
                   "not_caught_up_actives", "moved_actives", "warmups", "probing_rebalance", "restoration_cost",
                   "kafka_version", *STREAMS_GAPS)
-
-
-@contextlib.contextmanager
-def unreadable_rows(rows: Path) -> Iterator[None]:
-    """Turn a sweep's rows that cannot be read (a file that is not Parquet, a schema it does not have, an OS
-    error) into an :class:`~solver.errors.InstanceError` naming the folder (exit 65), not a traceback."""
-    import pyarrow as pa
-
-    try:
-        yield
-    except (pa.ArrowException, OSError) as e:
-        why = " ".join(str(e).split())[:300]
-        raise InstanceError(str(rows), [Problem("", f"cannot read the sweep rows: {why} (move the file away, or "
-                                                    f"start over with --overwrite)")]) from None
 
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:

@@ -56,7 +56,7 @@ from spark_runner.scenarios.streams import (
     StreamsScenarioParams,
     protocol_of,
 )
-from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA
+from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA, unreadable_rows
 
 ROWS = "rows"
 REPORT = "report"
@@ -486,8 +486,6 @@ def finished(out: Path) -> set[tuple[str, str]]:
     if not rows.exists() or not any(rows.glob("assignor=*/*.parquet")):
         return set()
     import pyarrow.dataset as ds
-
-    from spark_runner.sweep.report import unreadable_rows
 
     with unreadable_rows(rows):
         table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(

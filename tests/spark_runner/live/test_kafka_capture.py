@@ -136,16 +136,26 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
     if live_broker.name == "tansu":
         _tansu_documents_its_faults(live_broker, group, produced, sizes)
         return
-    held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition) for tp in c.assignment()})
-            for m in stop_all}
-    # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).
-    committed: dict[tuple[str, int], int] = {}
-    for m in stop_all:
-        name = m.name.removeprefix("member-")
-        mine = {tp: p + 1 for tp in held[name] for p in [tp[1]] if tp != (a, 0)}
-        committed.update(mine)
-        m.call(lambda cons, mine=mine: cons.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
-                                                    for (t, p), o in mine.items()}))
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
+
+    # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).  A
+    # rebalance the broker starts meanwhile (a heartbeat late on a loaded machine) fails a commit: set-up again.
+    for attempt in range(3):
+        held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition)
+                                                                 for tp in c.assignment()}) for m in stop_all}
+        committed: dict[tuple[str, int], int] = {}
+        try:
+            for m in stop_all:
+                name = m.name.removeprefix("member-")
+                mine = {tp: p + 1 for tp in held[name] for p in [tp[1]] if tp != (a, 0)}
+                committed.update(mine)
+                m.call(lambda cons, mine=mine: cons.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
+                                                            for (t, p), o in mine.items()}))
+            break
+        except (RebalanceInProgressError, CommitFailedError):
+            if attempt == 2:
+                raise
+            _stable(kafka_broker, group, stop_all, sum(sizes.values()), seconds=45)
 
     doc = capture(kafka_broker.bootstrap, group, weights="lag", timeout=20)
 
