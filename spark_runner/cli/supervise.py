@@ -79,8 +79,8 @@ class StdoutError(Exception):
         self.os_error = err
 
 
-class _GuardedStdout(io.RawIOBase):
-    """File descriptor 1, refusing to write once a stop was requested; its errors name stdout."""
+class _RawFd(io.RawIOBase):
+    """A writable raw stream on an open descriptor (what the guarded standard streams share)."""
 
     def __init__(self, fd: int) -> None:
         super().__init__()
@@ -94,6 +94,10 @@ class _GuardedStdout(io.RawIOBase):
 
     def isatty(self) -> bool:
         return os.isatty(self._fd)
+
+
+class _GuardedStdout(_RawFd):
+    """File descriptor 1, refusing to write once a stop was requested; its errors name stdout."""
 
     def write(self, data: Any) -> int:
         signum = runtime.stop_requested()
@@ -133,22 +137,9 @@ def guard_stdout() -> None:
                                   line_buffering=bool(old.line_buffering))
 
 
-class _QuietStderr(io.RawIOBase):
+class _QuietStderr(_RawFd):
     """File descriptor 2, dropping what cannot be written (``2>/dev/full``, a file size limit): a diagnostic that
     cannot be shown must not change what the command does or its exit code."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def isatty(self) -> bool:
-        return os.isatty(self._fd)
 
     def write(self, data: Any) -> int:
         try:

@@ -79,3 +79,13 @@ def instance_docs(
 def instances(**kw: Any) -> st.SearchStrategy[Instance]:
     """Parsed random instances (see :func:`instance_docs`)."""
     return instance_docs(**kw).map(parse_instance)
+
+
+def engine_data(inst: Instance) -> tuple[Any, Any, Any]:
+    """``(classes, scaled, local data)`` of ``inst``: what the exact engine's primal parts take."""
+    from solver.consumer.exact.data import local_data, scale
+    from solver.consumer.items import build_classes
+
+    ic = build_classes(inst)
+    sc = scale(ic, [m.capacity for m in inst.members])
+    return ic, sc, local_data(ic, sc)

@@ -9,22 +9,15 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.bench_weighted import large_instance
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.data import local_data, scale
 from solver.consumer.exact.primal.local import Data, improve, level
-from solver.consumer.items import build_classes
 from solver.consumer.optimal import solve
 from solver.model.scoring import score
 from solver.result import Params
 from tests.solver.consumer.brute_force import all_assignments, small
+from tests.solver.consumer.optimal_strategies import engine_data as _data
 from tests.solver.consumer.optimal_strategies import instances
 
 ORDER = ("max_load", "moves", "sum_sq")
-
-
-def _data(inst):
-    ic = build_classes(inst)
-    sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, local_data(ic, sc)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,20 +8,13 @@ from hypothesis import strategies as st
 from benchmarks.bench_weighted import large_instance
 from benchmarks.weighted_groups import group
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.data import local_data, scale
 from solver.consumer.exact.primal.search import Work, lower_max_load, moved_cost, nl_max, shed_refill_starts
 from solver.consumer.exact.primal.start import shed_refill
-from solver.consumer.items import build_classes
 from solver.io import parse_instance
+from tests.solver.consumer.optimal_strategies import engine_data as _data
 from tests.solver.consumer.optimal_strategies import instances
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _data(inst):
-    ic = build_classes(inst)
-    sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, local_data(ic, sc)
 
 
 @SETTINGS

@@ -7,19 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.data import local_data, scale
 from solver.consumer.exact.primal.search import moved_cost, nl_max
 from solver.consumer.exact.primal.start import lpt, shed_refill
-from solver.consumer.items import build_classes
+from tests.solver.consumer.optimal_strategies import engine_data as _data
 from tests.solver.consumer.optimal_strategies import instances
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _data(inst):
-    ic = build_classes(inst)
-    sc = scale(ic, [m.capacity for m in inst.members])
-    return ic, sc, local_data(ic, sc)
 
 
 def _placed_once(ic, d, x):
