@@ -340,14 +340,20 @@ def test_score_caches_the_optimum_and_the_gaps(tmp_path: Path, monkeypatch: pyte
     assert bad.exit_code != 0
 
 
-def test_score_table_is_in_the_instances_units_and_never_says_none() -> None:
-    a = REPO / "tmp-score-range.json"
+def _score_table(example: str, assignor: str, *score_args: str) -> tuple[str, dict[str, list[str]]]:
+    """``kassign score``'s table of ``assignor``'s answer on ``example``: its text, and each row's fields by name
+    (in the table's order)."""
+    a = REPO / f"tmp-score-{assignor}.json"
     try:
-        assert kassign("assign", "examples/clickstream-group.json", "-a", "range", "-o", str(a)).returncode == 0
-        out = kassign("score", "examples/clickstream-group.json", str(a), "--no-gaps").stdout
+        assert kassign("assign", example, "-a", assignor, "-o", str(a)).returncode == 0
+        out = kassign("score", example, str(a), *score_args).stdout
     finally:
         a.unlink(missing_ok=True)
-    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    return out, {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+
+
+def test_score_table_is_in_the_instances_units_and_never_says_none() -> None:
+    out, rows = _score_table("examples/clickstream-group.json", "range", "--no-gaps")
     assert rows["weighted_max_load"] == ["23.5", "MB/s"]
     assert "None" not in out and "e+" not in out
 
@@ -355,14 +361,8 @@ def test_score_table_is_in_the_instances_units_and_never_says_none() -> None:
 def test_score_table_shows_weighted_loads_first_and_squared_loads_in_the_same_unit() -> None:
     """A weighted group's score reads its weighted loads first, before the partition counts, and the squared
     gap in (MB/s)², not 316,500,000,000,000 (bytes/s)²."""
-    a = REPO / "tmp-score-sticky.json"
-    try:
-        assert kassign("assign", "examples/clickstream-group.json", "-a", "sticky", "-o", str(a)).returncode == 0
-        out = kassign("score", "examples/clickstream-group.json", str(a), "--no-cache").stdout
-    finally:
-        a.unlink(missing_ok=True)
-    names = [ln.split()[0] for ln in out.splitlines()[3:]]
-    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    out, rows = _score_table("examples/clickstream-group.json", "sticky", "--no-cache")
+    names = list(rows)
     assert names.index("weighted_max_load") < names.index("max_load_gap") < names.index("sum_sq_gap") \
         < names.index("max_load") < names.index("sum_sq_load")
     assert rows["max_load_gap"] == ["14.5", "MB/s"]
@@ -373,13 +373,7 @@ def test_score_table_shows_weighted_loads_first_and_squared_loads_in_the_same_un
 def test_streams_score_labels_every_number_with_its_unit() -> None:
     """Every number of a Streams score has its unit (tasks, standbys, active tasks per thread, ...): only
     yes/no, names and '-' stand alone."""
-    a = REPO / "tmp-score-sticky-task.json"
-    try:
-        assert kassign("assign", "examples/streams-app.json", "-a", "sticky-task", "-o", str(a)).returncode == 0
-        out = kassign("score", "examples/streams-app.json", str(a), "--no-cache").stdout
-    finally:
-        a.unlink(missing_ok=True)
-    rows = {ln.split()[0]: ln.split()[1:] for ln in out.splitlines()[3:]}
+    out, rows = _score_table("examples/streams-app.json", "sticky-task", "--no-cache")
     unlabeled = [k for k, v in rows.items() if len(v) == 1 and v[0].replace(",", "").replace(".", "").isdigit()
                  and k != "kafka_version"]
     assert unlabeled == [], unlabeled
