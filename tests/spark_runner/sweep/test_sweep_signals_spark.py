@@ -38,6 +38,21 @@ def _sweep(grid: Path, out: Path, log: Path) -> subprocess.Popen[bytes]:
         cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _ctrl_c(proc: subprocess.Popen[bytes]) -> float:
+    """Ctrl-C (a terminal signals the whole foreground group): SIGINT to the sweep's group; seconds to its exit."""
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=60)
+    return time.monotonic() - t0
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the sweep's group if it is still running (a failed test leaves nothing behind)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
 def _wait_for(what: str, test: object, proc: subprocess.Popen[bytes], log: Path, seconds: float = 240) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -69,14 +84,9 @@ def test_a_second_sweep_is_refused_and_ctrl_c_stops_the_first_cleanly(spark: obj
 
         _wait_for("committed batch", lambda: any((out / "rows").glob("assignor=*/*.parquet")), first, log)
         below = descendants(first.pid)
-        t0 = time.monotonic()
-        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
-        first.wait(timeout=60)
-        took = time.monotonic() - t0
+        took = _ctrl_c(first)
     finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait(timeout=30)
+        _reap(first)
     text = log.read_text()
     assert first.returncode == 130, text
     assert took < 20, (took, text)
@@ -116,14 +126,9 @@ def test_ctrl_c_while_spark_starts_exits_at_once(tmp_path: Path) -> None:
         _wait_for("Spark start", lambda: "starting Spark" in log.read_text(), proc, log)
         time.sleep(1.0)  # the JVM is launching: far from the first batch
         below = descendants(proc.pid)
-        t0 = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=60)
-        took = time.monotonic() - t0
+        took = _ctrl_c(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        _reap(proc)
     text = log.read_text()
     assert proc.returncode == 130, text
     if "batch 1/" in text:
