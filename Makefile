@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean java
 
 # pip's and setuptools' output (the editable-install banner) goes to a log, shown only when the install fails.
 # `install` and `demo` get kassign and what it runs on; the test tools (pytest, mypy, ruff, the test broker)
@@ -28,7 +28,12 @@ install: $(STAMP)  ## create .venv and install kassign (runtime dependencies onl
 demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
 
-test: $(TSTAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster)
+# The Java side (java/): the differential harness on every Kafka release's classpath, the broker, the plug-ins.
+# Maven downloads what it needs from Maven Central into ~/.m2 on the first run; JUnit tests run here.
+java:  ## build and test the Java modules (Maven)
+	cd java && mvn -B -q package
+
+test: $(TSTAMP) java  ## lint, types, then every test (unit, property, doctests, Java, Spark, cluster, Kafka)
 	$(BIN)/ruff check .
 	$(BIN)/mypy solver heuristics spark_runner
 	$(BIN)/python -m pytest
@@ -42,3 +47,4 @@ bench: $(TSTAMP)  ## benchmarks (not part of the tests); results go to docs/benc
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	cd java && mvn -B -q clean

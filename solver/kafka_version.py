@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from solver.errors import KassignError
 
 #: Every Apache Kafka release from 3.0.0 on, oldest first: the releases in Kafka's own
-#: ``tests/kafkatest/version.py`` (4.4 branch), then 4.3.2 and 4.4.0.
+#: ``tests/kafkatest/version.py`` (4.4 branch), then 4.0.2, 4.2.2, 4.3.2 and 4.4.0 (4.0.2 and 4.2.2 are on
+#: Maven Central and in the differential matrix).
 RELEASES: tuple[str, ...] = (
     "3.0.0", "3.0.1", "3.0.2", "3.1.0", "3.1.1", "3.1.2", "3.2.0", "3.2.1", "3.2.2", "3.2.3",
     "3.3.0", "3.3.1", "3.3.2", "3.4.0", "3.4.1", "3.5.0", "3.5.1", "3.5.2", "3.6.0", "3.6.1", "3.6.2",
     "3.7.0", "3.7.1", "3.7.2", "3.8.0", "3.8.1", "3.9.0", "3.9.1", "3.9.2",
-    "4.0.0", "4.0.1", "4.1.0", "4.1.1", "4.1.2", "4.2.0", "4.2.1", "4.3.0", "4.3.1", "4.3.2", "4.4.0",
+    "4.0.0", "4.0.1", "4.0.2", "4.1.0", "4.1.1", "4.1.2", "4.2.0", "4.2.1", "4.2.2", "4.3.0", "4.3.1", "4.3.2", "4.4.0",
 )
 
 _FORM = re.compile(r"(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(-SNAPSHOT)?")
@@ -99,7 +100,7 @@ class KafkaVersion:
         ...
         solver.kafka_version.KafkaVersionError: unknown Kafka version '5.0'; kassign knows 3.0.0-3.0.2; \
 3.1.0-3.1.2; 3.2.0-3.2.3; 3.3.0-3.3.2; 3.4.0-3.4.1; 3.5.0-3.5.2; 3.6.0-3.6.2; 3.7.0-3.7.2; 3.8.0-3.8.1; \
-3.9.0-3.9.2; 4.0.0-4.0.1; 4.1.0-4.1.2; 4.2.0-4.2.1; 4.3.0-4.3.2; 4.4.0 (X.Y: the newest release of that line)
+3.9.0-3.9.2; 4.0.0-4.0.2; 4.1.0-4.1.2; 4.2.0-4.2.2; 4.3.0-4.3.2; 4.4.0 (X.Y: the newest release of that line)
         """
         if not isinstance(text, str):
             raise KafkaVersionError(f"a Kafka version is a string like '4.3.1', got {text!r}")
@@ -143,7 +144,7 @@ def resolve(flag: str | None, instance_field: str | None) -> KafkaVersion:
     Examples
     --------
     >>> str(resolve(None, "4.3.1")), str(resolve("4.2", "4.3.1")), str(resolve(None, None))
-    ('4.3.1', '4.2.1', '4.4.0')
+    ('4.3.1', '4.2.2', '4.4.0')
     """
     if flag is not None:
         return KafkaVersion.parse(flag)

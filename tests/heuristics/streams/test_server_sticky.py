@@ -118,7 +118,7 @@ def test_versions_before_4_2_are_refused(registry_loaded: None) -> None:
                                                 r"the Streams rebalance protocol \(KIP-1071\) was early access"):
         get("streams-server-sticky").run(inst, Params(kafka_version="4.1"))
     res = get("streams-server-sticky").run(inst, Params(kafka_version="4.2"))
-    assert res.extra["kafka_version"] == "4.2.1"
+    assert res.extra["kafka_version"] == "4.2.2"
 
 
 def test_synthetic_members_for_clients_without_members(registry_loaded: None) -> None:

@@ -46,8 +46,8 @@ def test_grid_release_and_versioned_assignors() -> None:
         "streams-server-sticky@4.4.0",)
     assert grid_problems(_grid(kafka_version="9.9")) == [
         "kafka_version: unknown Kafka version '9.9'; kassign knows 3.0.0-3.0.2; 3.1.0-3.1.2; 3.2.0-3.2.3; "
-        "3.3.0-3.3.2; 3.4.0-3.4.1; 3.5.0-3.5.2; 3.6.0-3.6.2; 3.7.0-3.7.2; 3.8.0-3.8.1; 3.9.0-3.9.2; 4.0.0-4.0.1; "
-        "4.1.0-4.1.2; 4.2.0-4.2.1; 4.3.0-4.3.2; 4.4.0 (X.Y: the newest release of that line)"]
+        "3.3.0-3.3.2; 3.4.0-3.4.1; 3.5.0-3.5.2; 3.6.0-3.6.2; 3.7.0-3.7.2; 3.8.0-3.8.1; 3.9.0-3.9.2; 4.0.0-4.0.2; "
+        "4.1.0-4.1.2; 4.2.0-4.2.2; 4.3.0-4.3.2; 4.4.0 (X.Y: the newest release of that line)"]
     assert grid_problems(_grid(assignors=["streams-server-sticky@4.1", "state-store-weighted@4.4"])) == [
         "assignors[0]: assignor 'streams-server-sticky' is not in Kafka 4.1.2: kassign models it from Kafka 4.2.0 "
         "(the Streams rebalance protocol (KIP-1071) was early access in 4.1 with another assignor (task pairs); "

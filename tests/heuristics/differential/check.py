@@ -1,0 +1,79 @@
+"""One differential check: kassign's Kafka-named assignor against Kafka's own classes at each release."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import heuristics  # noqa: F401  (registers every assignor)
+from solver import Params
+from solver.io import parse_instance
+from solver.kafka_version import KafkaVersionError
+from solver.registry import get
+from tests.heuristics.differential.reference import Matrix, with_topic_ids
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A case where kassign and Kafka differ at one release."""
+
+    assignor: str
+    release: str
+    kassign: Any
+    kafka: Any
+
+    def __str__(self) -> str:
+        return f"{self.assignor} at Kafka {self.release}: kassign {self.kassign} != Kafka {self.kafka}"
+
+
+def releases_of(assignor: str, releases: Iterable[str]) -> list[str]:
+    """The releases of ``releases`` at which kassign models ``assignor`` (the others it refuses, exit 2)."""
+    spec = get(assignor)
+    out = []
+    for r in releases:
+        try:
+            spec.rule(Params(kafka_version=r))
+        except KafkaVersionError:
+            continue
+        out.append(r)
+    return out
+
+
+def consumer_answer(assignor: str, instance: Mapping[str, Any], release: str) -> dict[str, Any]:
+    """kassign's answer (one round, as Kafka's classes give one), members, topics and partitions sorted."""
+    inst = parse_instance(dict(instance))
+    res = get(assignor).run(inst, Params(kafka_version=release))
+    return res.assignment.canonical(inst.member_ids)
+
+
+def differ(assignor: str, instance: Mapping[str, Any], matrix: Matrix, releases: Iterable[str]) -> list[Mismatch]:
+    """Every release where kassign's answer is not Kafka's (Kafka refusing a case counts as a mismatch)."""
+    doc = with_topic_ids(instance)
+    out = []
+    for r in releases:
+        kafka = matrix[r].ask(assignor, doc)
+        theirs = kafka.get("assignment", {"error": kafka.get("error")})
+        ours = consumer_answer(assignor, instance, r)
+        if ours != theirs:
+            out.append(Mismatch(assignor, r, ours, theirs))
+    return out
+
+
+def differ_many(assignor: str, instances: list[Mapping[str, Any]], matrix: Matrix, releases: Iterable[str]
+                ) -> dict[str, list[tuple[int, Mismatch]]]:
+    """:func:`differ` for many cases at once: each release's JVM gets them in one batch.
+
+    Returns release -> ``(case index, mismatch)`` for every case that differs there.
+    """
+    docs = [{"assignor": assignor, "instance": with_topic_ids(i)} for i in instances]
+    out: dict[str, list[tuple[int, Mismatch]]] = {}
+    for r in releases:
+        answers = matrix[r].ask_many(docs)
+        bad = out.setdefault(r, [])
+        for k, (inst, kafka) in enumerate(zip(instances, answers, strict=True)):
+            theirs = kafka.get("assignment", {"error": kafka.get("error")})
+            ours = consumer_answer(assignor, inst, r)
+            if ours != theirs:
+                bad.append((k, Mismatch(assignor, r, ours, theirs)))
+    return out

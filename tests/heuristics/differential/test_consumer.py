@@ -1,0 +1,54 @@
+"""kassign's consumer assignors give Apache Kafka's answer, at every release of the matrix.
+
+Kafka's own released classes (java/harness on each release's classpath) are the reference.  CI runs a
+fixed-seed sample (``KASSIGN_DIFF_SAMPLE`` cases per assignor, 200 by default, every case at every release
+that has the assignor) and a hypothesis search that shrinks a failure to a small shape
+(``KASSIGN_DIFF_EXAMPLES``, 20 by default); ``python -m benchmarks.differential`` runs the long campaign.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.heuristics.differential.check import differ, differ_many, releases_of
+from tests.heuristics.differential.reference import Matrix
+from tests.heuristics.differential.sample import shapes_sample
+from tests.heuristics.differential.strategies import Shape, consumer_group, shapes
+
+SAMPLE = int(os.environ.get("KASSIGN_DIFF_SAMPLE", "200"))
+EXAMPLES = int(os.environ.get("KASSIGN_DIFF_EXAMPLES", "20"))
+CLASSIC = ("range", "roundrobin", "sticky", "cooperative-sticky")
+SERVER = ("uniform", "server-range")
+#: The first release of the matrix at which kassign models each assignor (docs/algorithms.md).
+FIRST = {"range": "3.0.2", "roundrobin": "3.0.2", "sticky": "3.7.2", "cooperative-sticky": "3.7.2",
+         "uniform": "4.0.0", "server-range": "4.0.0"}
+
+pytestmark = pytest.mark.java
+
+
+@pytest.mark.parametrize("assignor", CLASSIC + SERVER)
+def test_every_release_that_has_the_assignor_is_checked(assignor: str, kafka_matrix: Matrix) -> None:
+    releases = releases_of(assignor, kafka_matrix)
+    assert releases[0] == FIRST[assignor] and releases[-1] == "4.4.0"
+
+
+@pytest.mark.parametrize("assignor", CLASSIC + SERVER)
+def test_fixed_seed_sample_is_exact_at_every_release(assignor: str, kafka_matrix: Matrix) -> None:
+    cases = [consumer_group(s, conflicts=assignor not in SERVER) for s in shapes_sample(SAMPLE, seed=31)]
+    bad = differ_many(assignor, cases, kafka_matrix, releases_of(assignor, kafka_matrix))
+    report = [f"case {k} ({cases[k]['name']}): {m}" for ms in bad.values() for k, m in ms[:2]]
+    assert not report, f"{sum(map(len, bad.values()))} mismatches:\n" + "\n".join(report[:6])
+
+
+@pytest.mark.parametrize("assignor", CLASSIC + SERVER)
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(shape=shapes)
+def test_kassign_gives_kafkas_answer(assignor: str, shape: Shape, kafka_matrix: Matrix) -> None:
+    instance = consumer_group(shape, conflicts=assignor not in SERVER)
+    bad = differ(assignor, instance, kafka_matrix, releases_of(assignor, kafka_matrix))
+    assert not bad, "\n".join(map(str, bad[:3]))
