@@ -77,3 +77,23 @@ def differ_many(assignor: str, instances: list[Mapping[str, Any]], matrix: Matri
             if ours != theirs:
                 bad.append((k, Mismatch(assignor, r, ours, theirs)))
     return out
+
+
+def sequence_differ(assignor: str, instance: dict[str, Any], matrix: Matrix, release: str, steps: int,
+                    seed: int) -> list[str]:
+    """Rebalances in a row, each step's ``owned`` being Kafka's own answer to the step before (as a real group
+    goes); returns a line per step where kassign differs (the sequence stops there)."""
+    import random
+
+    from tests.heuristics.differential.strategies import next_step
+
+    rng = random.Random(seed)
+    server = assignor in ("uniform", "server-range")
+    for step in range(steps):
+        kafka = matrix[release].ask(assignor, with_topic_ids(instance))
+        theirs = kafka.get("assignment", {"error": kafka.get("error")})
+        ours = consumer_answer(assignor, instance, release)
+        if ours != theirs:
+            return [f"step {step}: {Mismatch(assignor, release, ours, theirs)}"]
+        instance = next_step(instance, theirs, rng, shuffle_owned=server)
+    return []

@@ -29,7 +29,7 @@ RELEASES = JAVA / "releases"
 
 
 class HarnessNotBuilt(RuntimeError):
-    """The harness or a release's classpath is missing: ``make test`` (or ``cd java && mvn -B -q package``) builds them."""
+    """The harness or a release's classpath is missing: ``make test`` (or ``cd java && mvn package``) builds them."""
 
 
 def _release_key(v: str) -> tuple[int, ...]:

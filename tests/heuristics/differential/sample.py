@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 
-
 from tests.heuristics.differential.strategies import SIZES, Shape
 
 _KINDS = list(SIZES)
-_WEIGHTS = [2, 4, 3, 1]  # tiny, small, medium, large
+_WEIGHTS = [2, 4, 3, 1, 1]  # tiny, small, medium, large, wide
 
 
 def shapes_sample(n: int, seed: int) -> list[Shape]:

@@ -19,6 +19,7 @@ SIZES = {  # members, topics, partitions per topic (upper bounds)
     "small": (12, 8, 12),
     "medium": (60, 40, 16),
     "large": (300, 200, 6),
+    "wide": (20, 6, 400),  # few topics, many partitions: HashSet<Integer> tables past 16 buckets
 }
 
 
@@ -37,7 +38,7 @@ class Shape:
 
 shapes = st.builds(
     Shape,
-    size=st.sampled_from(["tiny", "small", "small", "medium", "medium", "large"]),
+    size=st.sampled_from(["tiny", "small", "small", "medium", "medium", "large", "wide"]),
     subscriptions=st.sampled_from(["identical", "random", "two-groups"]),
     owned=st.sampled_from(["none", "previous", "shuffled"]),
     static=st.booleans(),
@@ -107,7 +108,8 @@ def consumer_group(shape: Shape, *, conflicts: bool = True) -> dict[str, Any]:
             if "owned" in m:
                 m["generation"] = generation - (1 if shape.stale and rng.random() < 0.2 else 0)
                 if not conflicts:
-                    items = list(m["owned"].items())
+                    # the coordinator's record order: topics and partitions in any order
+                    items = [(t, rng.sample(ps, len(ps))) for t, ps in m["owned"].items()]
                     rng.shuffle(items)
                     m["owned"] = dict(items)
                 else:
@@ -119,3 +121,28 @@ def consumer_group(shape: Shape, *, conflicts: bool = True) -> dict[str, Any]:
             rng.shuffle(members)
     return {"format": "kassign/v1", "name": f"diff-{shape.seed}", "protocol": "consumer",
             "topics": topics, "members": members}
+
+
+def next_step(instance: dict[str, Any], kafka_answer: dict[str, Any], rng: random.Random,
+              *, shuffle_owned: bool) -> dict[str, Any]:
+    """The group one rebalance later: each member owns what Kafka gave it (generation + 1), about a tenth
+    leave, up to three join, now and then a member changes its subscription."""
+    names = list(instance["topics"])
+    members = []
+    generation = max([m.get("generation", 0) for m in instance["members"]] + [0]) + 1
+    for m in instance["members"]:
+        if rng.random() < 0.1:
+            continue
+        items = list(kafka_answer.get(m["id"], {}).items())
+        if shuffle_owned:
+            items = [(t, rng.sample(ps, len(ps))) for t, ps in items]
+            rng.shuffle(items)
+        new = {**m, "owned": dict(items), "generation": generation}
+        if rng.random() < 0.05:
+            new["topics"] = rng.sample(names, rng.randint(1, len(names)))
+        members.append(new)
+    template = instance["members"][0]["topics"] if instance["members"] else names
+    for _ in range(rng.randint(0, 3)):
+        members.append({"id": f"consumer-j-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
+                        "topics": list(template)})
+    return {**instance, "members": members}

@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.heuristics.differential.check import differ, differ_many, releases_of
+from tests.heuristics.differential.check import differ, differ_many, releases_of, sequence_differ
 from tests.heuristics.differential.reference import Matrix
 from tests.heuristics.differential.sample import shapes_sample
 from tests.heuristics.differential.strategies import Shape, consumer_group, shapes
@@ -52,3 +52,13 @@ def test_kassign_gives_kafkas_answer(assignor: str, shape: Shape, kafka_matrix: 
     instance = consumer_group(shape, conflicts=assignor not in SERVER)
     bad = differ(assignor, instance, kafka_matrix, releases_of(assignor, kafka_matrix))
     assert not bad, "\n".join(map(str, bad[:3]))
+
+
+@pytest.mark.parametrize("assignor", CLASSIC + SERVER)
+@pytest.mark.parametrize("release", ["4.3.1", "4.4.0"])
+def test_rebalances_in_a_row_follow_kafka(assignor: str, release: str, kafka_matrix: Matrix) -> None:
+    """Groups two and three rebalances in, each owning what Kafka gave them the step before."""
+    for k, shape in enumerate(shapes_sample(SAMPLE // 10, seed=77)):
+        start = consumer_group(shape, conflicts=assignor not in SERVER)
+        bad = sequence_differ(assignor, start, kafka_matrix, release, steps=4, seed=k)
+        assert not bad, f"{start['name']}: " + bad[0]

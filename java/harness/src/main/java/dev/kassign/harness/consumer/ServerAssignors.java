@@ -137,21 +137,18 @@ public final class ServerAssignors implements Handler {
             distinct.add(nameSet);
             Set<Uuid> subscribed = new LinkedHashSet<>();
             nameSet.forEach(t -> subscribed.add(ids.get(t)));
+            // As the coordinator's Assignment.fromRecord builds a member's assignment: a HashMap filled by
+            // put in the record's topic order (a key that shares a bucket goes to the bucket's tail; with
+            // computeIfAbsent it would go to the head), each topic's partitions copied into a HashSet
+            // (new HashSet<>(list): the copy constructor sizes the table from the list's length).
             Map<Uuid, Set<Integer>> current = new HashMap<>();
             m.owned().forEach((topic, ps) -> {
                 Uuid id = ids.get(topic);
-                if (id == null) {
+                if (id == null || current.containsKey(id)) {
                     return;
                 }
-                // put, not computeIfAbsent: a new key that shares a bucket goes to the bucket's tail with
-                // put (the coordinator's maps are filled by put) but to its head with computeIfAbsent.
-                Set<Integer> set = current.get(id);
-                if (set == null) {
-                    set = new HashSet<>();
-                    current.put(id, set);
-                }
+                current.put(id, new HashSet<>(ps));
                 for (Integer p : ps) {
-                    set.add(p);
                     inverted.computeIfAbsent(id, k -> new HashMap<>()).put(p, m.id());
                 }
             });
