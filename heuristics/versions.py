@@ -71,6 +71,43 @@ HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925
 STICKY_TASK = VersionRules("3.8.0", (("3.8.0", "one rule (LegacyStickyTaskAssignor, KIP-925)"),),
                            before=_STREAMS_BEFORE)
 
-__all__ = ["COOPERATIVE_STICKY", "HIGH_AVAILABILITY", "KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899",
-           "KIP924_STICKY", "KIP_881", "RANGE", "ROUNDROBIN", "SERVER_RANGE", "STICKY", "STICKY_TASK",
+__all__ = ["CAMPAIGN_CASES", "CAMPAIGN_DATE", "COOPERATIVE_STICKY", "DIFFERENTIAL_MATRIX", "HIGH_AVAILABILITY", "KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899",
+           "KIP924_STICKY", "KIP_881", "RANGE", "ROUNDROBIN", "SERVER_RANGE", "STICKY", "STICKY_TASK", "checked",
            "STREAMS_SERVER_STICKY", "UNIFORM"]
+
+
+# --------------------------------------------------------------------------- checked against Kafka's jars
+
+#: The releases of the differential matrix (``java/releases``): kassign's answers are compared there with
+#: Apache Kafka's released classes (docs/algorithms.md, "Apache Kafka's own classes as the reference").
+DIFFERENTIAL_MATRIX: tuple[str, ...] = (
+    "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2",
+    "4.0.0", "4.0.1", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
+)
+#: Random cases per release that each assignor was checked on against Kafka's classes, all exact: the
+#: last long campaign (``python -m benchmarks.differential``, date in :data:`CAMPAIGN_DATE`); CI checks a
+#: fixed-seed sample of 200 more per release on every run.
+CAMPAIGN_CASES: dict[str, int] = {}
+#: When :data:`CAMPAIGN_CASES` was measured.
+CAMPAIGN_DATE = "2026-11-27"
+
+
+def checked(name: str, first: str, last: str) -> str:
+    """The matrix releases in ``first..last`` where ``name`` was checked, and on how many cases each.
+
+    Examples
+    --------
+    >>> checked("fair", "3.0.0", "4.4.0")
+    '-'
+    """
+    if name not in CAMPAIGN_CASES:
+        return "-"
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    rel = [r for r in DIFFERENTIAL_MATRIX if key(first) <= key(r) <= key(last)]
+    if not rel:
+        return "-"
+    span = rel[0] if len(rel) == 1 else f"{rel[0]}, ..., {rel[-1]}" if len(rel) > 3 else ", ".join(rel)
+    return f"{span} ({len(rel)} release{'s' if len(rel) > 1 else ''}) x {CAMPAIGN_CASES[name]:,} cases"

@@ -386,14 +386,18 @@ def list_assignors(
     out_fmt = _format(fmt, as_json)
     specs = load_all()
     if versions:
-        vrows = [{"name": s.name, "releases": first if first == last else f"{first}-{last}", "rule": rule}
+        from heuristics.versions import checked
+
+        vrows = [{"name": s.name, "releases": first if first == last else f"{first}-{last}", "rule": rule,
+                  "checked": checked(s.name, first, last)}
                  for s in specs if s.versions is not None for first, last, rule in s.versions.table()]
         if out_fmt == "json":
             sys.stdout.write(dumps(vrows) + "\n")
             return
         vcols = [Column("name", align="left"), Column("releases", align="left"),
-                 Column("rule", align="left", wrap=True)]
-        emit(render(vrows, vcols, out_fmt, title="Kafka releases of the Kafka-named assignors",
+                 Column("rule", align="left", wrap=True), Column("checked", align="left", wrap=True)]
+        emit(render(vrows, vcols, out_fmt, title="Kafka releases of the Kafka-named assignors (checked: against "
+                    "Kafka's released classes, random cases per release, all exact)",
                     width=terminal_width()))
         return
     rows: list[dict[str, Any]] = [{"name": s.name, "kind": s.kind, "protocol": s.protocol,
