@@ -97,3 +97,38 @@ def sequence_differ(assignor: str, instance: dict[str, Any], matrix: Matrix, rel
             return [f"step {step}: {Mismatch(assignor, release, ours, theirs)}"]
         instance = next_step(instance, theirs, rng, shuffle_owned=server)
     return []
+
+
+def streams_view(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A Streams answer as sets: per client its actives and its standbys (warm-ups counted as standbys, as
+    Kafka reports them), per member the same when there are members, and the probing flag."""
+    out: dict[str, Any] = {"clients": {}, "probing_rebalance": bool(doc.get("probing_rebalance", False))}
+    for c, t in doc["assignment"].items():
+        out["clients"][c] = {"active": sorted(t.get("active", [])),
+                             "standby": sorted(set(t.get("standby", [])) | set(t.get("warmup", [])))}
+    if "members" in doc:
+        out["members"] = {m: {"active": sorted(t.get("active", [])), "standby": sorted(t.get("standby", []))}
+                          for m, t in doc["members"].items()}
+    if "rack_aware" in doc:
+        out["rack_aware"] = doc["rack_aware"]
+    return out
+
+
+def streams_answer(assignor: str, instance: Mapping[str, Any], release: str) -> dict[str, Any]:
+    """kassign's Streams answer at ``release`` as :func:`streams_view` shows it."""
+    inst = parse_instance(dict(instance))
+    res = get(assignor).run(inst, Params(kafka_version=release))
+    doc = dict(res.assignment.to_json_dict())
+    if "rack_aware" in res.extra:
+        doc["rack_aware"] = res.extra["rack_aware"]
+    return streams_view(doc)
+
+
+def kafka_streams_view(answer: Mapping[str, Any], assignor: str) -> dict[str, Any]:
+    """Kafka's Streams answer as :func:`streams_view` shows it (an error stays an error)."""
+    if "assignment" not in answer:
+        return {"error": answer.get("error")}
+    doc = dict(answer)
+    if assignor != "high-availability":
+        doc.pop("rack_aware", None)
+    return streams_view(doc)
