@@ -53,8 +53,8 @@ class Metrics:
             self.proven += proven
             self.fallbacks += fallback
 
-    def render(self) -> str:
-        """The exposition text."""
+    def render(self, workers: tuple[int, int, int] | None = None) -> str:
+        """The exposition text; ``workers``: the pool's (serving, idle, spare) processes."""
         with self._lock:
             lines = ["# HELP kassign_requests_total Requests answered, by HTTP status.",
                      "# TYPE kassign_requests_total counter"]
@@ -78,4 +78,10 @@ class Metrics:
                       "# HELP kassign_inflight Requests admitted and not yet answered.",
                       "# TYPE kassign_inflight gauge",
                       f"kassign_inflight {self.inflight}"]
+            if workers is not None:
+                lines += ["# HELP kassign_workers Worker processes: serving (busy or idle), idle, spare (warm, "
+                          "standing in for one that is killed).",
+                          "# TYPE kassign_workers gauge"]
+                lines += [f'kassign_workers{{state="{k}"}} {n}' for k, n in zip(("serving", "idle", "spare"), workers,
+                                                                               strict=True)]
             return "\n".join(lines) + "\n"

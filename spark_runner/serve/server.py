@@ -43,6 +43,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     workers: int = 2
+    spares: int = 1
     max_body: int = DEFAULT_MAX_BODY
     max_queue: int = DEFAULT_MAX_QUEUE
     max_connections: int = DEFAULT_MAX_CONNECTIONS
@@ -95,7 +96,10 @@ class Service:
         self._admitted = 0
         self._watch: dict[Any, float] = {}
         self._stop = threading.Event()
-        self.pool = pool if pool is not None else Pool(cfg.workers)
+        # the registry (every assignor's module) is imported here, before the first request: checking a request's
+        # assignor names must not cost that request seconds of its deadline
+        check_request(_decode(b'{"instance": {"format": "kassign/v1", "topics": {}, "members": []}}'))
+        self.pool = pool if pool is not None else Pool(cfg.workers, cfg.spares)
         self.httpd = _Server((cfg.host, cfg.port), Handler)
         self.httpd.service = self
         threading.Thread(target=self._watchdog, name="kassign-watchdog", daemon=True).start()
@@ -245,7 +249,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/healthz":
             self._json(200, {"status": "ok"})
         elif path == "/metrics":
-            self._send(200, service.metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8")
+            text = service.metrics.render(service.pool.counts())
+            self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
         elif path == "/openapi.json":
             from spark_runner.serve.openapi import openapi_document
 

@@ -97,6 +97,9 @@ def solve(job: dict[str, Any], send: Send) -> None:
     else:
         fb_error = ""
         send(("fallback", fb_doc, fb_cost))
+    if job["assignor"] == job["fallback"] and fb_doc is not None:  # Kafka's assignor asked for by name
+        send(("result", fb_doc, False, None))
+        return
     left = job["seconds"] - (time.monotonic() - start)
     limit = left * SOLVE_SHARE - SOLVE_RESERVE
     delay = os.environ.get(DELAY_ENV)
@@ -219,30 +222,48 @@ class Worker:
 
 
 class Pool:
-    """``size`` worker processes; a request borrows one, and one that overran is replaced."""
+    """``size`` worker processes serving, ``spares`` more warmed up beside them.
 
-    def __init__(self, size: int) -> None:
+    A request borrows a serving worker.  One that overran its deadline is killed and a
+    spare takes its place at once (a fresh process needs seconds to import and warm
+    up); a new spare starts in the background.
+    """
+
+    def __init__(self, size: int, spares: int = 1) -> None:
         self.size = size
+        self.spares = spares
         self._idle: list[Worker] = []
+        self._spare: list[Worker] = []
+        self._serving = 0
         self._all: set[Worker] = set()
         self._cond = threading.Condition()
         self._closed = False
-        started = [Worker() for _ in range(size)]  # they warm up side by side
+        started = [Worker() for _ in range(size + spares)]  # they warm up side by side
         for w in started:
             if not w.ready():
                 for v in started:
                     v.kill()
                 raise OSError("a worker process did not start (see the lines above)")
-            self._add(w)
+            self._place(w)
 
-    def _add(self, w: Worker) -> None:
+    def _place(self, w: Worker) -> None:
+        """A warm worker: serving when a place is free, else a spare."""
         with self._cond:
             if self._closed:
                 w.kill()
                 return
             self._all.add(w)
-            self._idle.append(w)
-            self._cond.notify()
+            if self._serving < self.size:
+                self._serving += 1
+                self._idle.append(w)
+                self._cond.notify()
+            else:
+                self._spare.append(w)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(serving, idle, spare) worker processes."""
+        with self._cond:
+            return self._serving, len(self._idle), len(self._spare)
 
     def borrow(self, timeout: float) -> Worker | None:
         """An idle worker, or ``None`` when none is free within ``timeout`` seconds."""
@@ -265,9 +286,14 @@ class Pool:
             self._cond.notify()
 
     def replace(self, w: Worker) -> None:
-        """Kill ``w`` and start a fresh worker in its place (in the background)."""
+        """Kill ``w``; a spare serves in its place at once, and a fresh worker starts in the background."""
         with self._cond:
             self._all.discard(w)
+            self._serving -= 1
+            if self._spare:
+                self._serving += 1
+                self._idle.append(self._spare.pop())
+                self._cond.notify()
 
         def renew() -> None:
             w.kill()
@@ -276,7 +302,7 @@ class Pool:
                 if not fresh.ready():
                     fresh.kill()
                     raise OSError("it did not warm up")
-                self._add(fresh)
+                self._place(fresh)
             except OSError as e:  # out of processes: the pool runs smaller, and says so
                 print(f"kassign serve: cannot start a worker: {e}", file=sys.stderr, flush=True)
 
@@ -289,6 +315,7 @@ class Pool:
             workers = list(self._all)
             self._all.clear()
             self._idle.clear()
+            self._spare.clear()
             self._cond.notify_all()
         for w in workers:
             w.kill()

@@ -32,6 +32,8 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="Port to listen on (0: any free port, printed).")] = 8736,
         workers: Annotated[int | None, typer.Option(
             help="Worker processes solving at once (default: the machine's cores).")] = None,
+        spare_workers: Annotated[int, typer.Option(
+            help="Warm worker processes standing by to replace one killed at a deadline.")] = 1,
         max_body: Annotated[str, typer.Option(help="Largest request body (bytes; K, M, G suffixes).")] = "64M",
         max_queue: Annotated[int, typer.Option(help="Requests that may wait for a worker; more get 429.")] = 64,
         max_connections: Annotated[int, typer.Option(
@@ -56,6 +58,8 @@ def register(app: typer.Typer) -> None:
         n_workers = workers if workers is not None else (os.cpu_count() or 1)
         if not 1 <= n_workers <= 256:
             raise UsageError(f"--workers must be between 1 and 256, got {n_workers}")
+        if not 0 <= spare_workers <= 64:
+            raise UsageError(f"--spare-workers must be between 0 and 64, got {spare_workers}")
         if not 0 <= max_queue <= 100_000:
             raise UsageError(f"--max-queue must be between 0 and 100,000, got {max_queue}")
         if not 1 <= max_connections <= 100_000:
@@ -66,9 +70,9 @@ def register(app: typer.Typer) -> None:
         buffered = _size(max_buffered, "--max-buffered") if max_buffered else 4 * body
         if buffered < body:
             raise UsageError(f"--max-buffered ({buffered:,} bytes) must be at least --max-body ({body:,} bytes)")
-        cfg = ServeConfig(host=host, port=port, workers=n_workers, max_body=body, max_queue=max_queue,
-                          max_connections=max_connections, max_buffered=buffered, read_timeout=read_timeout,
-                          weights_file=weights_file)
+        cfg = ServeConfig(host=host, port=port, workers=n_workers, spares=spare_workers, max_body=body,
+                          max_queue=max_queue, max_connections=max_connections, max_buffered=buffered,
+                          read_timeout=read_timeout, weights_file=weights_file)
         if weights_file is not None and not weights_file.exists():
             from solver.errors import MissingFileError
 
