@@ -227,3 +227,16 @@ def test_answers_match_the_openapi_schema(service: Serve) -> None:
     code, err = service.assign({"instance": unit_group(2), "deadline_ms": 1})
     assert (code, err["path"]) == (422, "deadline_ms")
     jsonschema.validate(err, schemas["Error"])
+
+
+def test_the_documented_example(service: Serve) -> None:
+    text = (REPO / "docs" / "serve.md").read_text()
+    blocks = {m.group(1): m.group(2) for m in
+              re.finditer(r"<!-- serve-example: (\w+) -->\n```json\n(.*?)```", text, re.S)}
+    code, doc = service.assign(json.loads(blocks["request"]))
+    assert code == 200, doc
+    shown = json.loads(blocks["answer"])
+    assert doc["service"]["elapsed_ms"] <= doc["service"]["deadline_ms"]
+    doc["service"]["elapsed_ms"] = shown["service"]["elapsed_ms"]
+    _same(doc, shown)
+    assert doc["service"] == shown["service"]
