@@ -56,7 +56,11 @@ def openapi_document(cfg: Any = None) -> dict[str, Any]:
                                                           "Default: `uniform`, `high-availability` for streams."},
             "weights": {"type": "object", "additionalProperties": False,
                         "properties": {"source": {"type": "string", "enum": list(WEIGHT_SOURCES),
-                                                  "default": "request"}}},
+                                                  "default": "request"},
+                                       "group": {"type": "string", "minLength": 1, "maxLength": 255,
+                                                 "description": "source admin: the consumer group whose lag "
+                                                                "weighs the partitions (default: the instance's "
+                                                                "name)."}}},
         },
     }
     assert set(request["properties"]) == set(REQUEST_KEYS)  # type: ignore[call-overload]

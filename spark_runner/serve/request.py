@@ -79,7 +79,10 @@ class AssignRequest:
     balance_tolerance
         ``None`` (strict optimum, the CLI's default) or ``EPS``.
     weights
-        The weight source used (``request`` or ``file``).
+        The weight source used (``request``, ``file`` or ``admin``).
+    group
+        ``admin``: the consumer group whose lag weighs the partitions (``weights.group``, else the
+        instance's ``name``).
     """
 
     instance: dict[str, Any]
@@ -89,6 +92,7 @@ class AssignRequest:
     deadline_ms: int
     balance_tolerance: float | None
     weights: str
+    group: str | None = None
 
 
 def _is_number(v: Any) -> bool:
@@ -129,7 +133,7 @@ def _kind(v: Any) -> str:
     return "an array" if isinstance(v, list) else "an object"
 
 
-def check_request(body: Any, weights_file: WeightsFile | None = None) -> AssignRequest:
+def check_request(body: Any, weights_file: WeightsFile | None = None, admin: bool = False) -> AssignRequest:
     """Check a decoded request body field by field; the first wrong field raises.
 
     Parameters
@@ -138,6 +142,8 @@ def check_request(body: Any, weights_file: WeightsFile | None = None) -> AssignR
         The decoded JSON body.
     weights_file
         The service's ``--weights-file`` (``None``: not configured).
+    admin
+        Whether the service reads lag from a cluster (``--bootstrap-server``).
 
     Raises
     ------
@@ -183,34 +189,45 @@ def check_request(body: Any, weights_file: WeightsFile | None = None) -> AssignR
         raise RequestError(422, f"balance_tolerance applies to the consumer optimum ('optimal'), not {assignor!r}",
                            "balance_tolerance")
     fallback = _registered(body.get("fallback", DEFAULT_FALLBACK[protocol]), "fallback", protocol, heuristic=True)
-    source, instance = _weights(body.get("weights"), instance, weights_file)
+    source, instance = _weights(body.get("weights"), instance, weights_file, admin)
+    group = None
+    if source == "admin":
+        spec = body["weights"]
+        group = spec.get("group", instance.get("name"))
+        if not isinstance(group, str) or not 0 < len(group) <= 255:
+            raise RequestError(422, "expected the consumer group id (1 to 255 characters); without it, the "
+                                    "instance's name", "weights.group")
     return AssignRequest(instance, protocol, assignor, fallback, deadline,
-                         None if tol is None else float(tol), source)
+                         None if tol is None else float(tol), source, group)
 
 
-def _weights(spec: Any, instance: dict[str, Any], weights_file: WeightsFile | None) -> tuple[str, dict[str, Any]]:
+def _weights(spec: Any, instance: dict[str, Any], weights_file: WeightsFile | None,
+             admin: bool) -> tuple[str, dict[str, Any]]:
     if spec is None:
         return "request", instance
     if not isinstance(spec, dict):
         raise RequestError(422, f"expected an object such as {{\"source\": \"file\"}}, got {_kind(spec)}", "weights")
-    for key in spec:
-        if key != "source":
-            raise RequestError(422, "unknown field; weights has: source", f"weights.{str(key)[:200]}")
     source = spec.get("source", "request")
     if source not in WEIGHT_SOURCES:
         raise RequestError(422, f"expected one of {', '.join(WEIGHT_SOURCES)}, got {_kind(source)}", "weights.source")
+    for key in spec:
+        if key not in ("source", "group") or (key == "group" and source != "admin"):
+            raise RequestError(422, "unknown field; weights has: source, and group for source admin",
+                               f"weights.{str(key)[:200]}")
     if source == "request":
         return source, instance
+    if instance.get("protocol", "consumer") != "consumer":
+        raise RequestError(422, f"weights from {'the Admin API' if source == 'admin' else 'a file'} weigh "
+                                "topic-partitions of consumer groups; a Streams instance carries its tasks' "
+                                "offsets itself", "weights.source")
     if source == "admin":
-        raise RequestError(422, "this service does not read weights from the Admin API (not built yet: "
-                                "capture them with `kassign capture --weights lag`, or use a weights file)",
-                           "weights.source")
+        if not admin:
+            raise RequestError(422, "this service reads no cluster (start it with --bootstrap-server HOST:PORT)",
+                               "weights.source")
+        return source, instance  # the lag is looked up by the server, within the request's deadline
     if weights_file is None:
         raise RequestError(422, "this service has no weights file (start it with --weights-file FILE)",
                            "weights.source")
-    if instance.get("protocol", "consumer") != "consumer":
-        raise RequestError(422, "a weights file weighs topic-partitions of consumer groups; a Streams instance "
-                                "carries its tasks' offsets itself", "weights.source")
     return source, weights_file.apply(instance)
 
 

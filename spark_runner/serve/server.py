@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from spark_runner.serve.admin import ADMIN_TIMEOUT, AdminLag
 from spark_runner.serve.metrics import Metrics
 from spark_runner.serve.request import RequestError, WeightsFile, check_request
 from spark_runner.serve.worker import Pool, run_job
@@ -32,6 +33,8 @@ DEFAULT_MAX_BODY = 64 << 20
 DEFAULT_MAX_QUEUE = 64
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_READ_TIMEOUT = 10.0
+#: Share of a request's time left that the Admin API lookup of ``weights.source: admin`` may take.
+ADMIN_SHARE = 0.5
 #: Paths the service answers (the OpenAPI document lists each).
 PATHS = ("/v1/assign", "/healthz", "/metrics", "/openapi.json")
 
@@ -50,6 +53,8 @@ class ServeConfig:
     max_buffered: int = 4 * DEFAULT_MAX_BODY
     read_timeout: float = DEFAULT_READ_TIMEOUT
     weights_file: Path | None = None
+    bootstrap: str | None = None
+    client_config: dict[str, Any] | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -88,6 +93,9 @@ class Service:
     def __init__(self, cfg: ServeConfig, pool: Pool | None = None) -> None:
         self.cfg = cfg
         self.weights = WeightsFile(cfg.weights_file) if cfg.weights_file else None
+        self.admin: AdminLag | None = None
+        if cfg.bootstrap:
+            self.admin = AdminLag(cfg.bootstrap, cfg.client_config)
         self.metrics = Metrics()
         self.slots = threading.BoundedSemaphore(cfg.max_connections)
         self.decoding = threading.BoundedSemaphore(cfg.workers)
@@ -123,6 +131,8 @@ class Service:
         """Release the socket and kill the workers."""
         self.httpd.server_close()
         self.pool.close()
+        if self.admin is not None:
+            self.admin.close()
 
     # ------------------------------------------------------------------ limits
 
@@ -290,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
             service.unwatch(self)
             received = time.monotonic()
             with service.decoding:
-                req = check_request(_decode(body), service.weights)
+                req = check_request(_decode(body), service.weights, service.admin is not None)
             del body
             if not service.admit():
                 raise RequestError(429, f"the queue is full ({service.cfg.max_queue:,} requests waiting); "
@@ -298,6 +308,8 @@ class Handler(BaseHTTPRequestHandler):
             service.metrics.start()
             try:
                 self._answer(req, received)
+            except RequestError as e:  # the Admin API lookup
+                self._error(e, admitted=True)
             finally:
                 service.leave()
         finally:
@@ -306,7 +318,12 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self, req: Any, received: float) -> None:
         service = self.server.service
         deadline = received + req.deadline_ms / 1000
-        job = {"instance": req.instance, "assignor": req.assignor, "fallback": req.fallback,
+        instance = req.instance
+        if req.weights == "admin" and service.admin is not None and req.group is not None:
+            # at most half the time left: Kafka's assignor and the optimum need the rest
+            instance = service.admin.apply(instance, req.group, min(ADMIN_SHARE * (deadline - time.monotonic()),
+                                                                    ADMIN_TIMEOUT))
+        job = {"instance": instance, "assignor": req.assignor, "fallback": req.fallback,
                "balance_tolerance": req.balance_tolerance}
         msg = run_job(service.pool, job, deadline)
         elapsed = time.monotonic() - received

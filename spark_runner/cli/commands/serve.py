@@ -44,6 +44,11 @@ def register(app: typer.Typer) -> None:
             help="Seconds a client has to send its whole request; then 408.")] = 10.0,
         weights_file: Annotated[Path | None, typer.Option(
             help="Weights file (kassign-weights/v1) for requests with weights.source=file.")] = None,
+        bootstrap_server: Annotated[str | None, typer.Option(
+            "--bootstrap-server", help="HOST:PORT[,...] of the cluster whose lag weighs requests with "
+                                       "weights.source=admin.")] = None,
+        command_config: Annotated[Path | None, typer.Option(
+            help="Kafka client properties for --bootstrap-server (security.protocol, sasl.*, ssl.*).")] = None,
     ) -> None:
         """Serve optimal assignments within each request's deadline (docs/serve.md); stop with SIGTERM or Ctrl-C."""
         from solver import runtime
@@ -70,9 +75,21 @@ def register(app: typer.Typer) -> None:
         buffered = _size(max_buffered, "--max-buffered") if max_buffered else 4 * body
         if buffered < body:
             raise UsageError(f"--max-buffered ({buffered:,} bytes) must be at least --max-body ({body:,} bytes)")
+        client_config = None
+        if command_config is not None:
+            if bootstrap_server is None:
+                raise UsageError("--command-config needs --bootstrap-server")
+            from spark_runner.live.broker import read_client_config
+
+            client_config, _ignored = read_client_config(command_config)
+        if bootstrap_server is not None:
+            from spark_runner.live.broker import check_bootstrap
+
+            bootstrap_server = check_bootstrap(bootstrap_server)
         cfg = ServeConfig(host=host, port=port, workers=n_workers, spares=spare_workers, max_body=body,
                           max_queue=max_queue, max_connections=max_connections, max_buffered=buffered,
-                          read_timeout=read_timeout, weights_file=weights_file)
+                          read_timeout=read_timeout, weights_file=weights_file,
+                          bootstrap=bootstrap_server, client_config=client_config)
         if weights_file is not None and not weights_file.exists():
             from solver.errors import MissingFileError
 
