@@ -240,3 +240,40 @@ def test_the_documented_example(service: Serve) -> None:
     doc["service"]["elapsed_ms"] = shown["service"]["elapsed_ms"]
     _same(doc, shown)
     assert doc["service"] == shown["service"]
+
+
+def test_weights_file_is_read_again_when_it_changes(service: Serve, weights_file: Path) -> None:
+    inst = {"format": "kassign/v1", "topics": {"t0": 4},
+            "members": [{"id": "a", "topics": ["t0"]}, {"id": "b", "topics": ["t0"]}]}
+    request = {"instance": inst, "weights": {"source": "file"}}
+    before = weights_file.read_text()
+    try:
+        assert service.assign(request)[1]["stats"]["objective"][0] == 900  # [900, 10, 10, 5]: 900 alone
+        weights_file.write_text(json.dumps({"format": "kassign-weights/v1", "unit": "records",
+                                            "topics": {"t0": [1, 1, 1, 1]}}))
+        assert service.assign(request)[1]["stats"]["objective"][0] == 2
+        weights_file.write_text("{not json")  # a broken rewrite keeps the last good weights, and says why
+        assert service.assign(request)[1]["stats"]["objective"][0] == 2
+        assert any("keeping the previous weights" in line for line in service.stderr)
+    finally:
+        weights_file.write_text(before)
+
+
+@pytest.mark.parametrize(("content", "code", "words"), [
+    (None, 66, "no such file"),
+    ('{"format": "kassign-weights/v1", "unit": "records", "topics": {"T": [1, -2]}}', 65, "topics.T[1]"),
+    ('{"format": "kassign-weights/v1", "topics": {}}', 65, "unit"),
+    ("[1, 2", 65, "malformed"),
+])
+def test_a_bad_weights_file_stops_the_start(tmp_path: Path, content: str | None, code: int, words: str) -> None:
+    import subprocess
+
+    from tests.spark_runner.serve.serve_harness import KASSIGN
+
+    path = tmp_path / "w.json"
+    if content is not None:
+        path.write_text(content)
+    out = subprocess.run([KASSIGN, "serve", "--port", "0", "--weights-file", str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == code, out.stderr
+    assert str(path) in out.stderr and words in out.stderr and "Traceback" not in out.stderr
