@@ -33,6 +33,10 @@ DEFAULT_MAX_BODY = 64 << 20
 DEFAULT_MAX_QUEUE = 64
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_READ_TIMEOUT = 10.0
+#: Time kept for the answer's way back (serialising, sending): this share of the deadline, within these seconds.
+RETURN_SHARE = 0.05
+RETURN_MIN = 0.02
+RETURN_MAX = 1.0
 #: Share of a request's time left that the Admin API lookup of ``weights.source: admin`` may take.
 ADMIN_SHARE = 0.5
 #: Paths the service answers (the OpenAPI document lists each).
@@ -317,7 +321,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _answer(self, req: Any, received: float) -> None:
         service = self.server.service
-        deadline = received + req.deadline_ms / 1000
+        seconds = req.deadline_ms / 1000
+        # the answer has to be written and travel back before the deadline: the wait ends a little earlier
+        deadline = received + seconds - min(RETURN_MAX, max(RETURN_MIN, RETURN_SHARE * seconds))
         instance = req.instance
         if req.weights == "admin" and service.admin is not None and req.group is not None:
             # at most half the time left: Kafka's assignor and the optimum need the rest
