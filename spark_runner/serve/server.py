@@ -214,8 +214,8 @@ class Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.timeout = self.server.service.cfg.read_timeout  # type: ignore[misc]  # each read and write; the watchdog bounds the sum
         self.started = time.monotonic()
-        self.server.service.watch(self)
         super().setup()
+        self.server.service.watch(self)
 
     def finish(self) -> None:
         self.server.service.unwatch(self)
@@ -285,6 +285,9 @@ class Handler(BaseHTTPRequestHandler):
             self._assign()
         except RequestError as e:
             self._error(e)
+        except Exception as e:  # a bug of the service's: the client gets a 500 in JSON, the service goes on
+            print(f"kassign serve: internal error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            self._error(RequestError(500, f"internal error: {type(e).__name__}", ""))
 
     def _other(self) -> None:
         self.server.service.unwatch(self)
@@ -314,6 +317,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._answer(req, received)
             except RequestError as e:  # the Admin API lookup
                 self._error(e, admitted=True)
+            except Exception as e:  # a bug of the service's: a 500 in JSON, and the counters stay right
+                print(f"kassign serve: internal error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                self._error(RequestError(500, f"internal error: {type(e).__name__}", ""), admitted=True)
             finally:
                 service.leave()
         finally:
