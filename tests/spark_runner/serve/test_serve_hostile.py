@@ -155,6 +155,26 @@ def test_huge_body_is_413_before_it_is_read(service: Serve) -> None:
     _healthy(service)
 
 
+def test_bodies_held_at_once_are_bounded(service: Serve) -> None:
+    # four clients each announce 60 KB and send 10 bytes: 240 KB of the 256 KB (4 x --max-body) are held;
+    # a fifth announcing 60 KB is refused at once, before it sends its body
+    socks = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection((HOST, service.port), timeout=30)
+            s.sendall(b"POST /v1/assign HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n{\"instance")
+            socks.append(s)
+        time.sleep(0.5)
+        code, doc = _raw(service, b"POST /v1/assign HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n")
+        assert code == 503 and "--max-buffered" in doc["error"], doc
+        assert service.request("GET", "/healthz")[0] == 200
+    finally:
+        for s in socks:
+            s.close()
+    code, doc = service.assign({"instance": GROUP}, timeout=30)  # a small body still fits: others are answered
+    assert code == 200, doc
+
+
 def test_slow_clients_get_408_and_others_are_answered(service: Serve) -> None:
     socks = []
     try:
@@ -263,7 +283,13 @@ def test_a_solve_past_its_deadline_is_cut_and_kafka_answers() -> None:
                 break
             time.sleep(0.5)
         assert 'kassign_workers{state="spare"} 1' in text and 'kassign_workers{state="serving"} 1' in text, text
+        # a Streams application falls back on Kafka Streams' own high-availability assignor
+        streams = json.loads((Path(__file__).resolve().parents[3] / "examples" / "streams-app.json").read_text())
+        code, doc = s.assign({"instance": streams, "deadline_ms": 1500}, timeout=60)
+        assert code == 200, doc
+        assert doc["assignor"] == "high-availability" and doc["service"]["fallback"] is True
+        assert set(next(iter(doc["assignment"].values()))) == {"active", "standby", "warmup"}
         code, text, _ = s.request("GET", "/metrics")
-        assert "kassign_fallbacks_total 2" in text
+        assert "kassign_fallbacks_total 3" in text
     finally:
         assert s.stop() == 0, s.stderr
