@@ -222,6 +222,16 @@ class Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             super().finish()
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a malformed request line, a line too long, too many
+        headers, an unsupported method) as JSON, like every other error."""
+        self.server.service.unwatch(self)
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":  # no request line understood: answer 1.1
+            self.request_version = "HTTP/1.1"
+        what = message or self.responses.get(code, ("error",))[0]
+        self._error(RequestError(code, f"{what} (the request line and headers)" if code != 501 else
+                                 "method not allowed: GET /healthz, /metrics, /openapi.json; POST /v1/assign", ""))
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the metrics count requests (a log line per request would be the service's bottleneck)."""
 

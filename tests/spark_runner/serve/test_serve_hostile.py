@@ -140,6 +140,12 @@ def test_protocol_errors(service: Serve) -> None:
     assert code == 411
     code, doc = _raw(service, b"POST /v1/assign HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n")
     assert code == 400 and "Content-Length" in doc["error"]
+    for raw, status in ((b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+                        (b"GET /healthz HTTP/1.1\r\n" + b"X-A: b\r\n" * 150 + b"\r\n", 431),
+                        (b"GARBAGE\r\n\r\n", 400),
+                        (b"BREW /v1/assign HTTP/1.1\r\nHost: x\r\n\r\n", 501)):
+        code, doc = _raw(service, raw)
+        assert code == status and doc["error"] and doc["path"] == "", (status, doc)
     assert service.request("GET", "/nowhere")[0] == 404
     assert service.request("DELETE", "/v1/assign")[0] == 405
     assert service.request("GET", "/v1/assign")[0] == 404  # only POST is routed there
