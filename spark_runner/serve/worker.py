@@ -45,9 +45,11 @@ Send = Callable[[tuple[Any, ...]], None]
 def cost(instance: Any, assignment: Any) -> tuple[float, ...]:
     """What the service compares, lexicographically (lower is better).
 
-    Consumer groups: (invalid, max load, moved cost) -- ``weighted_max_load`` is the max
-    load in the instance's unit (partitions per capacity without weights).  Streams:
-    (invalid, busiest thread's actives, busiest thread's replicas, restoration cost).
+    Consumer groups: (not valid, max load, moved cost) -- ``weighted_max_load`` is the max
+    load in the instance's unit (partitions per capacity without weights); an assignment
+    that splits co-partitioned units (outcome ``split``: a stream-stream join reads wrong
+    data) counts as not valid, whatever its load.  Streams: (invalid, busiest thread's
+    actives, busiest thread's replicas, restoration cost).
     """
     from solver.model.scoring import score
 
@@ -58,7 +60,7 @@ def cost(instance: Any, assignment: Any) -> tuple[float, ...]:
         return (float(not s["valid"]), _num(s["max_active_load"]), _num(s["max_total_load"]),
                 _num(s["restoration_cost"]))
     m = score(instance, assignment)
-    return float(not m["valid"]), _num(m["weighted_max_load"]), _num(m["moved_cost"])
+    return float(m["outcome"] != "valid"), _num(m["weighted_max_load"]), _num(m["moved_cost"])
 
 
 def _num(v: Any) -> float:

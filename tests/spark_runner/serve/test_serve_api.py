@@ -135,6 +135,16 @@ def test_kafka_assignor_wins_when_the_optimum_is_worse(service: Serve, tmp_path:
     assert strict["service"]["fallback"] is False and strict["stats"]["objective"][0] == 6
 
 
+def test_a_split_join_never_wins_on_load(service: Serve) -> None:
+    # uniform's busiest member holds 7 here, the optimum's 8, but uniform splits a co-partitioned unit
+    # (a stream-stream join would read wrong data): the optimum is the answer
+    path = REPO / "examples" / "join-d-leaves.json"
+    code, doc = service.assign({"instance": json.loads(path.read_text())})
+    assert code == 200, doc
+    assert doc["service"]["fallback"] is False and doc["assignor"] == "optimal"
+    _same(doc, kassign_assign(path, "--assignor", "optimal"))
+
+
 def test_deadline_is_kept_on_a_large_weighted_group(service: Serve) -> None:
     rng = random.Random(7)
     topics = {f"t{i}": {"partitions": 500, "weights": [rng.randint(1, 10_000) for _ in range(500)]}
