@@ -108,12 +108,16 @@ class Service:
         self._admitted = 0
         self._watch: dict[Any, float] = {}
         self._stop = threading.Event()
-        # the registry (every assignor's module) is imported here, before the first request: checking a request's
-        # assignor names must not cost that request seconds of its deadline
-        check_request(_decode(b'{"instance": {"format": "kassign/v1", "topics": {}, "members": []}}'))
-        self.pool = pool if pool is not None else Pool(cfg.workers, cfg.spares)
-        self.httpd = _Server((cfg.host, cfg.port), Handler)
+        self.httpd = _Server((cfg.host, cfg.port), Handler)  # a port in use fails before anything starts
         self.httpd.service = self
+        try:
+            # the registry (every assignor's module) is imported here, before the first request: checking a
+            # request's assignor names must not cost that request seconds of its deadline
+            check_request(_decode(b'{"instance": {"format": "kassign/v1", "topics": {}, "members": []}}'))
+            self.pool = pool if pool is not None else Pool(cfg.workers, cfg.spares)
+        except BaseException:
+            self.httpd.server_close()
+            raise
         threading.Thread(target=self._watchdog, name="kassign-watchdog", daemon=True).start()
 
     @property

@@ -287,3 +287,19 @@ def test_a_bad_weights_file_stops_the_start(tmp_path: Path, content: str | None,
                          text=True, timeout=120)
     assert out.returncode == code, out.stderr
     assert str(path) in out.stderr and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_port_in_use_is_a_usage_error() -> None:
+    import socket
+    import subprocess
+
+    from tests.spark_runner.serve.serve_harness import KASSIGN
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([KASSIGN, "serve", "--port", str(port), "--workers", "1"], capture_output=True,
+                             text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
