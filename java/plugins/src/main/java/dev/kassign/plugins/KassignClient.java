@@ -34,6 +34,21 @@ public final class KassignClient {
             .build();
     }
 
+    /**
+     * Load and initialise the HTTP stack now, off the caller's thread: a {@code GET /healthz} whose answer is
+     * ignored. The first request of a JVM loads many classes (seconds on a loaded machine), which would otherwise
+     * fall on the first assignment and spend its deadline.
+     */
+    public void warmUp() {
+        try {
+            HttpRequest request = HttpRequest.newBuilder(config.url().resolve(config.url().getPath() + "/healthz"))
+                .timeout(Duration.ofSeconds(10)).GET().build();
+            http.sendAsync(request, HttpResponse.BodyHandlers.discarding());
+        } catch (RuntimeException e) {
+            // best effort only
+        }
+    }
+
     /** @return the settings */
     public KassignConfig config() {
         return config;

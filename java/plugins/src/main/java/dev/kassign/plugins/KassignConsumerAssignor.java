@@ -66,6 +66,7 @@ public final class KassignConsumerAssignor implements ConsumerPartitionAssignor,
     @Override
     public void configure(Map<String, ?> configs) {
         client = new KassignClient(KassignConfig.from(configs));
+        client.warmUp();
     }
 
     @Override

@@ -56,6 +56,7 @@ public final class KassignConsumerGroupAssignor implements ConsumerGroupPartitio
     @Override
     public void configure(Map<String, ?> configs) {
         client = new KassignClient(KassignConfig.from(configs));
+        client.warmUp();
     }
 
     /** @return what the last {@link #assign} did, or null before the first */

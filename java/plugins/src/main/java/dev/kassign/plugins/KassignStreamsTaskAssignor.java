@@ -64,6 +64,7 @@ public final class KassignStreamsTaskAssignor implements TaskAssignor, Configura
     @Override
     public void configure(Map<String, ?> configs) {
         client = new KassignClient(KassignConfig.from(configs));
+        client.warmUp();
     }
 
     /** @return what the last {@link #assign} did, or null before the first */
