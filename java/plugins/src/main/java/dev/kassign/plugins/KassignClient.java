@@ -154,4 +154,23 @@ public final class KassignClient {
         }
         return null;
     }
+
+    /**
+     * @param startNanos a {@link System#nanoTime()}
+     * @return milliseconds since then
+     */
+    static long elapsedMs(long startNanos) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
+    }
+
+    /**
+     * @param answer the service's answer
+     * @return a note for the log when the service answered with its own fallback, else ""
+     */
+    static String serviceFallback(Map<?, ?> answer) {
+        if (answer.get("service") instanceof Map<?, ?> s && Boolean.TRUE.equals(s.get("fallback"))) {
+            return "; the service answered with its own fallback: " + s.get("reason");
+        }
+        return "";
+    }
 }

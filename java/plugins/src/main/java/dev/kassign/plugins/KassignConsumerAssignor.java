@@ -245,11 +245,11 @@ public final class KassignConsumerAssignor implements ConsumerPartitionAssignor,
                 out.put(e.getKey(), new Assignment(e.getValue()));
             }
             String status = KassignClient.status(answer);
-            long ms = KassignConsumerGroupAssignor.elapsedMs(start);
+            long ms = KassignClient.elapsedMs(start);
             lastWithheld = withheld;
             lastOutcome = new Outcome(false, null, status, ms);
             LOG.info("kassign assigned {} members in {} ms (status {}; {} partitions withheld until their owners "
-                + "revoke them{})", out.size(), ms, status, withheld, KassignConsumerGroupAssignor.serviceFallback(answer));
+                + "revoke them{})", out.size(), ms, status, withheld, KassignClient.serviceFallback(answer));
             return new GroupAssignment(out);
         } catch (KassignException e) {
             reason = e.getMessage();
@@ -258,7 +258,7 @@ public final class KassignConsumerAssignor implements ConsumerPartitionAssignor,
         }
         GroupAssignment result = fallback.assign(metadata, group);
         lastWithheld = 0;
-        lastOutcome = new Outcome(true, reason, null, KassignConsumerGroupAssignor.elapsedMs(start));
+        lastOutcome = new Outcome(true, reason, null, KassignClient.elapsedMs(start));
         LOG.warn("kassign: falling back to Kafka's '{}' assignor for a group of {} members: {}",
             fallback.name(), group.groupSubscription().size(), reason);
         return result;

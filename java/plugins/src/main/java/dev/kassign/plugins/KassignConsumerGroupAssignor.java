@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.TimeUnit;
 
 /**
  * KIP-848's broker-side assignor backed by {@code kassign serve}: {@code group.consumer.assignors} names this
@@ -187,10 +186,10 @@ public final class KassignConsumerGroupAssignor implements ConsumerGroupPartitio
                 members.put(e.getKey(), new Partitions(Map.copyOf(ps)));
             }
             String status = KassignClient.status(answer);
-            long ms = elapsedMs(start);
+            long ms = KassignClient.elapsedMs(start);
             lastOutcome = new Outcome(false, null, status, ms);
             LOG.info("kassign assigned {} members in {} ms (status {}{})", members.size(), ms, status,
-                serviceFallback(answer));
+                KassignClient.serviceFallback(answer));
             return new GroupAssignment(members);
         } catch (KassignException e) {
             reason = e.getMessage();
@@ -198,21 +197,10 @@ public final class KassignConsumerGroupAssignor implements ConsumerGroupPartitio
             reason = "internal error: " + e;
         }
         GroupAssignment result = fallback.assign(spec, describer);
-        long ms = elapsedMs(start);
+        long ms = KassignClient.elapsedMs(start);
         lastOutcome = new Outcome(true, reason, null, ms);
         LOG.warn("kassign: falling back to Kafka's '{}' assignor for a group of {} members: {}",
             fallback.name(), spec.memberIds().size(), reason);
         return result;
-    }
-
-    static long elapsedMs(long startNanos) {
-        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos);
-    }
-
-    static String serviceFallback(Map<?, ?> answer) {
-        if (answer.get("service") instanceof Map<?, ?> s && Boolean.TRUE.equals(s.get("fallback"))) {
-            return "; the service answered with its own fallback: " + s.get("reason");
-        }
-        return "";
     }
 }

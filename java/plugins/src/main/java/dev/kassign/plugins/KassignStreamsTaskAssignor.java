@@ -389,10 +389,10 @@ public final class KassignStreamsTaskAssignor implements TaskAssignor, Configura
             Map<?, ?> answer = c.assign(t.instance(), "optimal-streams", start);
             GroupAssignment result = read(answer, t);
             String status = KassignClient.status(answer);
-            long ms = KassignConsumerGroupAssignor.elapsedMs(start);
+            long ms = KassignClient.elapsedMs(start);
             lastOutcome = new Outcome(false, null, status, ms);
             LOG.info("kassign assigned {} tasks to {} members in {} ms (status {}{})", t.stateful().size(),
-                t.processOf().size(), ms, status, KassignConsumerGroupAssignor.serviceFallback(answer));
+                t.processOf().size(), ms, status, KassignClient.serviceFallback(answer));
             return result;
         } catch (KassignException e) {
             reason = e.getMessage();
@@ -400,7 +400,7 @@ public final class KassignStreamsTaskAssignor implements TaskAssignor, Configura
             reason = "internal error: " + e;
         }
         GroupAssignment result = fallback.assign(spec, topology);
-        lastOutcome = new Outcome(true, reason, null, KassignConsumerGroupAssignor.elapsedMs(start));
+        lastOutcome = new Outcome(true, reason, null, KassignClient.elapsedMs(start));
         LOG.warn("kassign: falling back to Kafka's '{}' task assignor for a streams group of {} members: {}",
             fallback.name(), spec.memberIds().size(), reason);
         return result;

@@ -215,4 +215,25 @@ class KassignConsumerAssignorTest {
             () -> KassignConfig.from(Map.of("kassign.service.url", "ftp://x")));
         assertEquals("kassign.service.url: expected an http:// or https:// URL, got ftp://x", e.getMessage());
     }
+
+    @Test
+    void runsOnAConsumersClasspathWithoutBrokerJars() throws Exception {
+        // A Java consumer has kafka-clients and slf4j-api, not the group coordinator: the client-side assignor
+        // must load, assign and fall back with nothing else.
+        StringBuilder cp = new StringBuilder(System.getProperty("user.dir") + "/target/classes"
+            + java.io.File.pathSeparator + System.getProperty("user.dir") + "/target/test-classes");
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            String name = new java.io.File(entry).getName();
+            if (name.startsWith("kafka-clients-") || name.startsWith("slf4j-api-")) {
+                cp.append(java.io.File.pathSeparator).append(entry);
+            }
+        }
+        String url = StubService.refusedUrl();
+        Process p = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-cp", cp.toString(),
+            "dev.kassign.plugins.ClientClasspathMain", url).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), out);
+        assertTrue(out.contains("[t-0, t-1]\ncannot connect to " + url), out);
+        assertFalse(cp.toString().contains("group-coordinator"), cp.toString());
+    }
 }
