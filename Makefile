@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint java bench clean
 
 # pip's and setuptools' output (the editable-install banner) goes to a log, shown only when the install fails.
 # `install` and `demo` get kassign and what it runs on; the test tools (pytest, mypy, ruff, the test broker)
@@ -28,10 +28,16 @@ install: $(STAMP)  ## create .venv and install kassign (runtime dependencies onl
 demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
 
-test: $(TSTAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster)
+test: $(TSTAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster), then the Java side
 	$(BIN)/ruff check .
 	$(BIN)/mypy solver heuristics spark_runner
 	$(BIN)/python -m pytest
+	$(MAKE) java
+
+# The Java side: the Kafka plug-ins (java/plugins) built and their JUnit tests run (against kassign's real engine too,
+# through this venv's CLI). The plug-ins' jar: java/plugins/target/kassign-plugins-<version>.jar (docs/deploy.md).
+java: $(STAMP)  ## build the Kafka plug-ins (java/plugins) with Maven and run their tests
+	cd java && mvn -B -q -pl plugins -am package -Dkassign.bin=$(abspath $(BIN))/kassign
 
 lint: $(TSTAMP)
 	$(BIN)/ruff check .
