@@ -22,12 +22,22 @@ public final class KassignClient {
 
     private final KassignConfig config;
     private final HttpClient http;
+    private final long bodyLimit;
 
     /**
      * @param config the settings
      */
     public KassignClient(KassignConfig config) {
+        this(config, LimitedBody.LIMIT);
+    }
+
+    /**
+     * @param config    the settings
+     * @param bodyLimit the largest answer read, in bytes
+     */
+    KassignClient(KassignConfig config, long bodyLimit) {
         this.config = config;
+        this.bodyLimit = bodyLimit;
         this.http = HttpClient.newBuilder()
             .connectTimeout(Duration.ofMillis(config.deadlineMs()))
             .version(HttpClient.Version.HTTP_1_1)
@@ -78,7 +88,7 @@ public final class KassignClient {
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofString(text))
             .build();
-        CompletableFuture<HttpResponse<String>> future = http.sendAsync(request, HttpResponse.BodyHandlers.ofString());
+        CompletableFuture<HttpResponse<String>> future = http.sendAsync(request, info -> new LimitedBody(bodyLimit));
         HttpResponse<String> response;
         try {
             response = future.get(Math.max(1, remainingMs(startNanos)), TimeUnit.MILLISECONDS);

@@ -198,4 +198,25 @@ class KassignStreamsTaskAssignorTest {
                 assignor.lastOutcome().reason());
         }
     }
+
+    @Test
+    void warmupsAreStandbysAndAProcessHoldsATaskOnce() {
+        // m1 and m2 share a process: m2's standby and warm-up of 0_0 (which m1 runs) are dropped, its warm-up
+        // of 0_1 is a standby; an offset without an end offset is an unknown lag (null); a task of a
+        // subtopology the topology no longer has (7_0) is left out.
+        Map<String, MemberMetadataAndStateImpl> members = new LinkedHashMap<>();
+        members.put("m1", member(P1, Optional.empty(), Map.of("0", Set.of(0)), Map.of(), Map.of(), Map.of()));
+        members.put("m2", new MemberMetadataAndStateImpl(Optional.empty(), Optional.empty(), P1, Map.of(),
+            Map.of("7", Set.of(0)), Map.of("0", Set.of(0)), Map.of("0", Set.of(0, 1)), Map.of("0", Map.of(1, 7L)),
+            Map.of()));
+        GroupSpecImpl spec = new GroupSpecImpl(members, new AssignmentConfigsImpl(1, List.of()));
+        assertEquals("{\"format\":\"kassign/v1\",\"protocol\":\"streams\",\"tasks\":["
+            + "{\"id\":\"0_0\",\"stateful\":true},{\"id\":\"0_1\",\"stateful\":true},"
+            + "{\"id\":\"1_0\",\"stateful\":false}],\"clients\":["
+            + "{\"id\":\"" + P1 + "\",\"process_id\":\"" + P1 + "\",\"lags\":{\"0_1\":null},\"members\":["
+            + "{\"id\":\"m1\",\"active\":[\"0_0\"],\"standby\":[]},"
+            + "{\"id\":\"m2\",\"active\":[],\"standby\":[\"0_1\"],\"task_offsets\":{\"0_1\":7}}]}],"
+            + "\"config\":{\"num_standby_replicas\":1}}",
+            Json.write(KassignStreamsTaskAssignor.translate(spec, TOPOLOGY).instance()));
+    }
 }
