@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: install demo test lint bench clean java
+.PHONY: install demo test lint java bench clean
 
 # pip's and setuptools' output (the editable-install banner) goes to a log, shown only when the install fails.
 # `install` and `demo` get kassign and what it runs on; the test tools (pytest, mypy, ruff, the test broker)
@@ -28,12 +28,14 @@ install: $(STAMP)  ## create .venv and install kassign (runtime dependencies onl
 demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
 
-# The Java side (java/): the differential harness on every Kafka release's classpath, the broker, the plug-ins.
-# Maven downloads what it needs from Maven Central into ~/.m2 on the first run; JUnit tests run here.
-java:  ## build and test the Java modules (Maven)
-	cd java && mvn -B -q package
+# The Java side (java/): the differential harness on every Kafka release's classpath, the broker and Java
+# clients of the kafka tests, the Kafka plug-ins (java/plugins/target/kassign-plugins-<version>.jar,
+# docs/deploy.md). Maven downloads what it needs from Maven Central into ~/.m2 on the first run; the JUnit
+# tests run here (the plug-ins' against kassign's real engine too, through this venv's CLI).
+java: $(STAMP)  ## build the Java modules with Maven and run their JUnit tests
+	cd java && mvn -B -q package -Dkassign.bin=$(abspath $(BIN))/kassign
 
-test: $(TSTAMP) java  ## lint, types, then every test (unit, property, doctests, Java, Spark, cluster, Kafka)
+test: $(TSTAMP) java  ## lint, types, the Java side, then every test (unit, property, doctests, Spark, cluster, Kafka)
 	$(BIN)/ruff check .
 	$(BIN)/mypy solver heuristics spark_runner
 	$(BIN)/python -m pytest
