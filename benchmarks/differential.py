@@ -21,10 +21,17 @@ from typing import Any
 
 from solver import Params
 from solver.registry import get
-from tests.heuristics.differential.check import Mismatch, consumer_answer, releases_of
+from tests.heuristics.differential.check import (
+    Mismatch,
+    consumer_answer,
+    kafka_streams_view,
+    releases_of,
+    streams_answer,
+)
 from tests.heuristics.differential.reference import Matrix, with_topic_ids
 from tests.heuristics.differential.sample import shapes_sample
 from tests.heuristics.differential.strategies import consumer_group
+from tests.heuristics.differential.streams_groups import streams_group
 
 BATCH = 500
 #: assignor -> the case maker (a group from a shape)
@@ -35,6 +42,10 @@ FAMILIES: dict[str, Callable[[Any], dict[str, Any]]] = {
     "cooperative-sticky": lambda s: consumer_group(s),
     "uniform": lambda s: consumer_group(s, conflicts=False),
     "server-range": lambda s: consumer_group(s, conflicts=False),
+    "high-availability": lambda s: streams_group(s, "high-availability"),
+    "sticky-task": lambda s: streams_group(s, "sticky-task"),
+    "kip924-sticky": lambda s: streams_group(s, "kip924-sticky"),
+    "streams-server-sticky": lambda s: streams_group(s, "streams-server-sticky"),
 }
 
 
@@ -49,7 +60,8 @@ def run(assignor: str, cases: int, seed: int, matrix: Matrix, releases: list[str
     for start in range(0, cases, BATCH):
         shapes = shapes_sample(min(BATCH, cases - start), seed=seed * 1_000_003 + start)
         insts = [make(s) for s in shapes]
-        docs = [{"assignor": assignor, "instance": with_topic_ids(i)} for i in insts]
+        streams = spec.protocol == "streams"
+        docs = [{"assignor": assignor, "instance": i if streams else with_topic_ids(i)} for i in insts]
         ours_by_rule: dict[tuple[str | None, int], dict[str, Any]] = {}
         for r in releases:
             t0 = time.perf_counter()
@@ -57,11 +69,12 @@ def run(assignor: str, cases: int, seed: int, matrix: Matrix, releases: list[str
             stats[r][2] += time.perf_counter() - t0
             rule = spec.rule(Params(kafka_version=r))
             for k, (inst, kafka) in enumerate(zip(insts, answers, strict=True)):
-                theirs = kafka.get("assignment", {"error": kafka.get("error")})
+                theirs = (kafka_streams_view(kafka, assignor) if streams
+                          else kafka.get("assignment", {"error": kafka.get("error")}))
                 # kassign's answer once per rule (releases that share a rule run the same code path); the
                 # CI sample runs kassign at every release
                 if (rule, k) not in ours_by_rule:
-                    ours_by_rule[(rule, k)] = consumer_answer(assignor, inst, r)
+                    ours_by_rule[(rule, k)] = (streams_answer if streams else consumer_answer)(assignor, inst, r)
                 ours = ours_by_rule[(rule, k)]
                 stats[r][0] += 1
                 if ours == theirs:
