@@ -139,6 +139,11 @@ final class ClassicRun {
      */
     private static RackAwareTaskAssignor rackAwareTaskAssignor(StreamsInstance inst, Map<String, TaskId> ids,
             Map<ProcessId, Map<String, Optional<String>>> racksForProcessConsumer, AssignmentConfigs configs) {
+        if (StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_NONE.equals(inst.rackAwareStrategy)) {
+            // canEnableRackAwareAssignor() answers false before it reads any topic (saves building them).
+            return new RackAwareTaskAssignor(Cluster.empty(), Map.of(), Map.of(), Map.of(), racksForProcessConsumer,
+                null, configs, Time.SYSTEM);
+        }
         Map<String, Node> brokers = new HashMap<>();
         Node rackless = new Node(0, "broker-0", 9092);
         List<PartitionInfo> partitions = new ArrayList<>();
@@ -190,11 +195,12 @@ final class ClassicRun {
 
     /** An {@code InternalTopicManager} whose describe answers from the instance's changelog racks. */
     private static final class DescribedTopics extends InternalTopicManager {
+        private static final StreamsConfig CONFIG = new StreamsConfig(Map.of(
+            StreamsConfig.APPLICATION_ID_CONFIG, "kassign", StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092"));
         private final Map<String, List<TopicPartitionInfo>> topics;
 
         DescribedTopics(Map<String, List<TopicPartitionInfo>> topics) {
-            super(Time.SYSTEM, null, new StreamsConfig(Map.of(StreamsConfig.APPLICATION_ID_CONFIG, "kassign",
-                StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092")));
+            super(Time.SYSTEM, null, CONFIG);
             this.topics = topics;
         }
 
