@@ -12,8 +12,21 @@ from solver.kafka_version import KafkaVersion, VersionRules
 
 #: KIP-848's homogeneous ``uniform`` keeps balanced groups still (KAFKA-18688, 4.0.1 and 4.1.0).
 KAFKA_18688 = KafkaVersion(4, 0, 1)
-#: The group coordinator's Streams ``sticky`` skips previous standby holders whose process has the task (4.3.2).
+#: The group coordinator's Streams ``sticky`` skips previous standby holders whose process has the task:
+#: from 4.3.2 on, and back-ported to 4.2.2 (Kafka 4.2.2's released jar has it; 4.3.0 and 4.3.1 do not).
 KAFKA_20899 = KafkaVersion(4, 3, 2)
+KAFKA_20899_BACKPORTS = (KafkaVersion(4, 2, 2),)
+
+
+def has_kafka_20899(version: KafkaVersion) -> bool:
+    """Whether ``version`` has KAFKA-20899 (found by running Kafka's released jars: 4.2.2 has it, 4.3.1 not).
+
+    Examples
+    --------
+    >>> [has_kafka_20899(KafkaVersion.parse(v)) for v in ("4.2.1", "4.2.2", "4.3.1", "4.3.2", "4.4.0")]
+    [False, True, False, True, True]
+    """
+    return version >= KAFKA_20899 or version in KAFKA_20899_BACKPORTS
 #: 4.4.0: members' current tasks (KAFKA-20790) and reported offsets (KAFKA-20719); computeIfAbsent process map.
 KAFKA_20719 = KafkaVersion(4, 4, 0)
 #: KIP-924's ``StickyTaskAssignor``: a ceiling of the proportional share of actives per client (4.4.0).
@@ -37,6 +50,8 @@ STREAMS_SERVER_STICKY = VersionRules(
     "4.2.0",
     (("4.2.0", "previous target assignment; a standby's previous holders give up when the first one's "
                "process has the task"),
+     ("4.2.2", "previous holders whose process has the task are skipped (KAFKA-20899, back-ported to 4.2.2)"),
+     ("4.3.0", "as 4.2.0: 4.3.0 and 4.3.1 lack KAFKA-20899"),
      ("4.3.2", "previous holders whose process has the task are skipped (KAFKA-20899)"),
      ("4.4.0", "current tasks, and reported offsets, make candidates (KAFKA-20790, KAFKA-20719); process "
                "map filled by computeIfAbsent")),
@@ -71,9 +86,29 @@ HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925
 STICKY_TASK = VersionRules("3.8.0", (("3.8.0", "one rule (LegacyStickyTaskAssignor, KIP-925)"),),
                            before=_STREAMS_BEFORE)
 
-__all__ = ["CAMPAIGN_CASES", "CAMPAIGN_DATE", "COOPERATIVE_STICKY", "DIFFERENTIAL_MATRIX", "HIGH_AVAILABILITY", "KAFKA_18688", "KAFKA_20198", "KAFKA_20719", "KAFKA_20899",
-           "KIP924_STICKY", "KIP_881", "RANGE", "ROUNDROBIN", "SERVER_RANGE", "STICKY", "STICKY_TASK", "checked",
-           "STREAMS_SERVER_STICKY", "UNIFORM"]
+__all__ = [
+    "CAMPAIGN_CASES",
+    "CAMPAIGN_DATE",
+    "COOPERATIVE_STICKY",
+    "DIFFERENTIAL_MATRIX",
+    "HIGH_AVAILABILITY",
+    "KAFKA_18688",
+    "KAFKA_20198",
+    "KAFKA_20719",
+    "KAFKA_20899",
+    "KAFKA_20899_BACKPORTS",
+    "KIP924_STICKY",
+    "KIP_881",
+    "RANGE",
+    "ROUNDROBIN",
+    "SERVER_RANGE",
+    "STICKY",
+    "STICKY_TASK",
+    "STREAMS_SERVER_STICKY",
+    "UNIFORM",
+    "checked",
+    "has_kafka_20899",
+]
 
 
 # --------------------------------------------------------------------------- checked against Kafka's jars

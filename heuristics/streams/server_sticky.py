@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from heuristics._java import JavaHashMap, java_string_hash
-from heuristics.versions import KAFKA_20719, KAFKA_20899, STREAMS_SERVER_STICKY
+from heuristics.versions import KAFKA_20719, STREAMS_SERVER_STICKY, has_kafka_20899
 from solver.kafka_version import DEFAULT, KafkaVersion, release
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError, register
@@ -66,14 +66,14 @@ from solver.streams.model import ClientAssignment, StreamsAssignment, StreamsMem
 class Rule:
     """The release-dependent parts of the assignor."""
 
-    skip_holders_with_task: bool  # KAFKA-20899 (4.3.2)
+    skip_holders_with_task: bool  # KAFKA-20899 (4.2.2, then 4.3.2 on)
     current_and_offsets: bool  # KAFKA-20719 / KAFKA-20790 (4.4.0)
     compute_if_absent: bool  # 4.4.0's process map
 
     @classmethod
     def at(cls, version: KafkaVersion) -> Rule:
         """The rule in force at ``version``."""
-        return cls(version >= KAFKA_20899, version >= KAFKA_20719, version >= KAFKA_20719)
+        return cls(has_kafka_20899(version), version >= KAFKA_20719, version >= KAFKA_20719)
 
 
 class _Process:

@@ -84,7 +84,8 @@ def test_list_shows_the_releases() -> None:
     assert by["fair"]["kafka"] is None and by["optimal"]["kafka"] is None
     versions = json.loads(kassign("list", "--versions", "--json").stdout)
     assert {(v["name"], v["releases"]) for v in versions if v["name"] == "streams-server-sticky"} == {
-        ("streams-server-sticky", "4.2.0-4.3.1"), ("streams-server-sticky", "4.3.2"),
+        ("streams-server-sticky", "4.2.0-4.2.1"), ("streams-server-sticky", "4.2.2"),
+        ("streams-server-sticky", "4.3.0-4.3.1"), ("streams-server-sticky", "4.3.2"),
         ("streams-server-sticky", "4.4.0")}
 
 
