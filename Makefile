@@ -28,9 +28,10 @@ install: $(STAMP)  ## create .venv and install kassign (runtime dependencies onl
 demo: $(STAMP)  ## the main job on a bundled example: a Spark sweep of every assignor against the optimum
 	$(BIN)/kassign sweep examples/sweep-small.yaml --out out/sweep-small --master 'local[2]'
 
-test: $(TSTAMP)  ## lint, types, then every test (unit, property, doctests, Spark, cluster)
+test: $(TSTAMP)  ## lint, types, the Java modules (Kafka's jars from Maven Central), then every test
 	$(BIN)/ruff check .
 	$(BIN)/mypy solver heuristics spark_runner
+	cd java && mvn -B -q package -DskipTests
 	$(BIN)/python -m pytest
 
 lint: $(TSTAMP)

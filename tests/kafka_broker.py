@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.spark_runner.live.kafka_harness import HOST, Broker, free_port
+from tests.spark_runner.live.kafka_harness import HOST, Broker, free_port, wait_listening
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +250,10 @@ def start_apache_kafka(workdir: Path, extra_classpath: Sequence[Path] = (), conf
     broker = KafkaBroker(port, proc, logfile, "apache-kafka", workdir=workdir, controller_port=controller_port,
                          format_s=format_s)
     try:
+        # the port first (a cheap check): kafka-python's admin backs off up to 30 s between failed bootstraps
+        while not wait_listening(port, 0.5):
+            if proc.poll() is not None or time.monotonic() - t0 > timeout:
+                break
         while not _served(broker.bootstrap):
             if proc.poll() is not None:
                 raise RuntimeError(f"Apache Kafka exited with {proc.returncode} before serving: "
