@@ -264,3 +264,88 @@ def test_real_consumer_groups_settle_where_kassign_predicts(
     finally:
         for name in sorted(running):
             java_clients.request(op="stop", name=name)
+
+
+def _streams_settled(clients: JavaClients, names: set[str], tasks: set[str], seconds: float = 150) -> dict[str, Any]:
+    """Every instance RUNNING, each task active on exactly one, nothing moved for 2 s: name -> (active, standby)."""
+    deadline = time.monotonic() + seconds
+    last: dict[str, Any] | None = None
+    since = 0.0
+    while time.monotonic() < deadline:
+        views = clients.members()
+        if set(views) == names and all(v["state"] == "RUNNING" for v in views.values()):
+            held = {n: (frozenset(t for th in v["threads"] for t in th["active"]),
+                        frozenset(t for th in v["threads"] for t in th["standby"])) for n, v in views.items()}
+            flat = [t for act, _ in held.values() for t in act]
+            if len(flat) == len(set(flat)) and set(flat) == tasks:
+                if held == last:
+                    if time.monotonic() - since >= 2.0:
+                        return held
+                else:
+                    last, since = held, time.monotonic()
+        time.sleep(0.25)
+    raise AssertionError(f"the Streams application did not settle in {seconds} s: {clients.members()}")
+
+
+def test_a_real_streams_application_settles_where_kassign_predicts(
+        apache_kafka: Broker, java_clients: JavaClients, unique: str, tmp_path: Path) -> None:
+    """Kafka Streams 4.4.0 (classic protocol, HighAvailabilityTaskAssignor), in-memory store, one thread per instance.
+
+    Each instance's client id in the capture is its ``application.server`` endpoint (``<name>:8080``).  A joining
+    instance's process id (a random UUID; the assignor orders clients by it) and its subscription are only seen
+    once it joined: the prediction takes that one client from the capture after the step, everything else from
+    the capture before.  No records are produced: every changelog is empty, so every client is caught up on every
+    task (no warm-ups, no probing rebalance).
+    """
+    app = f"{unique}-app"
+    source = f"{app}-in"
+    _create(apache_kafka, {source: 6})
+    tasks = {f"0_{p}" for p in range(6)}
+    changelogs = {"0": [f"{app}-counts-changelog"]}
+
+    def start(name: str) -> None:
+        java_clients.request(op="streams", name=name, bootstrap=apache_kafka.bootstrap, app=app, input=source,
+                             config={"group.protocol": "classic", "num.stream.threads": "1",
+                                     "application.server": f"{name}:8080", "commit.interval.ms": "200",
+                                     "consumer.session.timeout.ms": "6000",
+                                     "consumer.heartbeat.interval.ms": "500"})
+
+    def cap() -> dict[str, Any]:
+        return capture(apache_kafka.bootstrap, app, timeout=30, changelogs=changelogs)
+
+    running: set[str] = set()
+    try:
+        for name in ("s0", "s1"):
+            start(name)
+            running.add(name)
+        held = _streams_settled(java_clients, running, tasks)
+        for what, name in (("join", "s2"), ("leave", "s0")):
+            before = cap()
+            assert before["protocol"] == "streams"
+            # the capture's clients are the running instances, with what each runs now
+            assert {c["id"]: set(c["active"]) for c in before["clients"]} == {
+                f"{n}:8080": set(act) for n, (act, _) in held.items()}
+            if what == "join":
+                start(name)
+                running.add(name)
+            else:
+                java_clients.request(op="stop", name=name)
+                running.discard(name)
+            held = _streams_settled(java_clients, running, tasks)
+            clients = [c for c in before["clients"] if c["id"] != f"{name}:8080"]
+            if what == "join":
+                clients.append(next(c for c in cap()["clients"] if c["id"] == f"{name}:8080"))
+            inst = {k: v for k, v in before.items() if k not in ("source", "notes", "name")}
+            inst["clients"] = clients
+            path = tmp_path / f"{what}.json"
+            path.write_text(json.dumps(inst))
+            r = kassign("assign", str(path), "--assignor", "high-availability", "--kafka-version", "4.4")
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            want = {c: (set(a["active"]), set(a["standby"]) | set(a["warmup"])) for c, a in out["assignment"].items()}
+            got = {f"{n}:8080": (set(act), set(sb)) for n, (act, sb) in held.items()}
+            assert not out.get("probing_rebalance")
+            assert got == want, f"{what} {name}: kassign high-availability predicted {want}, the application ran {got}"
+    finally:
+        for name in sorted(running):
+            java_clients.request(op="stop", name=name)
