@@ -6,7 +6,8 @@ listening on 127.0.0.1 and two free ports, on the classpath ``java/broker`` reso
 (``target/classpath.txt``; built with ``mvn`` here when it is missing).  It returns once the broker
 answers a real client request (kafka-python's admin: ApiVersions, then DescribeCluster) and logs how
 long that took.  :meth:`KafkaBroker.stop` ends the JVM by its PID (SIGTERM, SIGKILL after a grace
-period) and logs its peak resident memory (``VmHWM``).
+period) and logs its peak resident memory (``VmHWM``); should the test process die without stopping it, the
+JVM gets SIGKILL from the kernel (``PR_SET_PDEATHSIG``).
 
 The broker runs all three group protocols (``classic``, KIP-848 ``consumer`` and KIP-1071 ``streams``:
 the ``group.version`` and ``streams.version`` features are set at format time) with group settings made
@@ -23,6 +24,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -119,6 +121,18 @@ def maven_classpath(module: Path, classpath_file: Path) -> str:
 def cluster_id() -> str:
     """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid`` prints)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def die_with_parent() -> None:
+    """``preexec_fn``: the child gets SIGKILL when the process that started it dies (Linux ``PR_SET_PDEATHSIG``).
+
+    A test session killed outright (SIGKILL, a CI timeout) then leaves no JVM behind; elsewhere a no-op.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
 
 
 def peak_rss_kib(pid: int) -> int | None:
@@ -246,7 +260,7 @@ def start_apache_kafka(workdir: Path, extra_classpath: Sequence[Path] = (), conf
     logfile = workdir / "kafka.log"
     with open(logfile, "wb") as fh:
         proc = subprocess.Popen([*java, "kafka.Kafka", str(props)], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=workdir)
+                                stdin=subprocess.DEVNULL, cwd=workdir, preexec_fn=die_with_parent)
     broker = KafkaBroker(port, proc, logfile, "apache-kafka", workdir=workdir, controller_port=controller_port,
                          format_s=format_s)
     try:

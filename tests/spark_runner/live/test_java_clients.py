@@ -38,7 +38,7 @@ import pytest
 
 from spark_runner.live.broker import GroupNotFound
 from spark_runner.live.capture import capture
-from tests.kafka_broker import REPO, java_binary, maven_classpath
+from tests.kafka_broker import REPO, die_with_parent, java_binary, maven_classpath
 from tests.spark_runner.cli.test_cli import kassign
 from tests.spark_runner.live.kafka_harness import Broker
 from tests.spark_runner.live.test_kafka_capture import _admin, _create
@@ -59,7 +59,8 @@ class JavaClients:
         self.proc = subprocess.Popen(
             [java_binary(), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "dev.kassign.clients.Driver"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log, "wb"), text=True)  # noqa: SIM115
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log, "wb"), text=True,  # noqa: SIM115
+            preexec_fn=die_with_parent)
 
     def request(self, **req: Any) -> dict[str, Any]:
         """Send one request; return the answer (a failed one raises with the driver's error)."""
@@ -291,7 +292,8 @@ def test_a_real_streams_application_settles_where_kassign_predicts(
         apache_kafka: Broker, java_clients: JavaClients, unique: str, tmp_path: Path) -> None:
     """Kafka Streams 4.4.0 (classic protocol, HighAvailabilityTaskAssignor), in-memory store, one thread per instance.
 
-    Each instance's client id in the capture is its ``application.server`` endpoint (``<name>:8080``).  A joining
+    Each instance's client id in the capture is its ``application.server`` endpoint (``<name>:8080``); its process
+    id and capacity come from the capture, its tasks from the instance itself (see below).  A joining
     instance's process id (a random UUID; the assignor orders clients by it) and its subscription are only seen
     once it joined: the prediction takes that one client from the capture after the step, everything else from
     the capture before.  No records are produced: every changelog is empty, so every client is caught up on every
@@ -322,9 +324,20 @@ def test_a_real_streams_application_settles_where_kassign_predicts(
         for what, name in (("join", "s2"), ("leave", "s0")):
             before = cap()
             assert before["protocol"] == "streams"
-            # the capture's clients are the running instances, with what each runs now
-            assert {c["id"]: set(c["active"]) for c in before["clients"]} == {
-                f"{n}:8080": set(act) for n, (act, _) in held.items()}
+            assert {c["id"] for c in before["clients"]} == {f"{n}:8080" for n in held}
+            # A Streams capture reads each client's SubscriptionInfo, sent at its last JoinGroup: its previous
+            # tasks as of that join, not what the last rebalance gave it (that is in the AssignmentInfo, which
+            # capture does not decode).  What a client reports in the step's JoinGroup is what it runs now (its
+            # in-memory stores keep no state for other tasks, so no offset sums beyond its running actives):
+            # taken from the instance itself.
+            # Kafka's leader takes a task's lag as its changelogs' end offset sum minus the client's offset sum
+            # for it (0 when the client reports none): every changelog is empty, so 0 for every task a client
+            # does not run.  The application's tasks are its input partitions (subtopology 0, one in-memory
+            # store): a capture lists only tasks some client mentions.
+            for c in before["clients"]:
+                act, sb = held[c["id"].removesuffix(":8080")]
+                c.update(active=sorted(act), standby=sorted(sb), lags=dict.fromkeys(sorted(tasks - act), 0))
+            before["tasks"] = [{"id": t, "stateful": True, "stores": 1} for t in sorted(tasks)]
             if what == "join":
                 start(name)
                 running.add(name)
@@ -334,7 +347,9 @@ def test_a_real_streams_application_settles_where_kassign_predicts(
             held = _streams_settled(java_clients, running, tasks)
             clients = [c for c in before["clients"] if c["id"] != f"{name}:8080"]
             if what == "join":
-                clients.append(next(c for c in cap()["clients"] if c["id"] == f"{name}:8080"))
+                joined = next(c for c in cap()["clients"] if c["id"] == f"{name}:8080")
+                assert (joined["active"], joined["standby"], joined["lags"]) == ([], [], {})  # it joined empty
+                clients.append({**joined, "lags": dict.fromkeys(sorted(tasks), 0)})
             inst = {k: v for k, v in before.items() if k not in ("source", "notes", "name")}
             inst["clients"] = clients
             path = tmp_path / f"{what}.json"
@@ -346,6 +361,100 @@ def test_a_real_streams_application_settles_where_kassign_predicts(
             got = {f"{n}:8080": (set(act), set(sb)) for n, (act, sb) in held.items()}
             assert not out.get("probing_rebalance")
             assert got == want, f"{what} {name}: kassign high-availability predicted {want}, the application ran {got}"
+    finally:
+        for name in sorted(running):
+            java_clients.request(op="stop", name=name)
+
+
+def _kip1071_instance(desc: dict[str, Any], tasks: set[str]) -> dict[str, Any]:
+    """A streams group as StreamsGroupDescribe shows it, as a kassign KIP-1071 instance (``docs/streams.md``)."""
+    clients: dict[str, dict[str, Any]] = {}
+    for m in desc["members"]:
+        c = clients.setdefault(m["process_id"], {"id": m["user_endpoint"], "process_id": m["process_id"],
+                                                 "members": []})
+        target, now = m["target_assignment"], m["assignment"]
+        member: dict[str, Any] = {"id": m["member_id"], "active": target["active"], "standby": target["standby"]}
+        assert not target["warmup"] and not now["warmup"], m  # no standbys configured: no warm-ups either
+        if (now["active"], now["standby"]) != (target["active"], target["standby"]):
+            member.update(current_active=now["active"], current_standby=now["standby"])
+        if m["task_offsets"]:
+            member["task_offsets"] = m["task_offsets"]
+        c["members"].append(member)
+    return {"format": "kassign/v1", "protocol": "streams", "config": {"num_standby_replicas": 0},
+            "tasks": [{"id": t, "stateful": True, "stores": 1} for t in sorted(tasks)],
+            "clients": list(clients.values())}
+
+
+def test_a_real_kip1071_streams_group_settles_where_kassign_predicts(
+        apache_kafka: Broker, java_clients: JavaClients, unique: str, tmp_path: Path) -> None:
+    """Kafka Streams 4.4.0 under the streams rebalance protocol (KIP-1071): the coordinator's sticky assignor.
+
+    ``kassign capture`` does not read streams groups (StreamsGroupDescribe); the state before a step is what Kafka's
+    own ``Admin.describeStreamsGroups`` returns (the driver's ``describe_streams_group``): members, process ids,
+    target and current assignments, reported task offsets.  A joining member's id and process id (both drawn by
+    the client) are only seen once it joined: the prediction takes that one member from the description after
+    the step, with an empty assignment (what the coordinator holds for a new member).
+    """
+    app = f"{unique}-k1071"
+    source = f"{app}-in"
+    _create(apache_kafka, {source: 6})
+    tasks = {f"0_{p}" for p in range(6)}
+
+    def start(name: str) -> None:
+        java_clients.request(op="streams", name=name, bootstrap=apache_kafka.bootstrap, app=app, input=source,
+                             config={"group.protocol": "streams", "num.stream.threads": "1",
+                                     "application.server": f"{name}:8080", "commit.interval.ms": "200"})
+
+    def describe() -> dict[str, Any]:
+        group: dict[str, Any] = java_clients.request(op="describe_streams_group", bootstrap=apache_kafka.bootstrap,
+                                                     group=app)["group"]
+        return group
+
+    def reconciled(names: set[str]) -> dict[str, Any]:
+        """Settled instances, and a description in which every member runs its target; the description."""
+        for _ in range(60):
+            desc = describe()
+            if ({m.get("user_endpoint") for m in desc["members"]} == {f"{n}:8080" for n in names}
+                    and all(m["assignment"] == m["target_assignment"] for m in desc["members"])):
+                return desc
+            time.sleep(0.5)
+        raise AssertionError(f"the streams group did not reconcile: {describe()}")
+
+    running: set[str] = set()
+    try:
+        for name in ("s0", "s1"):
+            start(name)
+            running.add(name)
+        _streams_settled(java_clients, running, tasks)
+        desc = reconciled(running)
+        for what, name in (("join", "s2"), ("leave", "s0")):
+            before = _kip1071_instance(desc, tasks)
+            if what == "join":
+                start(name)
+                running.add(name)
+            else:
+                java_clients.request(op="stop", name=name)
+                running.discard(name)
+            held = _streams_settled(java_clients, running, tasks)
+            desc = reconciled(running)
+            if what == "join":
+                new = next(m for m in desc["members"] if m["user_endpoint"] == f"{name}:8080")
+                before["clients"].append({"id": f"{name}:8080", "process_id": new["process_id"], "members": [
+                    {"id": new["member_id"], "active": [], "standby": []}]})
+            else:
+                before["clients"] = [c for c in before["clients"] if c["id"] != f"{name}:8080"]
+            path = tmp_path / f"{what}.json"
+            path.write_text(json.dumps(before))
+            r = kassign("assign", str(path), "--assignor", "streams-server-sticky", "--kafka-version", "4.4")
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            want = {mid: (a["active"], a["standby"]) for mid, a in out["members"].items()}
+            got = {m["member_id"]: (m["target_assignment"]["active"], m["target_assignment"]["standby"])
+                   for m in desc["members"]}
+            assert got == want, f"{what} {name}: kassign predicted {want}, the coordinator assigned {got}"
+            # and the instances run what the coordinator assigned
+            ran = {f"{n}:8080": sorted(act) for n, (act, _) in held.items()}
+            assert ran == {c: sorted(a["active"]) for c, a in out["assignment"].items()}
     finally:
         for name in sorted(running):
             java_clients.request(op="stop", name=name)

@@ -20,6 +20,12 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.StreamsGroupDescription;
+import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment;
+import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
+import org.apache.kafka.clients.admin.StreamsGroupSubtopologyDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -53,6 +59,9 @@ import org.apache.kafka.streams.state.Stores;
  *   <li>{@code {"op": "state"}}: every running member as it last saw itself (consumers: member id,
  *       generation or epoch, assigned partitions; Streams: its state and each thread's active and standby
  *       tasks).</li>
+ *   <li>{@code {"op": "describe_streams_group", "bootstrap": B, "group": G}}: the KIP-1071 streams group as
+ *       Kafka's {@code Admin.describeStreamsGroups} reads it (StreamsGroupDescribe): its members with their
+ *       process ids, current and target assignments and task offsets, and its subtopologies.</li>
  *   <li>{@code {"op": "quit"}}: closes every member and exits.</li>
  * </ul>
  */
@@ -238,9 +247,57 @@ public final class Driver {
                 }
                 return ok;
             }
+            case "describe_streams_group":
+                ok.set("group", describeStreamsGroup(req.path("bootstrap").asText(), req.path("group").asText()));
+                return ok;
             default:
                 throw new IllegalArgumentException("unknown op " + JSON.writeValueAsString(op));
         }
+    }
+
+    private static ObjectNode describeStreamsGroup(String bootstrap, String group) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            StreamsGroupDescription d = admin.describeStreamsGroups(List.of(group)).all().get().get(group);
+            ObjectNode out = JSON.createObjectNode().put("state", d.groupState().toString())
+                    .put("group_epoch", d.groupEpoch()).put("target_assignment_epoch", d.targetAssignmentEpoch());
+            ArrayNode subs = out.putArray("subtopologies");
+            for (StreamsGroupSubtopologyDescription st : d.subtopologies()) {
+                ObjectNode o = subs.addObject().put("id", st.subtopologyId());
+                st.sourceTopics().forEach(o.putArray("source_topics")::add);
+                ObjectNode changelogs = o.putObject("state_changelog_topics");
+                st.stateChangelogTopics().forEach((t, info) -> changelogs.put(t, info.partitions()));
+            }
+            ArrayNode members = out.putArray("members");
+            for (StreamsGroupMemberDescription m : d.members()) {
+                ObjectNode o = members.addObject().put("member_id", m.memberId()).put("member_epoch", m.memberEpoch())
+                        .put("process_id", m.processId()).put("client_id", m.clientId());
+                m.userEndpoint().ifPresent(e -> o.put("user_endpoint", e.host() + ":" + e.port()));
+                assignment(o.putObject("assignment"), m.assignment());
+                assignment(o.putObject("target_assignment"), m.targetAssignment());
+                ObjectNode offsets = o.putObject("task_offsets");
+                m.taskOffsets().forEach(t -> offsets.put(t.subtopologyId() + "_" + t.partition(), t.offset()));
+            }
+            return out;
+        }
+    }
+
+    private static void assignment(ObjectNode into, StreamsGroupMemberAssignment a) {
+        tasks(into.putArray("active"), a.activeTasks());
+        tasks(into.putArray("standby"), a.standbyTasks());
+        tasks(into.putArray("warmup"), a.warmupTasks());
+    }
+
+    private static void tasks(ArrayNode into, List<StreamsGroupMemberAssignment.TaskIds> ids) {
+        List<String> out = new ArrayList<>();
+        for (StreamsGroupMemberAssignment.TaskIds t : ids) {
+            for (int p : t.partitions()) {
+                out.add(t.subtopologyId() + "_" + p);
+            }
+        }
+        out.sort(null);
+        out.forEach(into::add);
     }
 
     private void requireNew(String name) {
