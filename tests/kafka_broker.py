@@ -97,12 +97,13 @@ def java_binary() -> str:
 
 
 def maven_classpath(module: Path, classpath_file: Path) -> str:
-    """The classpath a Maven module wrote (``build-classpath``); runs ``mvn package`` on it first if missing.
+    """The classpath a Maven module wrote (``build-classpath``); runs ``mvn package`` first if missing or stale.
 
     ``make test`` builds every Java module before pytest; building here serves a developer who runs one
     test file directly.
     """
-    if not classpath_file.is_file() or classpath_file.stat().st_mtime < (module / "pom.xml").stat().st_mtime:
+    inputs = [module / "pom.xml", *(module / "src").rglob("*")]
+    if not classpath_file.is_file() or classpath_file.stat().st_mtime < max(p.stat().st_mtime for p in inputs):
         mvn = shutil.which("mvn")
         if mvn is None:
             raise RuntimeError(f"{classpath_file} is missing and mvn is not installed: "
@@ -111,6 +112,7 @@ def maven_classpath(module: Path, classpath_file: Path) -> str:
         r = subprocess.run([mvn, "-B", "-q", "package", "-DskipTests"], cwd=module, capture_output=True, text=True)
         if r.returncode != 0 or not classpath_file.is_file():
             raise RuntimeError(f"mvn package in {module} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
+        classpath_file.touch()  # build-classpath leaves an unchanged file as it was: mark it built now
     cp = classpath_file.read_text().strip()
     missing = [p for p in cp.split(os.pathsep) if not Path(p).exists()]
     if missing:

@@ -144,8 +144,8 @@ def _settled(clients: JavaClients, names: set[str], all_tps: set[TP], seconds: f
     raise AssertionError(f"the group did not settle in {seconds} s: {clients.members()}")
 
 
-def _topics_in_distinct_buckets(broker: Broker, names: list[str]) -> dict[str, str]:
-    """The topics' ids (Metadata); each id's bucket in a 16-bucket Java ``HashMap`` must differ (see above)."""
+def _topic_ids(broker: Broker, names: list[str]) -> dict[str, str]:
+    """The topics' Kafka ids (Metadata)."""
     adm = _admin(broker)
     try:
         ids = {d["name"]: str(d["topic_id"]) for d in adm.describe_topics(names)}
@@ -155,6 +155,7 @@ def _topics_in_distinct_buckets(broker: Broker, names: list[str]) -> dict[str, s
 
 
 def _bucket(topic_id: str) -> int:
+    """The bucket of a topic id in a 16-bucket Java ``HashMap``: ``Uuid.hashCode``, spread, masked."""
     u = uuid.UUID(topic_id).int
     msb, lsb = u >> 64, u & ((1 << 64) - 1)
     x = msb ^ lsb
@@ -221,7 +222,7 @@ def test_real_consumer_groups_settle_where_kassign_predicts(
     sizes = {f"{unique}-a": 7, f"{unique}-b": 5}
     for attempt in range(8):  # KIP-848: topic ids in distinct HashMap buckets (see the module docstring)
         _create(apache_kafka, sizes)
-        topic_ids = _topics_in_distinct_buckets(apache_kafka, list(sizes))
+        topic_ids = _topic_ids(apache_kafka, list(sizes))
         if protocol == "classic" or len({_bucket(i) for i in topic_ids.values()}) == len(sizes):
             break
         sizes = {f"{unique}-{attempt}{t[-1]}": n for t, n in sizes.items()}
