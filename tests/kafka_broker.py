@@ -82,6 +82,8 @@ rootLogger.level = WARN
 rootLogger.appenderRef.out.ref = out
 logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = INFO
+logger.groups.name = org.apache.kafka.coordinator.group
+logger.groups.level = INFO
 """
 
 
