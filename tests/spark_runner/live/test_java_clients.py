@@ -15,9 +15,10 @@ What the state before a step cannot tell, and how the test supplies it:
   member reports after it joined (its only input taken from after the step).
 - **KIP-848 groups: the state itself.**  ``kassign capture`` reads classic groups through DescribeGroups;
   KIP-848 groups need ConsumerGroupDescribe, which it does not send yet (it stops with exit 66 naming
-  KIP-848 groups, asserted below).  For them the state before a step is what every member reports (member
-  id, subscription, assignment: on a settled group, the coordinator's target assignment) and the topics'
-  ids from Metadata.
+  KIP-848 groups, asserted below).  For them the state before a step is the coordinator's target assignment
+  per member as Kafka's own ``Admin.describeConsumerGroups`` reads it (the driver's
+  ``describe_consumer_group``; on a settled group also what every member holds, asserted), the members'
+  subscriptions, and the topics' ids from Metadata.
 - **KIP-848: the insertion order of a member's assignment map.**  ``uniform`` walks a member's partitions in
   ``HashMap<Uuid, ...>`` order, which for two topic ids sharing a bucket is the order the coordinator inserted
   them, seen by nobody outside it.  The test draws topics until their ids fall in distinct buckets.
@@ -163,9 +164,23 @@ def _bucket(topic_id: str) -> int:
     return (h ^ (h >> 16)) & 15
 
 
+def _kip848_targets(clients: JavaClients, broker: Broker, group: str, views: dict[str, Any]) -> dict[str, set[TP]]:
+    """The coordinator's target assignment per member id (ConsumerGroupDescribe through Kafka's Admin).
+
+    On a settled group every member's target is what it holds, both in the coordinator's description and in the
+    member's own view: asserted.
+    """
+    desc = clients.request(op="describe_consumer_group", bootstrap=broker.bootstrap, group=group)["group"]
+    assert desc["type"].lower() == "consumer" and desc["state"].lower() == "stable", desc
+    targets = {m["member_id"]: {(t, p) for t, p in m["target_assignment"]} for m in desc["members"]}
+    assert {m["member_id"]: {(t, p) for t, p in m["assignment"]} for m in desc["members"]} == targets
+    assert {v["member_id"]: _held(v) for v in views.values()} == targets
+    return targets
+
+
 def _state_before(broker: Broker, group: str, protocol: str, views: dict[str, Any], subs: dict[str, list[str]],
-                  sizes: dict[str, int], topic_ids: dict[str, str]) -> dict[str, Any]:
-    """The group's state before a step as a kassign instance: a capture (classic) or the members' views (KIP-848)."""
+                  sizes: dict[str, int], topic_ids: dict[str, str], clients: JavaClients) -> dict[str, Any]:
+    """The group's state before a step as a kassign instance: a capture (classic) or ConsumerGroupDescribe (KIP-848)."""
     if protocol == "classic":
         doc = capture(broker.bootstrap, group, timeout=30)
         by_client = {cl["client_id"]: mid for mid, cl in doc["source"]["clients"].items()}
@@ -179,11 +194,12 @@ def _state_before(broker: Broker, group: str, protocol: str, views: dict[str, An
     with pytest.raises(GroupNotFound, match="KIP-848 group: those are not captured yet") as e:
         capture(broker.bootstrap, group, timeout=10)
     assert e.value.exit_code == 66
+    targets = _kip848_targets(clients, broker, group, views)
     return {"format": "kassign/v1", "protocol": "consumer",
             "topics": {t: {"partitions": n, "id": topic_ids[t]} for t, n in sizes.items()},
             "members": [{"id": v["member_id"], "topics": sorted(subs[n]),
-                         "owned": {t: sorted(p for tt, p in _held(v) if tt == t)
-                                   for t in sorted({t for t, _ in _held(v)})}}
+                         "owned": {t: sorted(p for tt, p in targets[v["member_id"]] if tt == t)
+                                   for t in sorted({t for t, _ in targets[v["member_id"]]})}}
                         for n, v in views.items()]}
 
 
@@ -247,7 +263,7 @@ def test_real_consumer_groups_settle_where_kassign_predicts(
         subs[joiner] = [a, b]
         steps = [("join", joiner), ("leave", f"{unique}m0"), ("leave", f"{unique}m1"), ("join", f"{unique}m1")]
         for what, name in steps:
-            before = _state_before(apache_kafka, group, protocol, views, subs, sizes, topic_ids)
+            before = _state_before(apache_kafka, group, protocol, views, subs, sizes, topic_ids, java_clients)
             if what == "join":
                 start(name)
                 running.add(name)
@@ -262,6 +278,8 @@ def test_real_consumer_groups_settle_where_kassign_predicts(
             want = _predict(tmp_path, inst, assignor)
             got = {v["member_id"]: _held(v) for v in after.values()}
             assert got == want, f"{what} {name}: kassign {assignor} predicted {want}, the group settled on {got}"
+            if protocol == "consumer":  # and the coordinator's own target assignment is that too
+                assert _kip848_targets(java_clients, apache_kafka, group, after) == want
             views = after
     finally:
         for name in sorted(running):

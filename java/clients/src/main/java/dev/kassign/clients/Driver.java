@@ -22,6 +22,9 @@ import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.MemberAssignment;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
@@ -59,6 +62,9 @@ import org.apache.kafka.streams.state.Stores;
  *   <li>{@code {"op": "state"}}: every running member as it last saw itself (consumers: member id,
  *       generation or epoch, assigned partitions; Streams: its state and each thread's active and standby
  *       tasks).</li>
+ *   <li>{@code {"op": "describe_consumer_group", "bootstrap": B, "group": G}}: the group as Kafka's
+ *       {@code Admin.describeConsumerGroups} reads it (KIP-848 groups: ConsumerGroupDescribe): its members with
+ *       their epochs, current and target assignments.</li>
  *   <li>{@code {"op": "describe_streams_group", "bootstrap": B, "group": G}}: the KIP-1071 streams group as
  *       Kafka's {@code Admin.describeStreamsGroups} reads it (StreamsGroupDescribe): its members with their
  *       process ids, current and target assignments and task offsets, and its subtopologies.</li>
@@ -247,11 +253,40 @@ public final class Driver {
                 }
                 return ok;
             }
+            case "describe_consumer_group":
+                ok.set("group", describeConsumerGroup(req.path("bootstrap").asText(), req.path("group").asText()));
+                return ok;
             case "describe_streams_group":
                 ok.set("group", describeStreamsGroup(req.path("bootstrap").asText(), req.path("group").asText()));
                 return ok;
             default:
                 throw new IllegalArgumentException("unknown op " + JSON.writeValueAsString(op));
+        }
+    }
+
+    private static ObjectNode describeConsumerGroup(String bootstrap, String group) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(props)) {
+            ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            ObjectNode out = JSON.createObjectNode().put("state", d.groupState().toString())
+                    .put("type", d.type().toString()).put("assignor", d.partitionAssignor());
+            ArrayNode members = out.putArray("members");
+            for (MemberDescription m : d.members()) {
+                ObjectNode o = members.addObject().put("member_id", m.consumerId()).put("client_id", m.clientId());
+                m.memberEpoch().ifPresent(e -> o.put("member_epoch", e));
+                partitions(o.putArray("assignment"), m.assignment());
+                m.targetAssignment().ifPresent(t -> partitions(o.putArray("target_assignment"), t));
+            }
+            return out;
+        }
+    }
+
+    private static void partitions(ArrayNode into, MemberAssignment a) {
+        List<TopicPartition> tps = new ArrayList<>(a.topicPartitions());
+        tps.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        for (TopicPartition tp : tps) {
+            into.addArray().add(tp.topic()).add(tp.partition());
         }
     }
 
