@@ -40,7 +40,11 @@ def _create(broker: Broker, topics: dict[str, int]) -> None:
         adm.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
 
         def visible() -> bool:
-            found = {d["name"]: len(d["partitions"]) for d in adm.describe_topics(list(topics)) if not d["error_code"]}
+            # every partition with a leader: Apache Kafka elects them just after the topic exists, and a consumer
+            # that read the metadata before would see the topic change and rejoin (a rebalance mid-test)
+            found = {d["name"]: len(d["partitions"]) for d in adm.describe_topics(list(topics))
+                     if not d["error_code"] and all(not p.get("error_code") and p.get("leader_id", 0) >= 0
+                                                    for p in d["partitions"])}
             return found == topics
 
         wait_until(visible, 20, f"topics {sorted(topics)} in the metadata")
@@ -139,8 +143,10 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
     from kafka.errors import CommitFailedError, RebalanceInProgressError
 
     # Each member commits partition p of what it holds at offset p + 1 (one partition left uncommitted).  A
-    # rebalance the broker starts meanwhile (a heartbeat late on a loaded machine) fails a commit: set-up again.
-    for attempt in range(3):
+    # rebalance the broker starts meanwhile (a heartbeat late on a loaded machine; on Apache Kafka, kafka-python's
+    # leader rejoining right after the first round, once it has the metadata of topics only others subscribe to)
+    # fails a commit: set-up again, once the group is stable and the members had a second to finish their join.
+    for attempt in range(5):
         held = {m.name.removeprefix("member-"): m.call(lambda c: {(tp.topic, tp.partition)
                                                                  for tp in c.assignment()}) for m in stop_all}
         committed: dict[tuple[str, int], int] = {}
@@ -153,9 +159,11 @@ def test_capture_of_a_live_group_is_exact(live_broker: Broker, unique: str, stop
                                                             for (t, p), o in mine.items()}))
             break
         except (RebalanceInProgressError, CommitFailedError):
-            if attempt == 2:
+            if attempt == 4:
                 raise
+            time.sleep(1.0)
             _stable(kafka_broker, group, stop_all, sum(sizes.values()), seconds=45)
+            time.sleep(1.0)
 
     doc = capture(kafka_broker.bootstrap, group, weights="lag", timeout=20)
 
@@ -333,9 +341,12 @@ def test_errors_are_one_line_with_their_exit_codes(live_broker: Broker, unique: 
     kafka_broker = live_broker
     # noida-db: the group does not exist; Tansu describes an unknown group as Empty.  Neither runs KIP-848
     # groups (Tansu lists ConsumerGroupDescribe, API 69, but not ConsumerGroupHeartbeat, 68): no KIP-848 hint.
+    # Apache Kafka describes an unknown group as Dead, and runs KIP-848 groups (which DescribeGroups does not
+    # show): the message says the group may be one.
+    hint = " (or it is a KIP-848 group: those are not captured yet)" if live_broker.name == "apache-kafka" else ""
     with pytest.raises(GroupNotFound, match=r"does not exist|no members") as e:
         capture(kafka_broker.bootstrap, f"{unique}-nobody", timeout=10)
-    assert e.value.exit_code == 66 and "KIP-848" not in str(e.value)
+    assert e.value.exit_code == 66 and ("KIP-848" in str(e.value)) == bool(hint)
     # A group that had members and committed offsets, now empty.
     t = f"{unique}-e"
     _create(kafka_broker, {t: 1})
@@ -350,7 +361,7 @@ def test_errors_are_one_line_with_their_exit_codes(live_broker: Broker, unique: 
         capture(kafka_broker.bootstrap, group, timeout=10)
     r = kassign("capture", "--bootstrap-server", kafka_broker.bootstrap, "--group", group)
     assert r.returncode == 66 and r.stdout == ""
-    assert r.stderr == f"error: group '{group}' has no members (state Empty): nothing to capture\n"
+    assert r.stderr == f"error: group '{group}' has no members (state Empty): nothing to capture{hint}\n"
 
 
 def test_an_unreachable_broker_fails_fast_and_a_silent_one_never_hangs() -> None:
