@@ -362,7 +362,27 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
                 bad(lag_at, "task is in active (an active task is caught up: give no lag)")
         clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
                               {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}, members))
+    _synthetic_clash(specs, ids, member_ids, bad)
     return clients
+
+
+def _synthetic_clash(specs: list[ClientSpec], ids: Mapping[str, int], member_ids: Mapping[str, tuple[int, int]],
+                     bad: Any) -> None:
+    """Refuse a member id that names a stream thread of a client listed without ``members``.
+
+    In a group that lists members, a client without them is ``capacity`` members ``<client id>#<k>``
+    (:func:`solver.streams.members.synthetic_members`); a real member of that name would be two members.
+    """
+    for mid, (i, j) in member_ids.items():
+        client, sep, k = mid.rpartition("#")
+        if not sep or not k.isascii() or not k.isdigit() or (len(k) > 1 and k[0] == "0") or client not in ids:
+            continue
+        other = specs[ids[client]]
+        if other.members is None and int(k) < other.capacity:
+            bad(("clients", i, "members", j, "id"),
+                f"member id {mid!r} is the name of stream thread {k} of client {client!r}, which lists no "
+                "members (such a client is read as members '<client id>#<k>'): rename the member or list "
+                f"{client!r}'s members")
 
 
 def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, tuple[int, int]],

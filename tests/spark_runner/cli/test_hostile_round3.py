@@ -1,0 +1,101 @@
+"""Hostile input and faults, round three (issue 34): KIP-1071 members, the score cache, sweeps that mix grids and
+the environment users really have -- each case through the console script: the exit code and what it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.spark_runner.cli.test_faults import CMD, REPO, _clean, _peak
+
+P1, P2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+
+
+def _kassign(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([*CMD, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=full)
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _mixed(member_id: str = "m2") -> dict[str, Any]:
+    """A KIP-1071 group: client ``a`` lists two members, client ``b`` (capacity 2) lists none."""
+    return {"format": "kassign/v1", "protocol": "streams", "tasks": [{"id": f"0_{p}"} for p in range(5)],
+            "clients": [{"id": "a", "process_id": P1, "members": [{"id": "m1", "active": ["0_0"]},
+                                                                   {"id": member_id}]},
+                        {"id": "b", "process_id": P2, "capacity": 2, "active": ["0_1"]}],
+            "config": {"num_standby_replicas": 0}}
+
+
+# --- 4. KIP-1071 groups mixing clients with and without members -------------------------------------------------
+
+def test_mixed_members_answers_score_valid_and_name_only_real_members(tmp_path: Path) -> None:
+    inst = _write(tmp_path / "in.json", _mixed())
+    for assignor in ("optimal-streams", "streams-server-sticky"):
+        out = tmp_path / f"{assignor}.json"
+        r = _kassign("assign", str(inst), "-a", assignor, "-o", str(out))
+        _clean(r, 0)
+        doc = json.loads(out.read_text())
+        # the members of the answer are the group's members: b's stream threads are not invented members
+        assert sorted(doc["members"]) == ["m1", "m2"], assignor
+        held = [t for m in doc["members"].values() for t in m["active"]]
+        assert sorted(held) == sorted(doc["assignment"]["a"]["active"]), assignor
+        r = _kassign("score", str(inst), str(out), "--format", "json")
+        _clean(r, 0)
+        assert json.loads(r.stdout)["valid"] is True, (assignor, r.stdout)
+    r = _kassign("compare", str(inst), "--assignors", "streams-server-sticky")
+    _clean(r, 0)
+    assert "invalid" not in r.stdout, r.stdout
+
+
+def test_a_member_named_like_a_synthetic_member_is_refused(tmp_path: Path) -> None:
+    inst = _write(tmp_path / "in.json", _mixed("b#1"))
+    r = _kassign("validate", str(inst))
+    _clean(r, 65)
+    assert (f"{inst}: clients[0].members[1].id: member id 'b#1' is the name of stream thread 1 of client 'b'"
+            in r.stdout + r.stderr)
+    # not a thread of b (capacity 2), or not a canonical number: an ordinary member id
+    for fine in ("b#2", "b#01", "c#0"):
+        _clean(_kassign("validate", str(_write(tmp_path / "ok.json", _mixed(fine)))), 0)
+
+
+# --- 1. the members' sharing step of optimal-streams -------------------------------------------------------------
+
+def _wide_group(processes: int, members: int, tasks: int) -> dict[str, Any]:
+    return {"format": "kassign/v1", "protocol": "streams",
+            "tasks": [{"id": f"0_{p}"} for p in range(tasks)],
+            "clients": [{"id": f"c{c}", "process_id": f"00000000-0000-0000-0000-{c:012d}",
+                         "members": [{"id": f"c{c}-m{k}"} for k in range(members)]} for c in range(processes)],
+            "config": {"num_standby_replicas": 0}}
+
+
+def test_sharing_among_many_members_is_small_and_quick(tmp_path: Path) -> None:
+    # 1,000 members x 5,000 tasks was a 5-million-arc flow: 1.5 GB and up to 18 s past --time-limit 1
+    inst = _write(tmp_path / "wide.json", _wide_group(1, 1000, 5000))
+    t0 = time.monotonic()
+    out = tmp_path / "out.json"
+    r, peak = _peak(["assign", str(inst), "-a", "optimal-streams", "--time-limit", "1", "-o", str(out)],
+                    env={**os.environ, "KASSIGN_MEMORY_LIMIT": "1G"})
+    _clean(r, 0)
+    assert time.monotonic() - t0 < 30
+    assert peak < 400 << 10, f"peak {peak:,} KiB"  # measured: 90 MB (the arc per task and member: 1.5 GB)
+    doc = json.loads(out.read_text())
+    counts = sorted(len(m["active"]) for m in doc["members"].values())
+    assert len(counts) == 1000 and counts[0] == counts[-1] == 5  # 5,000 tasks over 1,000 members: 5 each
+
+
+def test_too_many_members_are_refused_up_front(tmp_path: Path) -> None:
+    # 10 processes x 50,000 members: refused before anything is built (exit 65), not a hang that ignores SIGTERM
+    inst = _write(tmp_path / "many.json", _wide_group(10, 50_000, 20))
+    t0 = time.monotonic()
+    r = _kassign("assign", str(inst), "-a", "optimal-streams")
+    _clean(r, 65)
+    assert "500,000 group members" in r.stderr and "at most 100,000" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 60
