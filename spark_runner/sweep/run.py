@@ -848,6 +848,7 @@ def run_sweep(
         scenarios = grid.scenarios()
         check_release(out, grid)
         done = finished(out)
+        check_grid(out, grid, done)
         work = plan(grid, done)
         skipped = len(scenarios) - len(work)
         say(f"[sweep] {grid.name}: {len(scenarios)} scenario(s) x {len(grid.evaluated)} assignor(s) "
@@ -1034,6 +1035,42 @@ def check_release(out: Path, grid: Grid) -> None:
     if (before or str(DEFAULT)) != now:
         raise ReleaseMismatchError(f"{out} holds rows made following Kafka {before or DEFAULT}; this sweep follows "
                                    f"Kafka {now}: use another --out, or --overwrite")
+
+
+class GridMismatchError(KassignError):
+    """The output directory holds rows of another grid (exit 2): a report would mix both."""
+
+    exit_code = 2
+
+
+def check_grid(out: Path, grid: Grid, done: set[tuple[str, str]]) -> None:
+    """Refuse to add this grid's rows to ``out`` when its rows ``done`` are of another grid.
+
+    ``out`` remembers its grid by its rows: every scenario there must be one of this grid's (same points,
+    seeds and scenario parameters: the scenario id is their digest) and every assignor one it evaluates.
+    A grid that *adds* scenarios or assignors resumes (only what is missing runs); one that drops any, or
+    describes other scenarios, would make a report of both grids under this grid's name.
+
+    Raises
+    ------
+    GridMismatchError
+        With what differs and how to go on (another ``--out``, or ``--overwrite``).
+    """
+    if not done:
+        return
+    mine = {sid for sid, _, _ in grid.scenarios()}
+    theirs = {sid for sid, _ in done}
+    names = {a for _, a in done}
+    other_sids = theirs - mine
+    other_names = sorted(names - set(grid.evaluated))
+    if not other_sids and not other_names:
+        return
+    before = read_manifest(out).get("grid")
+    whose = f"grid {before!r}" if isinstance(before, str) and before else "another grid"
+    what = (f"{len(other_sids):,} of its {len(theirs):,} scenario(s) are not in this grid" if other_sids else
+            f"it evaluated {', '.join(other_names)}, which this grid does not list")
+    raise GridMismatchError(f"{out} holds the rows of {whose} ({what}); this sweep ({grid.name!r}) would report "
+                            f"both: use another --out, or --overwrite")
 
 
 def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:

@@ -1,0 +1,74 @@
+"""A sweep's ``--out`` remembers its grid (issue 34): another grid's sweep into it is refused (exit 2) before Spark
+starts, ``--dry-run`` included; a grid that only adds scenarios or assignors resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spark_runner.cli.test_cli import kassign
+from tests.spark_runner.sweep.test_report import PARAMS, _sweep
+
+#: The grid of test_report's rows: 2 seeds x 1 point, uniform, fair and cooperative-sticky beside the optimum.
+SAME: dict[str, Any] = {"name": "tiny", "seeds": [0, 1], "assignors": ["uniform", "fair", "cooperative-sticky"],
+                        "params": PARAMS}
+
+
+def _grid(tmp_path: Path, **over: Any) -> Path:
+    f = tmp_path / "grid.yaml"
+    f.write_text(json.dumps({**SAME, **over}))
+    return f
+
+
+@pytest.mark.parametrize(("over", "what"), [
+    ({"name": "other", "params": {**PARAMS, "partitions_max": 6}}, "2 of its 2 scenario(s) are not in this grid"),
+    ({"seeds": [0]}, "1 of its 2 scenario(s) are not in this grid"),
+    ({"assignors": ["uniform"]}, "it evaluated cooperative-sticky, fair, which this grid does not list"),
+], ids=["other-points", "fewer-seeds", "fewer-assignors"])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "run"])
+def test_another_grid_into_the_same_out_is_exit_2(tmp_path: Path, over: dict[str, Any], what: str, dry: bool) -> None:
+    out = _sweep(tmp_path)
+    before = sorted(p.relative_to(out) for p in out.rglob("*") if p.name != ".kassign-sweep.lock")
+    r = kassign("sweep", str(_grid(tmp_path, **over)), "--out", str(out), *(["--dry-run"] if dry else []))
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"{out} holds the rows of grid 'tiny' ({what})" in r.stderr, r.stderr
+    assert "use another --out, or --overwrite" in r.stderr
+    after = sorted(p.relative_to(out) for p in out.rglob("*") if p.name != ".kassign-sweep.lock")
+    assert after == before  # nothing written, nothing deleted (the lock file of a run aside)
+
+
+def test_the_same_grid_or_one_that_adds_resumes(tmp_path: Path) -> None:
+    out = _sweep(tmp_path)
+    r = kassign("sweep", str(_grid(tmp_path)), "--out", str(out), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "0 pending" in r.stderr, r.stderr
+    r = kassign("sweep", str(_grid(tmp_path, seeds=[0, 1, 2], assignors=[*SAME["assignors"], "range"])),
+                "--out", str(out), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "3 pending" in r.stderr, r.stderr  # range on the two old scenarios, everything on the new one
+
+
+def test_dry_run_with_overwrite_counts_everything_pending(tmp_path: Path) -> None:
+    out = _sweep(tmp_path)
+    r = kassign("sweep", str(_grid(tmp_path, seeds=[5])), "--out", str(out), "--dry-run", "--overwrite")
+    assert r.returncode == 0, r.stderr
+    assert "1 scenario(s)" in r.stderr and "1 pending" in r.stderr, r.stderr
+    assert (out / "rows").is_dir()  # a dry run deletes nothing
+
+
+def test_dry_run_probes_the_out_directory(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        r = kassign("sweep", str(_grid(tmp_path)), "--out", str(ro), "--dry-run")
+    finally:
+        ro.chmod(0o700)
+    assert r.returncode == 73, r.stderr
