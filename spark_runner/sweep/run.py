@@ -1006,7 +1006,10 @@ def read_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not os.path.lexists(path):
         return {}
-    doc = read_document(path)  # bounded, strict JSON
+    from solver.model.files import private_reads
+
+    with private_reads():  # kassign's own file, written again by this sweep
+        doc = read_document(path)  # bounded, strict JSON
     types: dict[str, Any] = {"grid": str, "kafka_version": str, "solver_time_limit": (int, float)}
     bad = [k for k, t in types.items() if isinstance(doc, dict) and k in doc and doc[k] is not None
            and (not isinstance(doc[k], t) or isinstance(doc[k], bool))]

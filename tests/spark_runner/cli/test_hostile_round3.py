@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.spark_runner.cli.test_faults import CMD, REPO, _clean, _peak
 
 P1, P2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
@@ -99,3 +101,52 @@ def test_too_many_members_are_refused_up_front(tmp_path: Path) -> None:
     _clean(r, 65)
     assert "500,000 group members" in r.stderr and "at most 100,000" in r.stderr, r.stderr
     assert time.monotonic() - t0 < 60
+
+
+# --- 6. output encodings and outputs that are inputs --------------------------------------------------------------
+
+def _accented(tmp_path: Path) -> Path:
+    return _write(tmp_path / "in.json", {"format": "kassign/v1", "topics": {"commandes-é": 3},
+                                         "members": [{"id": "consommateur-ü", "topics": ["commandes-é"]}]})
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
+                                 {"PYTHONIOENCODING": "utf-16"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}],
+                         ids=["ascii", "latin-1", "utf-16", "C-locale"])
+def test_output_is_utf8_whatever_the_locale(tmp_path: Path, env: dict[str, str]) -> None:
+    inst = _accented(tmp_path)
+    full = {**os.environ, **env}
+    r = subprocess.run([*CMD, "assign", str(inst), "-a", "range"], capture_output=True, cwd=REPO, env=full,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout.decode("utf-8"))  # strict: not UTF-8 (or escaped) fails here
+    assert doc["assignment"] == {"consommateur-ü": {"commandes-é": [0, 1, 2]}}
+    r = subprocess.run([*CMD, "validate", str(tmp_path / "missing-é.json")], capture_output=True, cwd=REPO, env=full,
+                       timeout=300)
+    assert r.returncode == 66 and "missing-é.json" in r.stderr.decode("utf-8"), r.stderr
+
+
+@pytest.mark.parametrize("how", ["same name", "symlink", "hard link", "other spelling"])
+def test_an_output_that_is_an_input_is_exit_2(tmp_path: Path, how: str) -> None:
+    inst = _accented(tmp_path)
+    before = inst.read_bytes()
+    out = {"same name": inst, "symlink": tmp_path / "link.json", "hard link": tmp_path / "hard.json",
+           "other spelling": tmp_path / "." / "sub" / ".." / "in.json"}[how]
+    (tmp_path / "sub").mkdir()
+    if how == "symlink":
+        out.symlink_to(inst)
+    elif how == "hard link":
+        os.link(inst, out)
+    r = _kassign("assign", str(inst), "-a", "range", "-o", str(out))
+    _clean(r, 2)
+    assert f"is the input {inst}" in r.stderr, r.stderr
+    assert inst.read_bytes() == before
+
+
+def test_decode_subscription_onto_its_own_bytes_is_exit_2(tmp_path: Path) -> None:
+    src = tmp_path / "thread.bin"
+    src.write_bytes((REPO / "examples" / "subscriptions" / "host-a-thread-1.bin").read_bytes())
+    before = src.read_bytes()
+    r = _kassign("decode-subscription", str(src), "-o", str(src))
+    _clean(r, 2)
+    assert src.read_bytes() == before
