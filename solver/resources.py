@@ -83,7 +83,8 @@ def parse_size(text: str, name: str = MEMORY_ENV) -> int:
     >>> parse_size("512M"), parse_size("2g"), parse_size("1000")
     (536870912, 2147483648, 1000)
     """
-    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I)
+    # ASCII digits only: int() and float() read other scripts' digits ("５１２M"), a size must not
+    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I | re.ASCII)
     if not hit:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise ValueError(f"{name}={shown!r}: expected bytes such as 512M or 4G")

@@ -6,7 +6,8 @@ they depend on: the instance's content (:func:`solver.io.instance_to_dict`, docu
 out), the options that change the answer (time limit, seed), and for gaps the assignment's content.
 kassign's version is part of the key, so an upgrade never reads an older answer.
 
-Where: ``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign``, else ``~/.cache/kassign``.
+Where: ``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign`` (an absolute path; a relative one is
+ignored, as the XDG spec says), else ``~/.cache/kassign`` when the home directory exists (else no cache).
 ``kassign score --no-cache`` neither reads nor writes it; deleting the folder is always safe.
 
 An entry carries the SHA-256 of its content: a file that was truncated, damaged, replaced by
@@ -54,12 +55,15 @@ def default_dir() -> Path | None:
     if os.environ.get("KASSIGN_CACHE_DIR"):
         return Path(os.environ["KASSIGN_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
-            return None
-    return Path(base) / "kassign"
+    if base and os.path.isabs(base):  # the XDG spec: a relative path is invalid and ignored
+        return Path(base) / "kassign"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+        return None
+    if not home.is_absolute() or not home.is_dir():
+        return None  # HOME=/nonexistent (a service account): no cache, never a home directory made up
+    return home / ".cache" / "kassign"
 
 
 def _digest(text: str) -> str:

@@ -150,3 +150,49 @@ def test_decode_subscription_onto_its_own_bytes_is_exit_2(tmp_path: Path) -> Non
     r = _kassign("decode-subscription", str(src), "-o", str(src))
     _clean(r, 2)
     assert src.read_bytes() == before
+
+
+# --- 8. the environment users really have --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "env"), [
+    (["--kafka-version", "٤.٤"], {}), (["--kafka-version", "４.４.０"], {}),
+    ([], {"KASSIGN_MEMORY_LIMIT": "５１２M"}), ([], {"KASSIGN_MEMORY_LIMIT": "٥١٢M"}),
+])
+def test_digits_of_other_scripts_are_not_numbers(args: list[str], env: dict[str, str]) -> None:
+    r = _kassign("assign", str(REPO / "examples" / "orders-group.json"), "-a", "range", *args, env=env)
+    _clean(r, 2)
+
+
+def test_cache_dir_follows_the_xdg_spec_and_never_makes_up_a_home(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    from spark_runner.cli.cache import default_dir
+
+    monkeypatch.delenv("KASSIGN_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # invalid per the spec: ignored
+    assert default_dir() == tmp_path / ".cache" / "kassign"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_dir() == tmp_path / "xdg" / "kassign"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", "/nonexistent")
+    assert default_dir() is None
+
+
+def test_score_with_a_home_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "nonexistent"
+    env = {"HOME": str(home), "KASSIGN_CACHE_DIR": "", "XDG_CACHE_HOME": ""}
+    asg = tmp_path / "a.json"
+    _clean(_kassign("assign", str(REPO / "examples" / "orders-group.json"), "-a", "range", "-o", str(asg)), 0)
+    r = _kassign("score", str(REPO / "examples" / "orders-group.json"), str(asg), "--json", "--time-limit", "5",
+                 env=env)
+    _clean(r, 0)
+    assert not home.exists()
+
+
+def test_a_bad_hypothesis_profile_does_not_break_pytest() -> None:
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "tests/test_architecture.py"], capture_output=True, text=True, cwd=REPO, timeout=300,
+                       env={**os.environ, "KASSIGN_HYPOTHESIS": "junk"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
