@@ -56,7 +56,7 @@ from spark_runner.scenarios.streams import (
     StreamsScenarioParams,
     protocol_of,
 )
-from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA, unreadable_rows
+from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA, check_row_parts, unreadable_rows
 
 ROWS = "rows"
 REPORT = "report"
@@ -487,6 +487,7 @@ def finished(out: Path) -> set[tuple[str, str]]:
         return set()
     import pyarrow.dataset as ds
 
+    check_row_parts(rows)
     with unreadable_rows(rows):
         table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
             columns=["scenario_id", "assignor"])
@@ -580,15 +581,24 @@ def start_spark(
 ) -> Any:
     """Start (or get) a SparkSession for sweeps.
 
-    Local masters bind to 127.0.0.1 and get task retries; ``PYSPARK_PYTHON``
-    defaults to the running interpreter so executors use the same environment.
+    Local masters bind to 127.0.0.1, get task retries and run their workers with the running interpreter
+    (``PYSPARK_PYTHON`` is overridden: the workers need kassign); a cluster's ``PYSPARK_PYTHON`` defaults to it.
     With ``log_path`` the JVM's own output (its start-up banner, log4j's
     warnings) goes to that file instead of the terminal, so a user sees only
     kassign's lines; Spark errors still reach Python as exceptions.
     """
     m = normalize_master(master)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = is_local(m)
+    if local:
+        # local workers run on this machine: kassign's own interpreter, whatever PYSPARK_PYTHON says (a Spark
+        # installation often sets it to a python without kassign: every task then failed with a Java trace)
+        given = os.environ.get("PYSPARK_PYTHON")
+        if given and given != sys.executable:
+            print(f"[sweep] local Spark workers run kassign's interpreter {sys.executable}, not PYSPARK_PYTHON={given}",
+                  file=sys.stderr, flush=True)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark import SparkConf, SparkContext

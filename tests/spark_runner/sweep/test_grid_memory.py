@@ -72,3 +72,40 @@ def test_dry_run_probes_the_out_directory(tmp_path: Path) -> None:
     finally:
         ro.chmod(0o700)
     assert r.returncode == 73, r.stderr
+
+
+# --- report: every part's schema is checked (issue 34, item 5) -----------------------------------------------------
+
+def _reshape(part: Path, change: Any) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(change(pq.read_table(part)), part)
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("foreign", "column 'a' is not a sweep row column"),
+    ("retyped", "column 'max_load_gap' is string, a sweep row's is double"),
+    ("missing", "its columns differ from"),
+    ("not parquet", "not a Parquet file of sweep rows"),
+])
+def test_report_refuses_a_part_that_is_not_one_of_the_rows(tmp_path: Path, how: str, problem: str) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = _sweep(tmp_path)
+    part = out / "rows" / "assignor=uniform" / "part-0.parquet"
+    if how == "foreign":
+        pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), out / "rows" / "assignor=uniform" / "part-9.parquet")
+        part = out / "rows" / "assignor=uniform" / "part-9.parquet"
+    elif how == "retyped":
+        _reshape(part, lambda t: t.set_column(t.schema.get_field_index("max_load_gap"), "max_load_gap",
+                                              pc.cast(t.column("max_load_gap"), pa.string())))
+    elif how == "missing":
+        _reshape(part, lambda t: t.drop_columns(["max_load_gap"]))
+    else:
+        part.write_bytes(b"PAR1 not really")
+    r = kassign("report", str(out))
+    assert r.returncode == 65, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"{part}: ") and problem in r.stderr, r.stderr
