@@ -214,23 +214,34 @@ def _standby_task_order(order: list[str] | None, tasks: list[Task], bad: Any) ->
     """``standby_task_order``: every stateful task once, nothing else."""
     if order is None:
         return None
-    stateful = {t.id: t for t in tasks if t.stateful}
-    known = {t.id for t in tasks}
-    seen: dict[str, int] = {}
+    def key(tid: str) -> tuple[int, int] | str:
+        """Kafka's TaskId: ``00_00`` and ``0_0`` are one task (both parts are numbers)."""
+        try:
+            return task_sort_key(tid)
+        except ValueError:
+            return tid
+
+    stateful = {key(t.id): t for t in tasks if t.stateful}
+    known = {key(t.id): t for t in tasks}
+    seen: dict[tuple[int, int] | str, int] = {}
+    out: list[str] = []
     for j, tid in enumerate(order):
         where = ("standby_task_order", j)
-        if tid not in known:
+        k = key(tid)
+        if k not in known:
             bad(where, f"task {tid!r} not in tasks")
-        elif tid not in stateful:
+        elif k not in stateful:
             bad(where, f"task {tid!r} is stateless: only stateful tasks get standbys")
-        elif tid in seen:
-            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[tid]}])")
-        seen.setdefault(tid, j)
-    missing = [t for t in stateful if t not in seen]
+        elif k in seen:
+            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[k]}], the same TaskId)")
+        else:
+            out.append(known[k].id)  # the task's own spelling
+        seen.setdefault(k, j)
+    missing = [t.id for k, t in stateful.items() if k not in seen]
     if missing:
         shown = ", ".join(repr(t) for t in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         bad(("standby_task_order",), f"must list every stateful task once; missing {shown}")
-    return tuple(order)
+    return tuple(out)
 
 
 def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:

@@ -196,3 +196,18 @@ def test_a_bad_hypothesis_profile_does_not_break_pytest() -> None:
                         "tests/test_architecture.py"], capture_output=True, text=True, cwd=REPO, timeout=300,
                        env={**os.environ, "KASSIGN_HYPOTHESIS": "junk"})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_standby_task_order_reads_task_ids_as_kafka_task_ids(tmp_path: Path) -> None:
+    doc: dict[str, Any] = {
+        "format": "kassign/v1", "protocol": "streams",
+        "tasks": [{"id": "0_0", "stateful": True}, {"id": "0_1", "stateful": True}],
+        "clients": [{"id": "a", "process_id": P1, "capacity": 1}, {"id": "b", "process_id": P2, "capacity": 1}],
+        "standby_task_order": ["00_01", "0_0"], "config": {"num_standby_replicas": 1}}
+    _clean(_kassign("validate", str(_write(tmp_path / "ok.json", doc))), 0)
+    out = tmp_path / "out.json"
+    _clean(_kassign("assign", str(tmp_path / "ok.json"), "-a", "kip924-sticky", "-o", str(out)), 0)
+    doc["standby_task_order"] = ["00_00", "0_0", "0_1"]
+    r = _kassign("validate", str(_write(tmp_path / "twice.json", doc)))
+    _clean(r, 65)
+    assert "standby_task_order[1]: task '0_0' listed twice (also standby_task_order[0], the same TaskId)" in r.stderr
