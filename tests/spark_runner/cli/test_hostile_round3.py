@@ -211,3 +211,42 @@ def test_standby_task_order_reads_task_ids_as_kafka_task_ids(tmp_path: Path) -> 
     r = _kassign("validate", str(_write(tmp_path / "twice.json", doc)))
     _clean(r, 65)
     assert "standby_task_order[1]: task '0_0' listed twice (also standby_task_order[0], the same TaskId)" in r.stderr
+
+
+# --- 8. capture's exit codes ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("error", ["KafkaConnectionError", "NodeNotReadyError", "RequestTimedOutError",
+                                   "KafkaTimeoutError"])
+def test_a_broker_that_stops_answering_is_exit_75(error: str) -> None:
+    import kafka.errors as errors
+
+    from spark_runner.live.broker import Broker, CaptureTimeout
+
+    b = object.__new__(Broker)
+    b.bootstrap = "127.0.0.1:9092"
+
+    def fail() -> None:
+        raise getattr(errors, error)()
+
+    with pytest.raises(CaptureTimeout) as e:
+        b._call("DescribeGroups", fail)
+    assert e.value.exit_code == 75
+
+
+@pytest.mark.parametrize(("members", "problem"), [
+    ([{"id": "c1", "topics": ["t"]}, {"id": "c1", "topics": ["t"]}], "duplicate member id"),
+    ([{"id": "c1", "topics": ["t"], "owned": {"t": [-1]}}], "members[0].owned.t[0]"),
+])
+def test_broker_data_an_instance_cannot_hold_is_exit_69(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        members: list[dict[str, Any]], problem: str) -> None:
+    import spark_runner.live.capture as live_capture
+    from tests.spark_runner.cli.test_fuzz import _run
+
+    doc = {"format": "kassign/v1", "topics": {"t": 2}, "members": members,
+           "source": {"assignor": "range"}}
+    monkeypatch.setattr(live_capture, "capture", lambda *a, **k: doc)
+    code, err = _run(["capture", "--bootstrap-server", "127.0.0.1:9092", "--group", "g"], capsys)
+    assert code == 69, err
+    assert "group 'g' cannot be captured: the broker reports what an instance cannot hold" in err
+    assert problem in err and "Traceback" not in err
