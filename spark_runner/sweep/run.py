@@ -971,13 +971,36 @@ def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None
             with runtime.stoppable(lambda: _cancel(spark)):  # a signal cancels the job: nothing of it is committed
                 df = spark.createDataFrame(spark.sparkContext.parallelize(data, slices), in_schema)
                 rows = df.mapInPandas(fn, schema)
-                (rows.write.mode("append").partitionBy("assignor")
-                 .option("compression", "zstd").parquet(target))
+                try:
+                    (rows.write.mode("append").partitionBy("assignor")
+                     .option("compression", "zstd").parquet(target))
+                except Exception as e:
+                    output_failure(e, out)
+                    raise
             prog.done += len(chunk)
             if committed is not None:
                 committed[0] = prog.done
             say(f"[sweep] batch {k}/{len(chunks)} committed: {prog.done}/{prog.total} scenario(s)")
     return len(chunks)
+
+
+#: OS errors that, named anywhere in a failed Spark write (a ``Py4JJavaError`` carries Java's text), make it a
+#: failed output (exit 73/74 as any output) rather than a crash: the disk is full, a quota, a file size limit ...
+_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS", "EACCES")
+
+
+def output_failure(e: BaseException, out: Path) -> None:
+    """Raise :class:`~solver.errors.OutputError` for ``out/rows`` when ``e`` (a failed Spark write) says why an
+    OS refused the write (``No space left on device`` ...); return otherwise (the caller re-raises ``e``)."""
+    import errno
+
+    from solver.errors import OutputError
+
+    text = str(e)
+    for name in _WRITE_ERRNOS:
+        code = getattr(errno, name, None)
+        if code is not None and os.strerror(code) in text:
+            raise OutputError.from_os(str(out / ROWS), OSError(code, os.strerror(code)), partial=True) from None
 
 
 def _cancel(spark: Any) -> None:

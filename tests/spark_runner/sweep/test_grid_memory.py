@@ -109,3 +109,24 @@ def test_report_refuses_a_part_that_is_not_one_of_the_rows(tmp_path: Path, how: 
     assert r.returncode == 65, r.stderr
     assert "Traceback" not in r.stderr
     assert r.stderr.startswith(f"{part}: ") and problem in r.stderr, r.stderr
+
+
+# --- a disk that fills up during a sweep (issue 34, item 9) ---------------------------------------------------------
+
+@pytest.mark.parametrize(("java", "code"), [
+    ("java.io.IOException: No space left on device", 74),
+    ("org.apache.hadoop.fs.FSError: java.io.IOException: Disk quota exceeded", 74),
+    ("java.io.IOException: Input/output error", 74),
+    ("java.nio.file.FileSystemException: /o/rows: Read-only file system", 73),
+])
+def test_a_spark_write_the_os_refused_is_an_output_error(tmp_path: Path, java: str, code: int) -> None:
+    from solver.errors import OutputError
+    from spark_runner.sweep.run import output_failure
+
+    e = Exception(f"An error occurred while calling o212.parquet.\n: org.apache.spark.SparkException: Job aborted.\n"
+                  f"Caused by: {java}\n\tat org.apache.parquet.hadoop.ParquetFileWriter.end(ParquetFileWriter.java:1)")
+    with pytest.raises(OutputError) as err:
+        output_failure(e, tmp_path)
+    assert err.value.exit_code == code
+    assert str(err.value).startswith(f"cannot write {tmp_path / 'rows'}") or str(tmp_path / "rows") in str(err.value)
+    output_failure(Exception("org.apache.spark.SparkException: Python worker exited unexpectedly"), tmp_path)
