@@ -42,7 +42,7 @@ RELEASES: tuple[str, ...] = (
     "4.0.0", "4.0.1", "4.0.2", "4.1.0", "4.1.1", "4.1.2", "4.2.0", "4.2.1", "4.2.2", "4.3.0", "4.3.1", "4.3.2", "4.4.0",
 )
 
-_FORM = re.compile(r"(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(-SNAPSHOT)?")
+_FORM = re.compile(r"(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(-SNAPSHOT)?", re.ASCII)  # 0-9 only, not "٤.٤"
 
 
 class KafkaVersionError(KassignError):

@@ -53,6 +53,8 @@ HA_WORK_LIMIT = 4 * 10**9
 QUADRATIC_IN_CLIENTS = ("high-availability",)
 #: Assignors that run one group member per stream thread (KIP-1071: a client without ``members`` is a process of
 #: ``capacity`` members), the most members they take (about 250 microseconds each: 25 s), and bytes per member.
+#: A group that lists members is held to the same limit by every command (the optimum shares each process's
+#: tasks among its members, the scorer checks each member).
 PER_MEMBER = ("streams-server-sticky",)
 MEMBER_LIMIT = 100_000
 BYTES_PER_MEMBER = 1000
@@ -81,7 +83,8 @@ def parse_size(text: str, name: str = MEMORY_ENV) -> int:
     >>> parse_size("512M"), parse_size("2g"), parse_size("1000")
     (536870912, 2147483648, 1000)
     """
-    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I)
+    # ASCII digits only: int() and float() read other scripts' digits ("５１２M"), a size must not
+    hit = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([KMGTP]?)(?:i?B)?\s*", text, re.I | re.ASCII)
     if not hit:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise ValueError(f"{name}={shown!r}: expected bytes such as 512M or 4G")
@@ -344,7 +347,9 @@ def streams_need(instance: Any, kind: str, what: str, name: str = "", workers: i
     need = per_task * tasks + per_client * clients + per_triple * tasks * clients * replicas
     if kind == "solver":
         need += solver_base(workers)
-    if name in PER_MEMBER:
+    if name in PER_MEMBER or spec.has_members:
+        # KIP-1071: every writer and the scorer build each member (a client without members: capacity of them),
+        # and the optimum's sharing step a flow node pair per member (solver.streams.members.share)
         members = sum(len(c.members) if c.members is not None else c.capacity for c in spec.clients)
         need += BYTES_PER_MEMBER * members
         if members > MEMBER_LIMIT:

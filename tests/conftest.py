@@ -15,7 +15,13 @@ from solver.io import Record, read_instances
 # run is reproducible; locally they draw new examples each time. KASSIGN_HYPOTHESIS=random|ci overrides.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("random", print_blob=True)
-settings.load_profile(os.environ.get("KASSIGN_HYPOTHESIS", "ci" if os.environ.get("CI") else "random"))
+_profile = os.environ.get("KASSIGN_HYPOTHESIS", "").strip() or ("ci" if os.environ.get("CI") else "random")
+if _profile not in ("ci", "random"):  # a typo must not break every run at import: say so, use the default
+    import warnings
+
+    warnings.warn(f"KASSIGN_HYPOTHESIS={_profile!r} is not a profile (ci or random): using random", stacklevel=1)
+    _profile = "random"
+settings.load_profile(_profile)
 
 REPO = Path(__file__).resolve().parents[1]
 # `kassign score` caches optima under the user's cache directory: tests (and the commands they start)

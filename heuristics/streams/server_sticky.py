@@ -497,14 +497,16 @@ def assign_with_rule(instance: Instance, rule: Rule) -> StreamsAssignment:
     members: dict[str, ClientAssignment] = {}
     per_client: list[tuple[list[int], list[int]]] = [([], []) for _ in spec.clients]
     for m, mid in enumerate(run.group.ids):
-        members[mid] = ClientAssignment(tuple(ids[t] for t in sorted(active[m])),
-                                        tuple(ids[t] for t in sorted(standby[m])))
         a, s = per_client[run.group.client[m]]
         a.extend(active[m])
         s.extend(standby[m])
+        if spec.clients[run.group.client[m]].members is None:
+            continue  # a synthetic member of a client listed without members: not a group member to write out
+        members[mid] = ClientAssignment(tuple(ids[t] for t in sorted(active[m])),
+                                        tuple(ids[t] for t in sorted(standby[m])))
     clients = {cl.id: ClientAssignment(tuple(ids[t] for t in sorted(set(a))), tuple(ids[t] for t in sorted(set(s))))
                for cl, (a, s) in zip(spec.clients, per_client, strict=True)}
-    return StreamsAssignment(MappingProxyType(clients), False, MappingProxyType(members))
+    return StreamsAssignment(MappingProxyType(clients), False, MappingProxyType(members) if spec.has_members else None)
 
 
 def _version(params: Params) -> KafkaVersion:

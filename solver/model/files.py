@@ -103,6 +103,48 @@ def _read_error(source: str, e: BaseException) -> InstanceError:
     return InstanceError(source, [Problem("", f"cannot read: {e}")])
 
 
+#: Regular files this command read as input, by ``(device, inode)``: an output naming one of them (also through a
+#: link or another name) would replace an input, which is a usage error (exit 2, :func:`check_not_an_input`).
+_inputs: dict[tuple[int, int], str] = {}
+_private = False
+
+
+def reset_inputs() -> None:
+    """Forget the inputs read so far (a new command starts)."""
+    _inputs.clear()
+
+
+@contextlib.contextmanager
+def private_reads() -> Iterator[None]:
+    """Reads of kassign's own files (a sweep's manifest) that the same command may write again: not inputs."""
+    global _private
+    before, _private = _private, True
+    try:
+        yield
+    finally:
+        _private = before
+
+
+def _note_input(fh: Any, source: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode) and not _private:
+            _inputs.setdefault((st.st_dev, st.st_ino), source)
+
+
+def check_not_an_input(path: str | Path, option: str = "--output", st: os.stat_result | None = None) -> None:
+    """Raise :class:`~solver.errors.OptionError` (exit 2) when ``path`` is a regular file this command read as input
+    (the same inode: through a symbolic link, a hard link or another spelling too)."""
+    try:
+        st = st if st is not None else os.stat(path)
+    except (OSError, ValueError):
+        return
+    source = _inputs.get((st.st_dev, st.st_ino)) if stat.S_ISREG(st.st_mode) else None
+    if source is not None:
+        shown = f"{option} {path}" if option else str(path)
+        raise OptionError(f"{shown}: is the input {source}; writing it would replace the input (give another file)")
+
+
 def _raw_chunks(path: str | Path) -> Iterator[bytes]:
     """Bytes of ``path`` (stdin for ``-``), gunzipped for ``.gz`` names, at most the input limit."""
     import sys
@@ -120,6 +162,7 @@ def _raw_chunks(path: str | Path) -> Iterator[bytes]:
                 raise IsADirectoryError(errno.EISDIR, "is a directory")
             raw = open(source, "rb")  # noqa: SIM115 - closed by the with below
         with raw as fh:
+            _note_input(fh, source)
             stream = gzip.GzipFile(fileobj=fh, mode="rb") if source.endswith(".gz") else fh
             while True:
                 chunk = stream.read(min(CHUNK, limit + 1 - total))
@@ -349,6 +392,7 @@ def check_output_path(path: str | Path | None, option: str = "--output") -> None
                 raise _not_a_file(path, option)
             if not stat.S_ISREG(st.st_mode):
                 return  # a device or a FIFO: written through when the time comes
+            check_not_an_input(path, option, st)
         real = Path(os.path.realpath(target))
         ancestor = _first_existing_ancestor(real)
         if not os.path.isdir(ancestor):
@@ -468,6 +512,8 @@ def _stage(path: str | Path, data: bytes) -> _Staged | None:
         if st is not None and not stat.S_ISREG(st.st_mode):
             _write_through(target, data, shown)
             return None
+        if st is not None:
+            check_not_an_input(path, "", st)  # read after the options were checked (a batch's later input)
         target = Path(os.path.realpath(target))  # a link: replace the file it points to, not the link
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -214,23 +214,34 @@ def _standby_task_order(order: list[str] | None, tasks: list[Task], bad: Any) ->
     """``standby_task_order``: every stateful task once, nothing else."""
     if order is None:
         return None
-    stateful = {t.id: t for t in tasks if t.stateful}
-    known = {t.id for t in tasks}
-    seen: dict[str, int] = {}
+    def key(tid: str) -> tuple[int, int] | str:
+        """Kafka's TaskId: ``00_00`` and ``0_0`` are one task (both parts are numbers)."""
+        try:
+            return task_sort_key(tid)
+        except ValueError:
+            return tid
+
+    stateful = {key(t.id): t for t in tasks if t.stateful}
+    known = {key(t.id): t for t in tasks}
+    seen: dict[tuple[int, int] | str, int] = {}
+    out: list[str] = []
     for j, tid in enumerate(order):
         where = ("standby_task_order", j)
-        if tid not in known:
+        k = key(tid)
+        if k not in known:
             bad(where, f"task {tid!r} not in tasks")
-        elif tid not in stateful:
+        elif k not in stateful:
             bad(where, f"task {tid!r} is stateless: only stateful tasks get standbys")
-        elif tid in seen:
-            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[tid]}])")
-        seen.setdefault(tid, j)
-    missing = [t for t in stateful if t not in seen]
+        elif k in seen:
+            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[k]}], the same TaskId)")
+        else:
+            out.append(known[k].id)  # the task's own spelling
+        seen.setdefault(k, j)
+    missing = [t.id for k, t in stateful.items() if k not in seen]
     if missing:
         shown = ", ".join(repr(t) for t in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         bad(("standby_task_order",), f"must list every stateful task once; missing {shown}")
-    return tuple(order)
+    return tuple(out)
 
 
 def _explicit_tasks(specs: list[TaskSpec], bad: Any) -> list[Task]:
@@ -362,7 +373,27 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
                 bad(lag_at, "task is in active (an active task is caught up: give no lag)")
         clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
                               {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}, members))
+    _synthetic_clash(specs, ids, member_ids, bad)
     return clients
+
+
+def _synthetic_clash(specs: list[ClientSpec], ids: Mapping[str, int], member_ids: Mapping[str, tuple[int, int]],
+                     bad: Any) -> None:
+    """Refuse a member id that names a stream thread of a client listed without ``members``.
+
+    In a group that lists members, a client without them is ``capacity`` members ``<client id>#<k>``
+    (:func:`solver.streams.members.synthetic_members`); a real member of that name would be two members.
+    """
+    for mid, (i, j) in member_ids.items():
+        client, sep, k = mid.rpartition("#")
+        if not sep or not k.isascii() or not k.isdigit() or (len(k) > 1 and k[0] == "0") or client not in ids:
+            continue
+        other = specs[ids[client]]
+        if other.members is None and int(k) < other.capacity:
+            bad(("clients", i, "members", j, "id"),
+                f"member id {mid!r} is the name of stream thread {k} of client {client!r}, which lists no "
+                "members (such a client is read as members '<client id>#<k>'): rename the member or list "
+                f"{client!r}'s members")
 
 
 def _members(c: ClientSpec, i: int, tasks: Mapping[str, Task], seen: dict[str, tuple[int, int]],

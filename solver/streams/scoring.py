@@ -216,6 +216,8 @@ def _member_metrics(spec: StreamsSpec, assignment: StreamsAssignment, bad: Any) 
     ran_on: dict[str, str] = {}
     now_on: dict[str, str] = {}
     for c, cl in enumerate(spec.clients):
+        if cl.members is None:
+            continue  # a client listed without members: written out per client only (its members are kassign's)
         mine = synthetic_members(spec, c)
         ca = assignment.get(cl.id)
         process_tasks = set(ca.active) | set(ca.standby) | set(ca.warmup)

@@ -302,17 +302,20 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
         parts["optimum_status"] = opt.status.value  # reported as optimal_status: part of the answer
     mine = asg.to_lists() if hasattr(asg, "to_lists") else asg.to_json_dict()
     gkey = cache.key("gaps", {**parts, "assignment": mine}) if cache is not None else ""
-    if cache is not None and isinstance(hit := cache.get(gkey), dict):
-        return dict(hit)
-    if opt is None:
-        okey = cache.key("optimum", parts) if cache is not None else ""
-        doc = cache.get(okey) if cache is not None else None
-        if doc is not None:
-            opt = _optimum_from_doc(inst, doc)
+    okey = cache.key("optimum", parts) if cache is not None else ""
+    if opt is None and cache is not None and (doc := cache.get(okey)) is not None:
+        opt = _optimum_from_doc(inst, doc)
         if opt is None:
-            opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
-            if cache is not None:
-                cache.put(okey, result_document(inst, "optimal", opt))
+            cache.drop(okey)  # intact but not an optimum of this instance: a miss
+    if cache is not None and opt is not None and isinstance(hit := cache.get(gkey), dict):
+        held = _gaps_hold(inst, asg, metrics, opt, hit)
+        if held is not None:
+            return held
+        cache.drop(gkey)
+    if opt is None:
+        opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
+        if cache is not None:
+            cache.put(okey, result_document(inst, "optimal", opt))
     g = _gap_columns(inst, asg, metrics, opt, params.time_limit)
     if cache is not None:
         cache.put(gkey, g)
@@ -320,15 +323,72 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
 
 
 def _optimum_from_doc(inst: Any, doc: Any) -> Any:
-    """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss)."""
+    """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss).
+
+    The checksum only says the entry is intact: the cached assignment is re-scored, must be valid, and the
+    balance its ``objective`` states must be what the assignment has; the gaps are then measured from the
+    assignment itself, so an edited ``objective`` can never make a gap.
+    """
+    import math
+
+    from solver.api import score as score_fn
     from solver.errors import KassignError
     from spark_runner.cli.output import result_from_document
 
     try:
         asg = _read_assignment(Path("the cache"), inst, doc)
-        return result_from_document(inst, doc, asg, "the cache", trusted=True)
+        stated = result_from_document(inst, doc, asg, "the cache", trusted=True)
+        opt = result_from_document(inst, doc, asg, "the cache", trusted=False)  # measured from the assignment
+        s = score_fn(inst, asg)
     except KassignError:
         return None
+    if s.get("outcome") != "valid":
+        return None
+    stages = list(stated.extra.get("stages", ()))
+    if len(stated.bound) == len(stated.objective) == len(stages):
+        proven = stated.status.value == "optimal"
+        for b, v in zip(stated.bound, stated.objective, strict=True):
+            tol = 1e-9 * max(1.0, abs(v))
+            if b > v + tol or (proven and b < v - tol):
+                return None  # a bound above the value it bounds (stages are minimised), or "optimal" unproven
+    if inst.protocol != "streams":
+        from solver.consumer.gaps import member_loads
+
+        loads = member_loads(inst, asg)
+        measured = {"max_load": float(loads.max(initial=0.0)), "sum_sq": float((loads**2).sum())}
+        for name, value in measured.items():
+            if name in stages and not math.isclose(float(stated.objective[stages.index(name)]), value,
+                                                   rel_tol=1e-9, abs_tol=1e-9):
+                return None  # the objective it states is not its assignment's
+    return opt
+
+
+def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict[str, Any]) -> dict[str, Any] | None:
+    """A cached gaps entry ``hit`` re-checked against the optimum ``opt``: every gap the optimum gives at once
+    must be the same, the rest (the fewest moves, a solve) in range; ``None`` when it does not hold (a miss)."""
+    import math
+
+    if inst.protocol == "streams":
+        fresh = _gap_columns(inst, asg, metrics, opt)  # every Streams gap is a difference of scores
+        return fresh if hit == fresh else None
+    from solver.consumer.gaps import gap_metrics
+    from spark_runner.comparison import defined_gaps
+
+    quick = defined_gaps(metrics, lambda: gap_metrics(inst, asg, opt, scores={**metrics, "valid": False}))
+    if set(hit) != {*quick, "optimal_status"} or hit["optimal_status"] != opt.status.value:
+        return None
+    for k in ("max_load_gap", "sum_sq_gap"):
+        if hit[k] != quick[k]:
+            return None
+    moves, proven = hit.get("excess_moves"), hit.get("excess_moves_proven")
+    if not isinstance(proven, bool) and proven is not None:
+        return None
+    if moves is not None:
+        if isinstance(moves, bool) or not isinstance(moves, (int, float)) or not math.isfinite(moves):
+            return None
+        if not 0 <= moves <= float(metrics.get("moved_cost") or 0) + 1e-9 or metrics.get("outcome") != "valid":
+            return None
+    return {**hit, **{k: quick[k] for k in ("max_load_gap", "sum_sq_gap")}}
 
 
 def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,

@@ -6,13 +6,17 @@ they depend on: the instance's content (:func:`solver.io.instance_to_dict`, docu
 out), the options that change the answer (time limit, seed), and for gaps the assignment's content.
 kassign's version is part of the key, so an upgrade never reads an older answer.
 
-Where: ``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign``, else ``~/.cache/kassign``.
+Where: ``$KASSIGN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kassign`` (an absolute path; a relative one is
+ignored, as the XDG spec says), else ``~/.cache/kassign`` when the home directory exists (else no cache).
 ``kassign score --no-cache`` neither reads nor writes it; deleting the folder is always safe.
 
 An entry carries the SHA-256 of its content: a file that was truncated, damaged, replaced by
 something else (a directory, a FIFO, a link to ``/dev/zero``), or is larger than any entry kassign
 writes is a miss (and is replaced by the next write), never an error or a wrong answer.  Entries are
-read without following a symbolic link and without blocking.
+read without following a symbolic link and without blocking, and decoded only when the memory guard
+says they fit (else a miss).  The checksum only proves an entry intact, not true: ``kassign score``
+re-checks what it reads against the instance (the cached optimum re-scored, the gaps recomputed from it)
+and drops an entry that does not hold (:meth:`Cache.drop`).
 
 Examples
 --------
@@ -39,6 +43,8 @@ from solver.model.schema import META_KEYS
 
 #: Largest cache entry read: an optimum of a group at the input limit's size fits; anything larger is not ours.
 MAX_ENTRY = 256 << 20
+#: Bytes of memory per byte of an entry while it is decoded (JSON text to Python objects, measured about 10).
+DECODE_FACTOR = 12
 #: The envelope's marker (and version): entries of another layout are misses.
 ENVELOPE = "kassign-cache/1"
 
@@ -49,12 +55,15 @@ def default_dir() -> Path | None:
     if os.environ.get("KASSIGN_CACHE_DIR"):
         return Path(os.environ["KASSIGN_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
-            return None
-    return Path(base) / "kassign"
+    if base and os.path.isabs(base):  # the XDG spec: a relative path is invalid and ignored
+        return Path(base) / "kassign"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+        return None
+    if not home.is_absolute() or not home.is_dir():
+        return None  # HOME=/nonexistent (a service account): no cache, never a home directory made up
+    return home / ".cache" / "kassign"
 
 
 def _digest(text: str) -> str:
@@ -121,25 +130,34 @@ class Cache:
 
     def get(self, key: str) -> Any:
         """The document stored under ``key``, or ``None`` when there is none intact (a damaged entry is removed)."""
+        from solver.errors import KassignError
         from solver.model.decode import DecodeError, decode_json
+        from solver.resources import Need, check_fits
 
         path = self.path(key)
         text = _read_entry(path) if path is not None else None
         if text is None:
             return None
         try:
+            # decoding JSON takes many times its bytes: an entry this process cannot hold is a miss, not exit 65
+            check_fits(Need(DECODE_FACTOR * len(text), "a cache entry"), str(path))
             entry = decode_json(text)
             ok = (isinstance(entry, dict) and entry.get("format") == ENVELOPE and entry.get("key") == key
                   and isinstance(entry.get("doc"), str) and entry.get("sha256") == _digest(entry["doc"]))
             doc = decode_json(entry["doc"]) if ok else None
-        except (DecodeError, ValueError, RecursionError):
+        except (DecodeError, ValueError, RecursionError, KassignError, MemoryError):
             ok, doc = False, None
         if not ok or doc is None:
-            with contextlib.suppress(OSError):
-                if path is not None and path.is_file() and not path.is_symlink():
-                    path.unlink()  # damaged: the next put writes it again
+            self.drop(key)
             return None
         return doc
+
+    def drop(self, key: str) -> None:
+        """Delete the entry under ``key`` (damaged, or not what it claims to be): the next put writes it again."""
+        path = self.path(key)
+        with contextlib.suppress(OSError):
+            if path is not None and path.is_file() and not path.is_symlink():
+                path.unlink()
 
     def put(self, key: str, doc: Any) -> None:
         """Store ``doc`` under ``key`` (atomically); a cache that cannot be written is silently skipped."""

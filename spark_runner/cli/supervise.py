@@ -27,6 +27,7 @@ traceback at interpreter exit.  ``SIGXFSZ`` is ignored, so a file size limit
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import io
@@ -109,8 +110,29 @@ class _GuardedStdout(_RawFd):
             raise StdoutError(e) from None
 
 
+#: Encoding error handler of kassign's standard streams (registered with :mod:`codecs`).
+UTF8_ERRORS = "kassign-utf8"
+
+
+def _utf8_errors(e: UnicodeError) -> tuple[str | bytes, int]:
+    """What UTF-8 cannot encode: bytes a POSIX locale escaped (``surrogateescape``) go out as they came when they
+    are UTF-8 (a file name typed under ``LC_ALL=C``); anything else is a ``\\udcXX`` escape, never a failure."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    chunk = e.object[e.start:e.end]
+    if all(0xDC80 <= ord(c) <= 0xDCFF for c in chunk):
+        raw = bytes(ord(c) - 0xDC00 for c in chunk)
+        with contextlib.suppress(UnicodeDecodeError):
+            raw.decode("utf-8")
+            return raw, e.end
+    return chunk.encode("ascii", "backslashreplace").decode("ascii"), e.end
+
+
+codecs.register_error(UTF8_ERRORS, _utf8_errors)
+
+
 def guard_stdout() -> None:
-    """Replace ``sys.stdout`` with a guarded text stream on the same descriptor (same encoding, buffering).
+    """Replace ``sys.stdout`` with a guarded UTF-8 text stream on the same descriptor (same buffering).
 
     A stdout that was closed when kassign started (``>&-``; Python then sets ``sys.stdout`` to ``None``) is
     descriptor 1 all the same: :func:`spark_runner.cli.entry.reserve_std_fds` put ``/dev/null`` there read-only,
@@ -122,7 +144,7 @@ def guard_stdout() -> None:
         return
     if old is None:
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(1)), encoding="utf-8",
-                                      errors="backslashreplace")
+                                      errors=UTF8_ERRORS)
         return
     try:
         fd = old.fileno()
@@ -130,10 +152,9 @@ def guard_stdout() -> None:
         return  # not a real descriptor (captured by a test): leave it
     with contextlib.suppress(Exception):
         old.flush()
-    utf8 = (old.encoding or "").lower().replace("-", "") == "utf8"
-    # a narrower encoding (PYTHONIOENCODING=ascii) escapes what it cannot say instead of failing mid-output
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=old.encoding,
-                                  errors=old.errors if utf8 else "backslashreplace",
+    # output is UTF-8 whatever the locale or PYTHONIOENCODING says (ascii would escape JSON's text, latin-1 or
+    # utf-16 would not be UTF-8): what cannot be UTF-8 (a name's undecodable bytes) is escaped, never a failure
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding="utf-8", errors=UTF8_ERRORS,
                                   line_buffering=bool(old.line_buffering))
 
 
@@ -149,7 +170,7 @@ class _QuietStderr(_RawFd):
 
 
 def guard_stderr() -> None:
-    """Replace ``sys.stderr`` with a stream on descriptor 2 whose failed writes are dropped (same encoding)."""
+    """Replace ``sys.stderr`` with a UTF-8 stream on descriptor 2 whose failed writes are dropped."""
     old = sys.stderr
     if isinstance(getattr(getattr(old, "buffer", None), "raw", None), _QuietStderr):
         return
@@ -160,8 +181,7 @@ def guard_stderr() -> None:
             return  # not a real descriptor (captured by a test): leave it
         with contextlib.suppress(Exception):
             old.flush()
-    encoding = getattr(old, "encoding", None) or "utf-8"
-    sys.stderr = io.TextIOWrapper(io.BufferedWriter(_QuietStderr(2)), encoding=encoding, errors="backslashreplace",
+    sys.stderr = io.TextIOWrapper(io.BufferedWriter(_QuietStderr(2)), encoding="utf-8", errors=UTF8_ERRORS,
                                   write_through=True, line_buffering=True)
 
 
@@ -201,9 +221,12 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
 
     ``say(line)`` prints a diagnostic on stderr.
     """
+    from solver.model.files import reset_inputs
+
     guard_stdout()
     guard_stderr()
     runtime.reset()
+    reset_inputs()
     with contextlib.suppress(AttributeError, ValueError, OSError):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     state: dict[str, Any] = {"deadline": None, "code": None}

@@ -43,7 +43,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
@@ -124,9 +124,20 @@ def build_instance_doc(members: Sequence[MemberReport], partitions: Mapping[str,
     all every partition weighs 1 (the flow engine's unit case).
     """
     subscribed = sorted({t for m in members for t in m.topics})
-    # a weight that is not a finite number >= 0 (a lag computed from a missing offset) is not reported
+    # a weight that is not a finite number >= 0 (a lag computed from a missing offset) is not reported, nor one
+    # so large that the group's weights could sum past the instance format's limit (MAX_TOTAL, 1e100): each is
+    # at most MAX_TOTAL / (partitions + 1), so no sum (the mean filling in unreported partitions too) passes it
+    from solver.model.schema import MAX_TOTAL
+
+    total_parts = sum(max(0, int(partitions.get(t, 0))) for t in subscribed)
+    cap = MAX_TOTAL / (total_parts + 1)
     usable = [(m, t, int(p), float(w)) for m in sorted(members, key=lambda m: m.member_id)
-              for t, per in m.weights.items() for p, w in per.items() if math.isfinite(w) and w >= 0]
+              for t, per in m.weights.items() for p, w in per.items() if math.isfinite(w) and 0 <= w <= cap]
+    dropped = sum(1 for m in members for per in m.weights.values() for w in per.values()
+                  if math.isfinite(w) and w > cap)
+    if dropped:
+        log.warning("kassign-optimal: %d reported weight(s) above %.3g left out (the group's weights must sum to at "
+                    "most %.3g)", dropped, cap, MAX_TOTAL)
     reported = [w for *_, w in usable]
     mean = math.fsum(reported) / len(reported) if reported else 1.0
     weights: dict[tuple[str, int], float] = {}
@@ -271,10 +282,17 @@ def plan(members: Sequence[MemberReport], partitions: Mapping[str, int], *, reba
     is compared with cooperative-sticky's settled assignment on (max load, moved cost), lexicographically,
     and the better one is handed out (ties: kassign's).
     """
+    from solver.errors import KassignError
     from solver.io import parse_instance
 
     t0 = time.perf_counter()
-    inst = parse_instance(build_instance_doc(members, partitions), PROTOCOL_NAME)
+    try:
+        inst = parse_instance(build_instance_doc(members, partitions), PROTOCOL_NAME)
+    except KassignError as e:  # reports the instance format refuses: the group still rebalances, unweighted
+        log.warning("kassign-optimal: the members' reports are not a valid group (%s); their weights are left out",
+                    e)
+        inst = parse_instance(build_instance_doc([replace(m, weights={}) for m in members], partitions),
+                              PROTOCOL_NAME)
     limit = wall if wall is not None else default_wall(budget)
     res = _solve_within(inst, budget, limit)
     ids = sorted(m.member_id for m in members)

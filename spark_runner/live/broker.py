@@ -326,10 +326,12 @@ class Broker:
 
         try:
             return thunk()
-        except errors.KafkaTimeoutError:
+        except (errors.KafkaTimeoutError, errors.RequestTimedOutError):
             raise CaptureTimeout(f"{self.bootstrap}: {what}: no answer in time") from None
         except (errors.KafkaConnectionError, errors.NodeNotReadyError, errors.MetadataEmptyBrokerList) as e:
-            raise BrokerUnavailable(f"{self.bootstrap}: {what}: connection lost ({type(e).__name__})") from None
+            # connected before: the cluster stopped answering mid-capture (exit 75, as a timeout), not unreachable
+            raise CaptureTimeout(f"{self.bootstrap}: {what}: the broker stopped answering (connection lost: "
+                                 f"{type(e).__name__})") from None
         except errors.AuthorizationError as e:
             raise NotAuthorized(f"{self.bootstrap}: {what}: not authorised ({type(e).__name__})") from None
         except errors.KafkaError as e:

@@ -197,6 +197,54 @@ def unreadable_rows(rows: Path) -> Iterator[None]:
                                                     f"start over with --overwrite)")]) from None
 
 
+def check_row_parts(rows: Path) -> None:
+    """Every Parquet part under ``rows/assignor=*/`` is a part of kassign's rows, or an
+    :class:`~solver.errors.InstanceError` naming the first that is not (exit 65).
+
+    Each part's columns must be row columns of their type (:data:`ROW_SCHEMA`) with the row key, and all parts
+    the same columns: a foreign file, or a part without a column the others have (which would read as null and
+    change the report's shares), is refused instead of read.  Only the files' footers are read.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    want = arrow_schema()
+    parts = sorted(rows.glob("assignor=*/*.parquet"))
+    seen: dict[frozenset[str], Path] = {}
+    for f in parts:
+        try:
+            schema = pq.read_schema(f)
+        except (pa.ArrowException, OSError) as e:
+            why = " ".join(str(e).split())[:200]
+            raise InstanceError(str(f), [Problem("", f"not a Parquet file of sweep rows ({why}): move it away, or "
+                                                     "start over with --overwrite")]) from None
+        problem = ""
+        for field in schema:
+            if field.name == "assignor":
+                continue
+            if want.get_field_index(field.name) < 0:
+                problem = f"column {field.name!r} is not a sweep row column"
+            elif not field.type.equals(want.field(field.name).type):
+                problem = (f"column {field.name!r} is {field.type}, a sweep row's is "
+                           f"{want.field(field.name).type}")
+            if problem:
+                break
+        names = frozenset(schema.names) - {"assignor"}
+        missing = [k for k in ROW_KEY if k != "assignor" and k not in names]
+        if not problem and missing:
+            problem = f"no {missing[0]!r} column"
+        if not problem and seen and names not in seen:
+            other, other_file = next(iter(seen.items()))
+            gone = sorted(other - names)
+            extra = sorted(names - other)
+            problem = (f"its columns differ from {other_file.relative_to(rows)}'s "
+                       + (f"(it lacks {', '.join(gone[:3])})" if gone else f"(it adds {', '.join(extra[:3])})"))
+        if problem:
+            raise InstanceError(str(f), [Problem("", f"not a part of these sweep rows: {problem} (move it away, or "
+                                                     "start over with --overwrite)")])
+        seen.setdefault(names, f)
+
+
 def arrow_schema() -> Any:
     """:data:`ROW_SCHEMA` as a ``pyarrow.Schema``: reading a sweep with it gives every column, null in
     files written before a column existed (e.g. Streams columns in an older consumer sweep)."""

@@ -42,6 +42,7 @@ from spark_runner.sweep.evaluate import (
     ROW_KEY,
     STREAMS_OPTIMAL,
     arrow_schema,
+    check_row_parts,
     unreadable_rows,
 )
 from spark_runner.sweep.verdict import Verdict, fmt_mean, verdicts, workload_class
@@ -141,6 +142,7 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
     schema = arrow_schema()
     part = ds.partitioning(pa.schema([schema.field("assignor")]), flavor="hive")
     cols = None if columns is None else list(dict.fromkeys([*columns, *ROW_KEY]))
+    check_row_parts(rows)  # a foreign part, or one without a column the others have: exit 65 naming it
     with unreadable_rows(rows):
         dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
         df = dataset.to_table(columns=cols).to_pandas()

@@ -56,7 +56,7 @@ from spark_runner.scenarios.streams import (
     StreamsScenarioParams,
     protocol_of,
 )
-from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA, unreadable_rows
+from spark_runner.sweep.evaluate import COLUMNS, REFERENCE, ROW_KEY, ROW_SCHEMA, check_row_parts, unreadable_rows
 
 ROWS = "rows"
 REPORT = "report"
@@ -487,6 +487,7 @@ def finished(out: Path) -> set[tuple[str, str]]:
         return set()
     import pyarrow.dataset as ds
 
+    check_row_parts(rows)
     with unreadable_rows(rows):
         table = ds.dataset(str(rows), format="parquet", partitioning="hive").to_table(
             columns=["scenario_id", "assignor"])
@@ -580,15 +581,24 @@ def start_spark(
 ) -> Any:
     """Start (or get) a SparkSession for sweeps.
 
-    Local masters bind to 127.0.0.1 and get task retries; ``PYSPARK_PYTHON``
-    defaults to the running interpreter so executors use the same environment.
+    Local masters bind to 127.0.0.1, get task retries and run their workers with the running interpreter
+    (``PYSPARK_PYTHON`` is overridden: the workers need kassign); a cluster's ``PYSPARK_PYTHON`` defaults to it.
     With ``log_path`` the JVM's own output (its start-up banner, log4j's
     warnings) goes to that file instead of the terminal, so a user sees only
     kassign's lines; Spark errors still reach Python as exceptions.
     """
     m = normalize_master(master)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = is_local(m)
+    if local:
+        # local workers run on this machine: kassign's own interpreter, whatever PYSPARK_PYTHON says (a Spark
+        # installation often sets it to a python without kassign: every task then failed with a Java trace)
+        given = os.environ.get("PYSPARK_PYTHON")
+        if given and given != sys.executable:
+            print(f"[sweep] local Spark workers run kassign's interpreter {sys.executable}, not PYSPARK_PYTHON={given}",
+                  file=sys.stderr, flush=True)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark import SparkConf, SparkContext
@@ -848,6 +858,7 @@ def run_sweep(
         scenarios = grid.scenarios()
         check_release(out, grid)
         done = finished(out)
+        check_grid(out, grid, done)
         work = plan(grid, done)
         skipped = len(scenarios) - len(work)
         say(f"[sweep] {grid.name}: {len(scenarios)} scenario(s) x {len(grid.evaluated)} assignor(s) "
@@ -960,13 +971,36 @@ def _run_batches(spark: Any, work: list[Work], out: Path, partitions: int | None
             with runtime.stoppable(lambda: _cancel(spark)):  # a signal cancels the job: nothing of it is committed
                 df = spark.createDataFrame(spark.sparkContext.parallelize(data, slices), in_schema)
                 rows = df.mapInPandas(fn, schema)
-                (rows.write.mode("append").partitionBy("assignor")
-                 .option("compression", "zstd").parquet(target))
+                try:
+                    (rows.write.mode("append").partitionBy("assignor")
+                     .option("compression", "zstd").parquet(target))
+                except Exception as e:
+                    output_failure(e, out)
+                    raise
             prog.done += len(chunk)
             if committed is not None:
                 committed[0] = prog.done
             say(f"[sweep] batch {k}/{len(chunks)} committed: {prog.done}/{prog.total} scenario(s)")
     return len(chunks)
+
+
+#: OS errors that, named anywhere in a failed Spark write (a ``Py4JJavaError`` carries Java's text), make it a
+#: failed output (exit 73/74 as any output) rather than a crash: the disk is full, a quota, a file size limit ...
+_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS", "EACCES")
+
+
+def output_failure(e: BaseException, out: Path) -> None:
+    """Raise :class:`~solver.errors.OutputError` for ``out/rows`` when ``e`` (a failed Spark write) says why an
+    OS refused the write (``No space left on device`` ...); return otherwise (the caller re-raises ``e``)."""
+    import errno
+
+    from solver.errors import OutputError
+
+    text = str(e)
+    for name in _WRITE_ERRNOS:
+        code = getattr(errno, name, None)
+        if code is not None and os.strerror(code) in text:
+            raise OutputError.from_os(str(out / ROWS), OSError(code, os.strerror(code)), partial=True) from None
 
 
 def _cancel(spark: Any) -> None:
@@ -1005,7 +1039,10 @@ def read_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not os.path.lexists(path):
         return {}
-    doc = read_document(path)  # bounded, strict JSON
+    from solver.model.files import private_reads
+
+    with private_reads():  # kassign's own file, written again by this sweep
+        doc = read_document(path)  # bounded, strict JSON
     types: dict[str, Any] = {"grid": str, "kafka_version": str, "solver_time_limit": (int, float)}
     bad = [k for k, t in types.items() if isinstance(doc, dict) and k in doc and doc[k] is not None
            and (not isinstance(doc[k], t) or isinstance(doc[k], bool))]
@@ -1034,6 +1071,42 @@ def check_release(out: Path, grid: Grid) -> None:
     if (before or str(DEFAULT)) != now:
         raise ReleaseMismatchError(f"{out} holds rows made following Kafka {before or DEFAULT}; this sweep follows "
                                    f"Kafka {now}: use another --out, or --overwrite")
+
+
+class GridMismatchError(KassignError):
+    """The output directory holds rows of another grid (exit 2): a report would mix both."""
+
+    exit_code = 2
+
+
+def check_grid(out: Path, grid: Grid, done: set[tuple[str, str]]) -> None:
+    """Refuse to add this grid's rows to ``out`` when its rows ``done`` are of another grid.
+
+    ``out`` remembers its grid by its rows: every scenario there must be one of this grid's (same points,
+    seeds and scenario parameters: the scenario id is their digest) and every assignor one it evaluates.
+    A grid that *adds* scenarios or assignors resumes (only what is missing runs); one that drops any, or
+    describes other scenarios, would make a report of both grids under this grid's name.
+
+    Raises
+    ------
+    GridMismatchError
+        With what differs and how to go on (another ``--out``, or ``--overwrite``).
+    """
+    if not done:
+        return
+    mine = {sid for sid, _, _ in grid.scenarios()}
+    theirs = {sid for sid, _ in done}
+    names = {a for _, a in done}
+    other_sids = theirs - mine
+    other_names = sorted(names - set(grid.evaluated))
+    if not other_sids and not other_names:
+        return
+    before = read_manifest(out).get("grid")
+    whose = f"grid {before!r}" if isinstance(before, str) and before else "another grid"
+    what = (f"{len(other_sids):,} of its {len(theirs):,} scenario(s) are not in this grid" if other_sids else
+            f"it evaluated {', '.join(other_names)}, which this grid does not list")
+    raise GridMismatchError(f"{out} holds the rows of {whose} ({what}); this sweep ({grid.name!r}) would report "
+                            f"both: use another --out, or --overwrite")
 
 
 def _write_manifest(out: Path, grid: Grid, scenarios: int, rows: int) -> None:

@@ -118,11 +118,12 @@ def register(app: typer.Typer) -> None:
         output: Annotated[str | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     ) -> None:
         """Capture a live group (read-only) as a kassign/v1 instance: members, subscriptions, owned partitions, lags."""
+        from solver.errors import InstanceError
         from solver.io import dumps, parse_instance, write_atomic
         from solver.model.files import check_distinct_outputs, check_output_path, transaction
         from solver.options import CAPTURE_SAMPLE, CAPTURE_TIMEOUT, check_text
         from spark_runner.cli.common import UsageError, stderr
-        from spark_runner.live.broker import check_bootstrap, read_client_config
+        from spark_runner.live.broker import CaptureError, check_bootstrap, read_client_config
         from spark_runner.live.capture import capture as capture_group
 
         bootstrap_server = check_bootstrap(bootstrap_server)
@@ -154,7 +155,15 @@ def register(app: typer.Typer) -> None:
                                   config=config, timeout=timeout, changelogs=logs, api_version=version,
                                   progress=progress),
             budget)
-        inst = parse_instance(doc, f"capture of {group!r}")  # what we write must be a valid instance
+        try:
+            inst = parse_instance(doc, f"capture of {group!r}")  # what we write must be a valid instance
+        except InstanceError as e:  # broker data an instance cannot represent: the group cannot be captured (69)
+            first = e.problems[0] if e.problems else None
+            where = f"{first.path}: " if first is not None and first.path else ""
+            why = f"{where}{first.message}" if first is not None else str(e)
+            more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
+            raise CaptureError(f"group {group!r} cannot be captured: the broker reports what an instance cannot "
+                               f"hold ({why}{more})") from None
         text = readable_json(doc)
         if current is not None and inst.protocol != "consumer":
             raise UsageError("--current is for consumer groups (a Streams capture carries its tasks itself)")

@@ -241,10 +241,19 @@ def register(app: typer.Typer) -> None:
             raise UsageError(str(e)) from None
         inst = read_instance(instance)
         kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
-        if kafka is not None:  # a release without the compared assignor: exit 2 before the plan
+        if kafka is not None:  # a release without the compared assignor: exit 2 before the plan when asked for
+            from solver.kafka_version import KafkaVersionError
             from solver.result import Params
 
-            kafka.rule(Params(kafka_version=kafka_version), inst)
+            try:
+                kafka.rule(Params(kafka_version=kafka_version), inst)
+            except KafkaVersionError as e:
+                if kafka_version is not None:
+                    raise
+                # the instance's release, not a flag: Kafka's column is left out, as compare leaves the assignor out
+                err.print(f"note: {e}; the kafka_* columns say 'unavailable' (--kafka-version picks another "
+                          f"release)", markup=False)
+                kafka = None
         try:
             with located(str(instance)):
                 doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))

@@ -77,6 +77,8 @@ def register(app: typer.Typer) -> None:
         from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
         from spark_runner.cli import supervise
         from spark_runner.sweep.run import (
+            check_grid,
+            check_release,
             finished,
             plan,
             read_grid,
@@ -93,12 +95,17 @@ def register(app: typer.Typer) -> None:
         PROGRESS_EVERY.check(progress_every)
         spark_conf = _conf(conf)
         _master(master)
-        check_output_dir(out, probe=not dry_run)  # a file, a link loop, a name too long: exit 73 before any work
+        check_output_dir(out)  # a file, a link loop, a name too long, unwritable: exit 73 before any work, dry or not
         g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
         if kafka_version is not None:
             g = with_kafka_version(g, kafka_version)
         if dry_run:
-            todo = plan(g, finished(out))
+            done: set[tuple[str, str]] = set()
+            if not overwrite:  # --overwrite would delete the rows: everything is pending
+                check_release(out, g)
+                done = finished(out)
+                check_grid(out, g, done)
+            todo = plan(g, done)
             total = len(g.scenarios())
             steps = sum(w.params.steps + 1 for w in todo)
             stderr.print(f"{g.name}: {total} scenario(s), {len(g.points)} grid point(s) x {len(g.seeds)} seed(s); "

@@ -132,10 +132,11 @@ def test_synthetic_members_for_clients_without_members(registry_loaded: None) ->
     assert [(m.id, m.active) for m in synthetic_members(inst.streams, 0)] == [("a#0", ("0_0", "0_2")),
                                                                               ("a#1", ("0_1",))]
     doc = server_sticky_assign(inst).to_json_dict()
-    assert sorted(doc["members"]) == ["a#0", "a#1", "b#0"]
+    # synthetic members are how the assignor reads a process, not group members: never written out
+    assert "members" not in doc
     # quota ceil(5 / 3) = 2 actives per member: b#0 keeps two, a's members keep theirs
-    assert doc["members"]["b#0"]["active"] == ["0_3", "0_4"]
-    assert doc["members"]["a#0"]["active"] == ["0_0", "0_2"] and doc["members"]["a#1"]["active"] == ["0_1"]
+    assert doc["assignment"]["b"]["active"] == ["0_3", "0_4"]
+    assert doc["assignment"]["a"]["active"] == ["0_0", "0_1", "0_2"]
 
 
 # --- properties ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +132,87 @@ def test_no_home_and_no_variable_means_no_cache(monkeypatch: pytest.MonkeyPatch)
     c = Cache()
     assert c.folder is None and c.get(c.key("x", 1)) is None
     c.put(c.key("x", 1), {"a": 1})  # nothing to write to, no error
+
+
+# --- issue 34: an intact entry is re-checked against the instance -------------------------------------------------
+
+def _forge(entry: Path, change: Any) -> None:
+    """Rewrite the document inside ``entry`` with ``change(doc)`` and a digest that matches again."""
+    from spark_runner.cli.cache import _digest
+
+    env = json.loads(entry.read_text())
+    doc = change(json.loads(env["doc"]))
+    text = json.dumps(doc, separators=(",", ":"))
+    entry.write_text(json.dumps({**env, "doc": text, "sha256": _digest(text)}))
+
+
+def _set_stage(doc: dict[str, Any], stage: str, value: float) -> dict[str, Any]:
+    k = doc["stats"]["stages"].index(stage)
+    doc["stats"]["objective"][k] = doc["stats"]["bound"][k] = value
+    return doc
+
+
+def _scored_by(asg: Path) -> Any:
+    def change(doc: dict[str, Any]) -> dict[str, Any]:  # the optimum's assignment replaced by the scored one
+        return {**doc, "assignment": json.loads(asg.read_text())["assignment"]}
+    return change
+
+
+@pytest.mark.parametrize(("kind", "change"), [
+    ("optimum", lambda d: _set_stage(d, "max_load", 1e12)),  # gap 0 for any assignment, as in the issue
+    ("optimum", lambda d: _set_stage(d, "sum_sq", 0.5)),
+    ("optimum", lambda d: {**d, "stats": {**d["stats"], "bound": [v + 1 for v in d["stats"]["objective"]]}}),
+    ("optimum", "scored"),
+    ("gaps", lambda d: {**d, "max_load_gap": -5, "sum_sq_gap": "not a number"}),
+    ("gaps", lambda d: {**d, "max_load_gap": 0.0, "sum_sq_gap": 0.0}),
+    ("gaps", lambda d: {**d, "excess_moves": -3}),
+    ("gaps", lambda d: {**d, "excess_moves": 1e300}),
+    ("gaps", lambda d: {**d, "optimal_status": "feasible"}),
+    ("gaps", lambda d: {**d, "extra": 1}),
+], ids=["objective", "sum-sq", "bound-above", "worse-assignment", "planted", "zero-gaps", "negative-moves",
+        "huge-moves", "status", "extra-key"])
+def test_a_forged_entry_is_a_miss_it_deletes(tmp_path: Path, assignments: dict[str, Path], kind: str,
+                                             change: Any) -> None:
+    cache = tmp_path / "cache"
+    asg = assignments["orders-group"]
+    first = _score(ORDERS, asg, cache)
+    _clean(first, 0)
+    truth = json.loads(first.stdout)
+    assert truth["max_load_gap"] > 0  # range is not optimal here: a forged 0 would show
+    (entry,) = cache.glob(f"{kind}-*.json")
+    if kind == "optimum":  # the gaps entry must not hide the optimum's
+        next(cache.glob("gaps-*.json")).unlink()
+    before = entry.read_text()
+    _forge(entry, _scored_by(asg) if change == "scored" else change)
+    again = _score(ORDERS, asg, cache)
+    _clean(again, 0)
+    assert json.loads(again.stdout) == truth
+    # the miss deleted the forged entry and the solve wrote the true one again
+    def doc(text: str) -> Any:
+        d = json.loads(json.loads(text)["doc"])
+        keep = ("status", "objective", "bound", "stages")
+        return {**d, "stats": {k: d["stats"].get(k) for k in keep}} if "stats" in d else d
+
+    assert doc(entry.read_text()) == doc(before)
+
+
+def test_an_entry_too_large_to_decode_is_a_miss_it_deletes(tmp_path: Path, assignments: dict[str, Path]) -> None:
+    cache = tmp_path / "cache"
+    asg = assignments["orders-group"]
+    first = _score(ORDERS, asg, cache)
+    _clean(first, 0)
+    (entry,) = cache.glob("gaps-*.json")
+    env = json.loads(entry.read_text())
+    doc = json.loads(env["doc"])
+    doc["padding"] = [0] * 12_000_000  # 24 MB of JSON: about 300 MB decoded, over a 256M limit
+    text = json.dumps(doc, separators=(",", ":"))
+    from spark_runner.cli.cache import _digest
+
+    entry.write_text(json.dumps({**env, "doc": text, "sha256": _digest(text)}))
+    env_vars = {**os.environ, "KASSIGN_CACHE_DIR": str(cache), "KASSIGN_MEMORY_LIMIT": "256M"}
+    for _ in range(2):  # the miss deletes it: the next score does not meet it again
+        r = subprocess.run([*CMD, "score", str(ORDERS), str(asg), "--json", "--time-limit", "5"], capture_output=True,
+                           text=True, timeout=120, cwd=REPO, env=env_vars)
+        _clean(r, 0)
+        assert json.loads(r.stdout) == json.loads(first.stdout)
+    assert entry.stat().st_size < 1 << 20

@@ -393,3 +393,39 @@ def test_a_nan_weight_from_another_member_does_not_break_the_leader() -> None:
     doc = build_instance_doc(members, {"a": 2})
     assert doc["topics"]["a"] == {"partitions": 2, "weights": [4.0, 4.0]}  # a-0 unknown: the mean of the rest
     assert plan(members, {"a": 2}).status == "optimal"
+
+
+@pytest.mark.parametrize("huge", [1e300, 1.7e308, 5e99])
+def test_a_weight_too_large_for_the_group_is_left_out_and_the_group_rebalances(
+        huge: float, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 34: one member reporting 1e300 (finite, >= 0) made the leader's assign() raise (the weights summed past
+    1e100): the whole group could not rebalance."""
+    members = [MemberReport("m0", ("a",), {"a": (0,)}, 1, {"a": {0: huge}}),
+               MemberReport("m1", ("a",), {"a": (1,)}, 1, {"a": {1: 2.0, 2: 4.0}}),
+               MemberReport("m2", ("a",))]
+    doc = build_instance_doc(members, {"a": 4})
+    assert doc["topics"]["a"]["weights"] == [3.0, 2.0, 4.0, 3.0]  # the huge one dropped: the mean fills in
+    parse_instance(doc)  # a valid group
+    with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
+        res = plan(members, {"a": 4}, rebalance="eager")
+    assert "1 reported weight(s) above" in caplog.text
+    assert sorted(p for a in res.assignment.values() for ps in a.values() for p in ps) == [0, 1, 2, 3]
+    assert res.status == "optimal"
+
+
+def test_reports_the_format_refuses_fall_back_to_an_unweighted_group(monkeypatch: pytest.MonkeyPatch,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    real = live.build_instance_doc
+
+    def bad_weights(members: Any, partitions: Any) -> dict[str, Any]:  # weights the format refuses, however made
+        doc = real(members, partitions)
+        if any(m.weights for m in members):
+            doc["topics"]["a"] = {"partitions": 4, "weights": [-1.0, 1.0, 1.0, 1.0]}
+        return doc
+
+    monkeypatch.setattr(live, "build_instance_doc", bad_weights)
+    members = [MemberReport("m0", ("a",), {"a": (0,)}, 1, {"a": {0: 5.0}}), MemberReport("m1", ("a",))]
+    with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
+        res = plan(members, {"a": 4}, rebalance="eager")
+    assert "their weights are left out" in caplog.text
+    assert sorted(p for a in res.assignment.values() for ps in a.values() for p in ps) == [0, 1, 2, 3]

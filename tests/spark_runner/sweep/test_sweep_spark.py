@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,19 @@ def test_dry_run_lists_pending_work(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "4 scenario(s)" in proc.stderr and "4 pending" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.spark
+def test_a_foreign_pyspark_python_does_not_break_a_local_sweep(tmp_path: Path) -> None:
+    """Issue 34: PYSPARK_PYTHON naming another interpreter (where Spark is installed) made every task fail: exit 1
+    with Python and Java traces.  Local workers run kassign's own interpreter."""
+    need_registered("range")
+    grid = tmp_path / "g.yaml"
+    grid.write_text(yaml.safe_dump(_grid(seeds=1, params={**_grid()["params"], "members": 3, "steps": 1})))
+    other = "/usr/bin/python3"
+    env = {**os.environ, "PYSPARK_PYTHON": other}
+    proc = subprocess.run([sys.executable, "-m", "spark_runner", "sweep", str(grid), "--out", str(tmp_path / "o"),
+                           "--no-report"], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"not PYSPARK_PYTHON={other}" in proc.stderr
+    assert "Traceback" not in proc.stderr
