@@ -102,7 +102,7 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
                 "points": [{"budget": 0.0, "max_load": 0.0, "bound": 0.0, "sum_sq": 0.0, "moved": 0.0,
                             "proven": True}]}
     tl = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
-    deterministic = bool((params.options or {}).get("deterministic", False))
+    deterministic = bool((params.options or {}).get("deterministic", True))
     use_flow = _flow_ok(instance, ic)
     scale = [1]
     # items of one load: the most balanced point (max load, then sum of squares); else the least max load
