@@ -104,6 +104,7 @@ def solve_exact(
     load_cap: float | None = None,
     moves_cap: float | None = None,
     max_vars: int = MAX_VARS,
+    start: Sequence[tuple[int, int, int]] | None = None,
 ) -> CpsatOutcome:
     """Lexicographic optimum over class counts.
 
@@ -139,6 +140,10 @@ def solve_exact(
         Hard upper bound on the moved cost (original units).
     max_vars
         Neighbourhood restriction threshold.
+    start
+        A known assignment as ``(class, member, count)`` flows that keeps the hard caps (the answer of a
+        tighter setting: the frontier's previous point); the CP-SAT stages start from it and no stage
+        returns worse than it.  Used where the CP-SAT stages run alone (a load cap, a moves budget).
 
     Returns
     -------
@@ -165,7 +170,8 @@ def solve_exact(
         return _two_phases(ic, capacities, member_racks, stages, t_start=t_start, time_limit=time_limit,
                            deadline=deadline, tolerance=tolerance, common=common)
     return _solve(ic, capacities, member_racks, stages=stages, time_limit=time_limit, deadline=deadline,
-                  tolerance=tolerance, load_cap=load_cap, moves_cap=moves_cap, t_start=t_start, **common)
+                  tolerance=tolerance, load_cap=load_cap, moves_cap=moves_cap, t_start=t_start,
+                  start_flows=start, **common)
 
 
 def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_racks: Sequence[str | None],
@@ -223,7 +229,8 @@ def _moved(ic: ItemClasses, sc: Scaled, flows: list[tuple[int, int, int]]) -> in
 def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_racks: Sequence[str | None], *,
            stages: list[str], time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
            backend: str, tolerance: float | None, load_cap: float | None, moves_cap: float | None, max_vars: int,
-           t_start: float, given: tuple[np.ndarray, int, int | None] | None = None) -> CpsatOutcome:
+           t_start: float, given: tuple[np.ndarray, int, int | None] | None = None,
+           start_flows: Sequence[tuple[int, int, int]] | None = None) -> CpsatOutcome:
     """One solve of ``stages`` (see :func:`solve_exact`); ``given``: a start and the caps it sets
     (:func:`_two_phases`), the stages then leave out ``max_load``."""
     caps = np.asarray(capacities, dtype=np.float64)
@@ -255,6 +262,8 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
             window_hint = _counts(ic, out.flows)
         if deterministic:
             time_limit *= 1 - share
+    if start is None and start_flows is not None:
+        start = _counts(ic, list(start_flows))
     return _CpsatStages(ic, sc, racks, stages, caps, start=start, restricted=restricted, t_start=t_start,
                         time_limit=time_limit, deadline=deadline, seed=seed, deterministic=deterministic,
                         workers=workers, backend=backend, tolerance=tolerance, load_cap=load_cap,

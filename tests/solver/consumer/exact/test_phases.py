@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -173,3 +174,18 @@ def test_the_same_output_on_an_idle_and_a_busy_machine(tmp_path: Path) -> None:
             b.wait()
     assert quiet["stats"]["status"] in ("optimal", "feasible")
     assert busy == quiet
+
+
+# ---- 1b. each frontier point seeds the next
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 10**6))
+def test_frontier_max_load_never_rises_as_the_budget_grows(seed: int) -> None:
+    from solver.consumer.frontier import compute_frontier
+
+    doc = weighted_group(seed, partitions=(60, 120), members=(5, 10), max_weight=5000, lognormal=True)
+    front = compute_frontier(parse_instance(doc), Params(time_limit=0.3), max_points=6)
+    points = sorted(front["points"], key=lambda p: p["budget"])
+    assert points, front
+    for a, b in itertools.pairwise(points):
+        assert b["max_load"] <= a["max_load"] + 1e-9, (a, b)
+        assert b["moved"] <= b["budget"] + 1e-9
