@@ -102,11 +102,13 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
                 "points": [{"budget": 0.0, "max_load": 0.0, "bound": 0.0, "sum_sq": 0.0, "moved": 0.0,
                             "proven": True}]}
     tl = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
-    deterministic = bool((params.options or {}).get("deterministic", False))
+    deterministic = bool((params.options or {}).get("deterministic", True))
     use_flow = _flow_ok(instance, ic)
     scale = [1]
     # items of one load: the most balanced point (max load, then sum of squares); else the least max load
     stages = ("max_load", "moves") if differs_in_load(instance, ic) else ("max_load", "sum_sq", "moves")
+
+    seed_flows: list[list[tuple[int, int, int]]] = []  # the last point's answer: feasible for the next budget
 
     def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, float, bool]:
         """(flows, moved cost, max-load bound, proven) of the best assignment within ``budget``."""
@@ -119,7 +121,10 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
             ml = float(_loads(ic, out.flows, caps).max())
             return out.flows, out.moved_cost_int / out.move_scale, ml, True
         cout = solve_exact(ic, caps, racks, stages=stages, time_limit=tl, seed=params.seed,
-                           deterministic=deterministic, moves_cap=budget)
+                           deterministic=deterministic, moves_cap=budget,
+                           start=seed_flows[-1] if seed_flows and budget is not None else None)
+        if budget is not None:
+            seed_flows.append(cout.flows)
         first = cout.stages[0]
         return cout.flows, cout.stages[-1].value, first.bound, all(r.proven for r in cout.stages)
 

@@ -287,7 +287,7 @@ def solve(instance: Instance, params: Params, engine: str = "auto") -> Result:
         raise ObjectiveError(f"option backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     tl = params.time_limit if params.time_limit is not None else DEFAULT_TIME_LIMIT
     deadline = t0 + tl
-    deterministic = bool(opts.get("deterministic", False))
+    deterministic = bool(opts.get("deterministic", True))
     view = GroupView(instance)
     per_topic = order_given is not None and "topic_balance" in order_given
     ic = build_classes(instance, view, per_topic=per_topic)
@@ -396,7 +396,7 @@ def _solve_weighted_sum(instance: Instance, ic: ItemClasses, racks: list[str | N
     opts = params.options or {}
     cout = solve_cpsat(ic, [m.capacity for m in instance.members], racks, stages=STAGE_NAMES, weights=weights,
                        time_limit=tl, seed=params.seed, workers=int(opts.get("workers", 1)),
-                       deterministic=bool(opts.get("deterministic", False)),
+                       deterministic=bool(opts.get("deterministic", True)),
                        max_vars=int(opts.get("max_vars", MAX_VARS)))
     vals = _values(instance, ic, cout.flows)
     rep = cout.stages[0]

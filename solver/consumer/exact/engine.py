@@ -76,6 +76,12 @@ PRIMAL_SHARE = {"small": 0.3, "mid": 0.7}
 HYBRID_PATIENCE = {"small": 0, "mid": 25}
 #: Largest model counted as small for :data:`PRIMAL_SHARE`.
 SMALL_VARS = 8_000
+#: Models up to this many variables go to the plain CP-SAT stages at once (no primal search, no local-search
+#: start): CP-SAT proves them faster than the heuristics improve them (the issue's 44-partition group).
+PLAIN_VARS = 0
+#: Share of the time limit the strict ``max_load, moves`` phase takes (:func:`_two_phases`); the same with or
+#: without a balance tolerance, so both runs hold the same strict answer.
+STRICT_SHARE = 0.7
 #: Share of the sum_sq stage's budget its levelling local search may take.
 LEVEL_SHARE = 0.2
 
@@ -98,6 +104,7 @@ def solve_exact(
     load_cap: float | None = None,
     moves_cap: float | None = None,
     max_vars: int = MAX_VARS,
+    start: Sequence[tuple[int, int, int]] | None = None,
 ) -> CpsatOutcome:
     """Lexicographic optimum over class counts.
 
@@ -133,6 +140,10 @@ def solve_exact(
         Hard upper bound on the moved cost (original units).
     max_vars
         Neighbourhood restriction threshold.
+    start
+        A known assignment as ``(class, member, count)`` flows that keeps the hard caps (the answer of a
+        tighter setting: the frontier's previous point); the CP-SAT stages start from it and no stage
+        returns worse than it.  Used where the CP-SAT stages run alone (a load cap, a moves budget).
 
     Returns
     -------
@@ -152,38 +163,112 @@ def solve_exact(
         raise ValueError(f"unknown stages {unknown}")
     if tolerance is not None and (not stages or stages[0] != "max_load"):
         raise ValueError("a balance tolerance needs max_load as the first stage")
+    common: dict[str, Any] = {"seed": seed, "deterministic": deterministic, "workers": workers, "backend": backend,
+                              "max_vars": max_vars}
+    if (stages[:2] == ["max_load", "moves"] and (tolerance is not None or len(stages) > 2)
+            and load_cap is None and moves_cap is None and "topic_balance" not in stages):
+        return _two_phases(ic, capacities, member_racks, stages, t_start=t_start, time_limit=time_limit,
+                           deadline=deadline, tolerance=tolerance, common=common)
+    return _solve(ic, capacities, member_racks, stages=stages, time_limit=time_limit, deadline=deadline,
+                  tolerance=tolerance, load_cap=load_cap, moves_cap=moves_cap, t_start=t_start,
+                  start_flows=start, **common)
+
+
+def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_racks: Sequence[str | None],
+                stages: list[str], *, t_start: float, time_limit: float, deadline: float, tolerance: float | None,
+                common: dict[str, Any]) -> CpsatOutcome:
+    """The strict ``max_load, moves`` solve first, then the later stages seeded with its answer.
+
+    The first phase is the same computation with or without a balance tolerance (the same share of the
+    time limit, the same work budgets), so a tolerance run holds the strict run's answer and only looks
+    for better inside its window: its moved cost is never above the strict run's (monotone by
+    construction).  Without a tolerance the second phase runs ``sum_sq, racks`` within the first
+    phase's max load and moved cost.
+    """
+    first = _solve(ic, capacities, member_racks, stages=["max_load", "moves"], tolerance=None, load_cap=None,
+                   moves_cap=None, time_limit=time_limit * STRICT_SHARE,
+                   deadline=t_start + STRICT_SHARE * (deadline - t_start), t_start=t_start, **common)
+    sc = scale(ic, np.asarray(capacities, dtype=np.float64).tolist())
+    x = _counts(ic, first.flows)
+    w_arr = np.asarray(sc.wint, dtype=np.int64)
+    z = int(((w_arr @ x) * np.asarray(sc.ratio, dtype=np.int64)).max(initial=0))
+    moved = _moved(ic, sc, first.flows)
+    if tolerance is None:
+        rest, zcap, mcap = stages[2:], z, moved
+    else:
+        rest, zcap, mcap = stages[1:], window_cap(z, tolerance), None
+    second = _solve(ic, capacities, member_racks, stages=rest, tolerance=None, load_cap=None, moves_cap=None,
+                    time_limit=time_limit * (1 - STRICT_SHARE), deadline=deadline, t_start=time.perf_counter(),
+                    given=(x, zcap, mcap), **common)
+    flows = second.flows
+    if _moved(ic, sc, flows) > moved:  # never worse than the answer it started from (a bug if it were)
+        raise AssertionError("the second phase moved more than the solution it started from")
+    reports = first.stages[:1] + (first.stages[1:2] if tolerance is None else []) + second.stages
+    info = dict(first.info)
+    for key in ("mip_fallbacks", "mip_proofs"):
+        info[key] = int(first.info.get(key, 0)) + int(second.info.get(key, 0))  # type: ignore[call-overload]
+    done_first: list[float] = first.info.get("stage_done_at", [])  # type: ignore[assignment]
+    done_second: list[float] = second.info.get("stage_done_at", [])  # type: ignore[assignment]
+    info["stage_done_at"] = done_first[:len(reports) - len(second.stages)] + done_second
+    info["phases"] = [first.info.get("backend"), second.info.get("backend")]
+    return CpsatOutcome(flows=flows, stages=reports, exact=first.exact and second.exact,
+                        restricted=first.restricted or second.restricted, seconds=time.perf_counter() - t_start,
+                        info=info, balanced=first.flows if tolerance is not None else None)
+
+
+def window_cap(z: int, tolerance: float) -> int:
+    """The largest scaled load within ``(1 + tolerance)`` times ``z`` (never below ``z``)."""
+    return max(z, math.floor(Fraction(z) * (1 + Fraction(tolerance).limit_denominator(10**9))))
+
+
+def _moved(ic: ItemClasses, sc: Scaled, flows: list[tuple[int, int, int]]) -> int:
+    """The scaled moved cost of ``flows``."""
+    return sum(k * (sc.owned[c] - sc.own[c].get(m, 0)) for c, m, k in flows)
+
+
+def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_racks: Sequence[str | None], *,
+           stages: list[str], time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
+           backend: str, tolerance: float | None, load_cap: float | None, moves_cap: float | None, max_vars: int,
+           t_start: float, given: tuple[np.ndarray, int, int | None] | None = None,
+           start_flows: Sequence[tuple[int, int, int]] | None = None) -> CpsatOutcome:
+    """One solve of ``stages`` (see :func:`solve_exact`); ``given``: a start and the caps it sets
+    (:func:`_two_phases`), the stages then leave out ``max_load``."""
     caps = np.asarray(capacities, dtype=np.float64)
     racks = list(member_racks)
     sc = scale(ic, caps.tolist())
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
-    start: np.ndarray | None = None
+    start: np.ndarray | None = None if given is None else given[0]
     window_hint: np.ndarray | None = None
-    if (stages[0] == "max_load" and set(stages) <= set(LARGE_TAKES) and load_cap is None
-            and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS):
+    size = "small" if n_vars_full <= SMALL_VARS else "mid"
+    if (set(stages) <= set(LARGE_TAKES) and load_cap is None and (given is not None or stages[0] == "max_load")
+            and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS
+            and (restricted or n_vars_full > PLAIN_VARS)):
         # primal search beside valid bounds, stage by stage: the whole answer when one CP-SAT model would be
         # too large; else a first share of the time, with CP-SAT then proving what it leaves open
-        size = "small" if n_vars_full <= SMALL_VARS else "mid"
         share = 1.0 if restricted else PRIMAL_SHARE[size]
         out = solve_large(ic, sc, racks, stages, time_limit=time_limit * share,
                           deadline=t_start + share * (deadline - t_start), seed=seed,
                           deterministic=deterministic, workers=workers, tolerance=tolerance,
                           topic_balance=lambda flows: topic_balance_value(ic, flows), restricted=restricted,
-                          patience=None if restricted else HYBRID_PATIENCE[size])
+                          patience=None if restricted else HYBRID_PATIENCE[size], given=given)
         if restricted or all(r.proven for r in out.stages):
             out.seconds = time.perf_counter() - t_start
             return out
         # CP-SAT's max-load stage starts from the primal max-load solution (as without a tolerance, so both
         # runs reach the same max load); the window's solution is the hint of the stages after it
         start = _counts(ic, out.balanced if out.balanced is not None else out.flows)
-        if out.balanced is not None:
+        if out.balanced is not None and given is None:
             window_hint = _counts(ic, out.flows)
         if deterministic:
             time_limit *= 1 - share
+    if start is None and start_flows is not None:
+        start = _counts(ic, list(start_flows))
     return _CpsatStages(ic, sc, racks, stages, caps, start=start, restricted=restricted, t_start=t_start,
                         time_limit=time_limit, deadline=deadline, seed=seed, deterministic=deterministic,
                         workers=workers, backend=backend, tolerance=tolerance, load_cap=load_cap,
-                        moves_cap=moves_cap, max_vars=max_vars, window_hint=window_hint).run()
+                        moves_cap=moves_cap, max_vars=max_vars, window_hint=window_hint,
+                        given=None if given is None else given[1:]).run()
 
 
 def _counts(ic: ItemClasses, flows: list[tuple[int, int, int]]) -> np.ndarray:
@@ -200,7 +285,7 @@ class _CpsatStages:
                  *, start: np.ndarray | None, restricted: bool, t_start: float, time_limit: float, deadline: float,
                  seed: int, deterministic: bool, workers: int, backend: str, tolerance: float | None,
                  load_cap: float | None, moves_cap: float | None, max_vars: int,
-                 window_hint: np.ndarray | None = None) -> None:
+                 window_hint: np.ndarray | None = None, given: tuple[int, int | None] | None = None) -> None:
         self.ic, self.sc, self.racks, self.stages = ic, sc, racks, stages
         self.restricted, self.t_start, self.time_limit, self.deadline = restricted, t_start, time_limit, deadline
         self.seed, self.deterministic, self.workers, self.backend = seed, deterministic, workers, backend
@@ -208,7 +293,8 @@ class _CpsatStages:
         W, ratio = sc.wint, sc.ratio
         self.lb_z = max_load_bound(ic, W, ratio)
         hint = greedy(ic, caps) if start is None else start
-        if start is None and ic.total_items <= MAX_ITEMS:
+        n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
+        if start is None and ic.total_items <= MAX_ITEMS and n_vars_full > PLAIN_VARS:
             # start near the max-load bound, moving little: the probe often only has to confirm it, and a
             # restricted model (neighbourhoods only) keeps most of what its start decides
             data = local_data(ic, sc)
@@ -223,14 +309,18 @@ class _CpsatStages:
         cap_z = sum(W[c] * int(ic.count[c]) for c in range(ic.n_classes)) * max(ratio, default=1)
         if load_cap is not None:
             cap_z = min(cap_z, math.floor(Fraction(load_cap) / sc.load_unit))
+        cap_m = None if moves_cap is None else math.floor(Fraction(moves_cap) / sc.move_unit + Fraction(1, 10**9))
+        if given is not None:  # the caps an earlier phase set (its solution keeps them)
+            cap_z = min(cap_z, given[0])
+            if given[1] is not None:
+                cap_m = given[1] if cap_m is None else min(cap_m, given[1])
         if cap_z < self.lb_z:
             raise InfeasibleError("no assignment keeps every load within the cap")
         self.cap_z = cap_z
-        cap_m = None if moves_cap is None else math.floor(Fraction(moves_cap) / sc.move_unit + Fraction(1, 10**9))
         self.m = ClassModel(ic, sc, self.cand, racks, lb_z=self.lb_z, cap_z=cap_z, moves_cap=cap_m,
                             topic_balance="topic_balance" in stages)
         current: Solution = {(c, m): int(hint[c, m]) for c in range(ic.n_classes) for m in self.cand[c] if hint[c, m]}
-        self.current: Solution | None = current if self.m.values(current)["max_load"] <= cap_z else None
+        self.current: Solution | None = current if self.m.fits(current) else None
         self.reports: list[StageReport] = []
         self.done_at: list[float] = []
         self.stats = {"mip_fallbacks": 0, "mip_proofs": 0}
@@ -314,8 +404,10 @@ class _CpsatStages:
             if st in ("optimal", "feasible") and mip.last is not None:
                 self.current = mip.last
             return st, val, bnd, dt
+        # HiGHS has no deterministic work limit: whether it proves in its wall-clock share depends on the
+        # machine's load, so deterministic mode (the default) leaves the whole share to CP-SAT
         fallback = (name in MIP_STAGES and "sum_sq" not in self.m.objs and self.m.n_vars <= MIP_MAX_VARS
-                    and not self.restricted)
+                    and not self.restricted and not self.deterministic)
         d0 = self.m.det_spent
         st, val, bnd, dt = self.solve(name, seconds * (CPSAT_SHARE if fallback else 1.0))
         if not fallback or st in ("optimal", "infeasible"):
@@ -410,6 +502,8 @@ class _CpsatStages:
                 # a restricted model's own bound (or optimum) says nothing of the full model
                 bnd = max(0 if self.restricted else bnd, self.valid_bound(nxt, lo))
                 proven = (st == "optimal" and not self.restricted) or bnd >= val
+                if not proven:  # the next stage gets its own budget, from the probe's solution
+                    return 1
                 m.fix(nxt, val, proven)
                 self.report(nxt, val, min(bnd, val), proven, 0.0)
                 return 2

@@ -43,7 +43,8 @@ TAKES = ("max_load", "moves", "sum_sq", "racks", "topic_balance")
 def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages: Sequence[str], *,
                 time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
                 tolerance: float | None, topic_balance: Callable[[list[tuple[int, int, int]]], int] | None = None,
-                restricted: bool = True, patience: int | None = None) -> CpsatOutcome:
+                restricted: bool = True, patience: int | None = None,
+                given: tuple[np.ndarray, int, int | None] | None = None) -> CpsatOutcome:
     """Every stage of ``stages`` (``max_load`` first) by primal search and valid bounds.
 
     Parameters
@@ -71,6 +72,10 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     patience
         Stop the moves search after this many windows without a gain (``None``: use the whole share);
         set when CP-SAT takes over afterwards.
+    given
+        ``(counts, zcap, moves_cap)``: a solution found by an earlier solve, the max-load cap and the
+        moved-cost cap (scaled; ``None``: none) the later stages keep; ``stages`` then leaves out
+        ``max_load`` and the search starts from that solution (kept unless something better is found).
 
     Returns
     -------
@@ -123,19 +128,29 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         v = values(y)
         return all(v[k] <= cap for k, cap in fixed.items())
 
-    # ---- max_load
-    t_s = time.perf_counter()
-    lb = max_load_bound(ic, W, ratio)
-    pool = lower_max_load(data, lb, work("max_load"))
-    x = pool[0]
-    z = nl_max(data, x)
-    bounds["max_load"] = lb
-    zcap = z if tolerance is None else math.floor(Fraction(z) * (1 + Fraction(tolerance).limit_denominator(10**9)))
+    if given is None:
+        # ---- max_load
+        t_s = time.perf_counter()
+        lb = max_load_bound(ic, W, ratio)
+        pool = lower_max_load(data, lb, work("max_load"))
+        x = pool[0]
+        z = nl_max(data, x)
+        bounds["max_load"] = lb
+        zcap = z if tolerance is None else math.floor(Fraction(z) * (1 + Fraction(tolerance).limit_denominator(10**9)))
+        seconds["max_load"] = time.perf_counter() - t_s
+        done_at.append(time.perf_counter())
+        later = list(stages[1:])
+    else:
+        x, zcap, moves_cap = given
+        lb = max_load_bound(ic, W, ratio)
+        z = nl_max(data, x)
+        pool = [x]
+        later = list(stages)
+        if moves_cap is not None:
+            fixed["moves"] = moves_cap
     fixed["max_load"] = zcap
     x_balanced = x
-    seconds["max_load"] = time.perf_counter() - t_s
-    done_at.append(time.perf_counter())
-    for name in stages[1:]:
+    for name in later:
         t_s = time.perf_counter()
         if name == "moves":
             bounds["moves"] = moves_bound(ic, W, ratio, sc.owned, sc.own, zcap)
@@ -165,7 +180,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     info: dict[str, object] = {"load_unit": float(sc.load_unit), "move_unit": float(sc.move_unit),
                                "lower_bound_max_load": float(lb * sc.load_unit), "backend": "primal",
                                "stage_done_at": done_at, "mip_fallbacks": 0, "mip_proofs": 0}
-    if reports[0].proven:
+    if given is None and reports[0].proven:
         info["optimal_max_load"] = reports[0].value
     if sc.notes:
         info["notes"] = list(sc.notes)

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from solver.consumer.exact.data import Scaled
+from solver.consumer.exact.primal.lns import SAFETY_FACTOR, SAFETY_SECONDS
 from solver.consumer.exact.topic_balance import topic_balance_terms
 from solver.consumer.items import ItemClasses
 from solver.runtime import run_cpsat
@@ -279,7 +280,7 @@ class ClassModel:
         p.random_seed = int(seed)
         p.num_workers = 1 if deterministic else max(1, int(workers))
         p.max_deterministic_time = seconds
-        p.max_time_in_seconds = seconds * 20.0 + 1.0 if deterministic else seconds
+        p.max_time_in_seconds = seconds * SAFETY_FACTOR + SAFETY_SECONDS if deterministic else seconds
         t0 = time.perf_counter()
         st = run_cpsat(solver, self.model)
         dt = time.perf_counter() - t0

@@ -30,6 +30,12 @@ import numpy as np
 from solver.consumer.exact.primal.local import Data
 from solver.runtime import run_cpsat
 
+#: Deterministic mode: the wall-clock safety net of one CP-SAT solve, ``SAFETY_FACTOR * budget +
+#: SAFETY_SECONDS`` (a short stage's presolve on a machine running many processes per core took over 20x
+#: its deterministic budget plus a second, and the answer then depended on the load).
+SAFETY_FACTOR = 20.0
+SAFETY_SECONDS = 10.0
+
 #: Members in a window at first (grown while windows end quickly without a gain, shrunk when they time out).
 WINDOW = 10
 #: Smallest and largest window.
@@ -141,7 +147,7 @@ def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, 
     p.num_workers = 1 if deterministic else max(1, workers)
     if deterministic:
         p.max_deterministic_time = seconds
-        p.max_time_in_seconds = seconds * 20 + 1
+        p.max_time_in_seconds = seconds * SAFETY_FACTOR + SAFETY_SECONDS
     else:
         p.max_time_in_seconds = max(0.01, seconds)
     if run_cpsat(solver, model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
