@@ -193,7 +193,8 @@ class KassignConsumerAssignorTest {
             long start = System.nanoTime();
             GroupAssignment result = assignor.assign(CLUSTER, group());
             long ms = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(ms < 200 + 400, "took " + ms + " ms with a deadline of 200 ms");
+            // the service sleeps 5 s: well under that proves the cut; the margin absorbs a loaded machine
+            assertTrue(ms < 200 + 2000, "took " + ms + " ms with a deadline of 200 ms");
             assertEquals(lists(new CooperativeStickyAssignor().assign(CLUSTER, group())), lists(result));
             assertEquals("no answer from " + service.url() + " within the deadline of 200 ms",
                 assignor.lastOutcome().reason());

@@ -193,7 +193,8 @@ class KassignConsumerGroupAssignorTest {
             long start = System.nanoTime();
             GroupAssignment result = assignor.assign(group(), DESCRIBER);
             long ms = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(ms < 300 + 400, "took " + ms + " ms with a deadline of 300 ms");
+            // the service sleeps 5 s: well under that proves the cut; the margin absorbs a loaded machine
+            assertTrue(ms < 300 + 2000, "took " + ms + " ms with a deadline of 300 ms");
             Map<String, Map<Uuid, Set<Integer>>> got = new HashMap<>();
             result.members().forEach((m, a) -> got.put(m, a.partitions()));
             assertEquals(uniform(), got);

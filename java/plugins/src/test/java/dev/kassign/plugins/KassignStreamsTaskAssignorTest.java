@@ -192,7 +192,8 @@ class KassignStreamsTaskAssignorTest {
             long start = System.nanoTime();
             GroupAssignment result = assignor.assign(group(), TOPOLOGY);
             long ms = (System.nanoTime() - start) / 1_000_000;
-            assertTrue(ms < 250 + 400, "took " + ms + " ms with a deadline of 250 ms");
+            // the service sleeps 5 s: well under that proves the cut; the margin absorbs a loaded machine
+            assertTrue(ms < 250 + 2000, "took " + ms + " ms with a deadline of 250 ms");
             assertEquals(new StickyTaskAssignor().assign(group(), TOPOLOGY).members(), result.members());
             assertEquals("no answer from " + service.url() + " within the deadline of 250 ms",
                 assignor.lastOutcome().reason());
