@@ -98,6 +98,7 @@ def solve_exact(
     load_cap: float | None = None,
     moves_cap: float | None = None,
     max_vars: int = MAX_VARS,
+    start: np.ndarray | None = None,
 ) -> CpsatOutcome:
     """Lexicographic optimum over class counts.
 
@@ -133,6 +134,9 @@ def solve_exact(
         Hard upper bound on the moved cost (original units).
     max_vars
         Neighbourhood restriction threshold.
+    start
+        Class x member counts of a known assignment to start from (a hint; used only when it keeps the
+        caps), e.g. a solution within a smaller ``moves_cap``.
 
     Returns
     -------
@@ -157,9 +161,8 @@ def solve_exact(
     sc = scale(ic, caps.tolist())
     n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
     restricted = n_vars_full > max_vars
-    start: np.ndarray | None = None
     window_hint: np.ndarray | None = None
-    if (stages[0] == "max_load" and set(stages) <= set(LARGE_TAKES) and load_cap is None
+    if (start is None and stages[0] == "max_load" and set(stages) <= set(LARGE_TAKES) and load_cap is None
             and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS):
         # primal search beside valid bounds, stage by stage: the whole answer when one CP-SAT model would be
         # too large; else a first share of the time, with CP-SAT then proving what it leaves open
@@ -230,7 +233,8 @@ class _CpsatStages:
         self.m = ClassModel(ic, sc, self.cand, racks, lb_z=self.lb_z, cap_z=cap_z, moves_cap=cap_m,
                             topic_balance="topic_balance" in stages)
         current: Solution = {(c, m): int(hint[c, m]) for c in range(ic.n_classes) for m in self.cand[c] if hint[c, m]}
-        self.current: Solution | None = current if self.m.values(current)["max_load"] <= cap_z else None
+        # a start that breaks a cap (max load, moved cost) is no answer: never returned as one
+        self.current: Solution | None = current if self.m.fits(current) else None
         self.reports: list[StageReport] = []
         self.done_at: list[float] = []
         self.stats = {"mip_fallbacks": 0, "mip_proofs": 0}

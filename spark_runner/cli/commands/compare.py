@@ -82,6 +82,45 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
     return doc
 
 
+def frontier_notes(instance: Any, doc: dict[str, Any]) -> list[str]:
+    """The stderr lines of a frontier: budgets left out, points not proven; figures in the instance's units.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 1},
+    ...                        "units": {"weights": "bytes/s", "move_costs": "bytes"}})
+    >>> doc = {"unsolved_budgets": [8488220000.0], "points": [
+    ...     {"budget": 1.7e10, "max_load": 18_400_000.0, "bound": 18_000_000.0, "proven": False}]}
+    >>> left, unproven = frontier_notes(inst, doc)
+    >>> left[-71:]
+    'at 1 budget(s) (8.488 GB); those points are left out (unsolved_budgets)'
+    >>> print(unproven)
+    frontier: 1 of 1 points not proven -- budget 17 GB: max load 18.4 MB/s (bound 18 MB/s)
+    """
+    from spark_runner.units import Scale, instance_units
+
+    units = instance_units(instance)
+    pts = doc["points"]
+    moved = Scale.for_values([*doc.get("unsolved_budgets", []), *(p["budget"] for p in pts)],
+                             None if units["move_costs"] == "move_costs" else units["move_costs"])
+    load = Scale.for_values([p["max_load"] for p in pts if "max_load" in p],
+                            None if units["weights"] == "weight" else units["weights"])
+    lines = []
+    if doc.get("unsolved_budgets"):
+        left = doc["unsolved_budgets"]
+        lines.append(f"frontier: no assignment within the budget found in the time limit at {len(left)} budget(s) "
+                     f"({', '.join(moved.with_unit(b) for b in left[:5])}{', ...' if len(left) > 5 else ''}); "
+                     "those points are left out (unsolved_budgets)")
+    open_pts = [p for p in pts if not p.get("proven", True)]
+    if open_pts and "bound" in open_pts[0]:
+        gaps = ", ".join(f"budget {moved.with_unit(p['budget'])}: max load {load.with_unit(p['max_load'])} "
+                         f"(bound {load.with_unit(p['bound'])})" for p in open_pts[:5])
+        more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
+        lines.append(f"frontier: {len(open_pts)} of {len(pts)} points not proven -- {gaps}{more}")
+    return lines
+
+
 def register(app: typer.Typer) -> None:
     """Add ``compare`` and ``frontier`` to the ``kassign`` app."""
 
@@ -192,17 +231,8 @@ def register(app: typer.Typer) -> None:
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
         doc = frontier_fn(inst, params, max_points=points)
-        if doc.get("unsolved_budgets"):
-            err.print(f"frontier: no assignment found within the time limit at {len(doc['unsolved_budgets'])} "
-                      f"budget(s) ({', '.join(f'{b:,.0f}' for b in doc['unsolved_budgets'][:5])}); those points "
-                      "are left out", markup=False)
-        open_pts = [p for p in doc["points"] if not p.get("proven", True)]
-        if open_pts and "bound" in open_pts[0]:
-            gaps = ", ".join(f"budget {p['budget']:g}: max load {p['max_load']:.6g} (bound {p['bound']:.6g})"
-                             for p in open_pts[:5])
-            more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
-            err.print(f"frontier: {len(open_pts)} of {len(doc['points'])} points not proven -- {gaps}{more}",
-                      markup=False)
+        for line in frontier_notes(inst, doc):
+            err.print(line, markup=False)
         # cooperative assignors are placed where they settle, as in `compare`
         if inst.protocol == "streams":
             from solver.streams.frontier import place_streams, plot_streams_frontier

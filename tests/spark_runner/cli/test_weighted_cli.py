@@ -123,3 +123,45 @@ def test_compare_prints_its_table_on_a_weighted_group_at_scale(tmp_path: Path) -
     assert lines[0].startswith("ws411-0: every assignor against the optimum")
     assert [ln.split()[0] for ln in lines[3:6]] == ["optimal", "optimal~0.01", "cooperative-sticky"]
     assert "--balance-tolerance 0.01" in r.stdout.split("Best Kafka assignor here:")[1]
+
+
+def _hot_group(n_members: int = 10, seed: int = 7) -> dict:
+    """Three topics of lognormal byte rates with hot partitions (50x), two members without partitions."""
+    rng = np.random.default_rng(seed)
+    topics = {}
+    for t, n in {"orders": 120, "clicks": 90, "payments": 60}.items():
+        w = np.round(rng.lognormal(13, 0.6, n)).astype(int)
+        w[rng.choice(n, 2, replace=False)] *= 50
+        topics[t] = {"partitions": n, "weights": w.tolist(), "move_costs": (w * 3600).tolist()}
+    members: list[dict] = [{"id": f"c{i:02d}", "topics": list(topics), "owned": {}, "generation": 3}
+                           for i in range(n_members)]
+    k = 0
+    for t, spec in topics.items():
+        for p in range(spec["partitions"]):
+            members[k % (n_members - 2)]["owned"].setdefault(t, []).append(p)
+            k += 1
+    return {"format": "kassign/v1", "name": "hot-group", "protocol": "consumer",
+            "units": {"weights": "bytes/s", "move_costs": "bytes"}, "topics": topics, "members": members}
+
+
+def test_frontier_points_keep_their_budgets_and_speak_the_instance_units(tmp_path: Path) -> None:
+    """`kassign frontier hot.json --points 5 --time-limit 1`: each point moves at most its budget (else its
+    budget is in unsolved_budgets), the max load never rises with the budget, stderr says GB and MB/s."""
+    f = tmp_path / "hot.json"
+    f.write_text(json.dumps(_hot_group()))
+    out, png = tmp_path / "f.json", tmp_path / "f.png"
+    r = kassign("frontier", str(f), "--points", "5", "--time-limit", "1", "--assignors", "uniform",
+                "-o", str(out), "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["units"] == {"moved": "bytes", "load": "bytes/s", "sum_sq": "(bytes/s)²"}
+    left = set(doc.get("unsolved_budgets", []))
+    assert len(doc["points"]) + len(left) == 5
+    for p in doc["points"]:
+        assert p["moved"] <= p["budget"] * (1 + 1e-9), p
+    loads = [p["max_load"] for p in doc["points"]]
+    assert loads == sorted(loads, reverse=True)  # a larger budget is never less balanced
+    assert "e+" not in r.stderr and "e-" not in r.stderr
+    if any(not p["proven"] for p in doc["points"]):
+        assert " GB: max load " in r.stderr and " MB/s (bound " in r.stderr
+    assert png.stat().st_size > 0
