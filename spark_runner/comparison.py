@@ -89,11 +89,12 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
     solver.registry.UnknownAssignorError
         For a name that is not an assignor of ``protocol`` (the message lists them).
     """
-    from spark_runner.assignors import load_all
+    from spark_runner.assignors import canonical, load_all
 
     specs = {s.name: s for s in load_all() if s.protocol == protocol and (kind is None or s.kind == kind)}
     if names is None:
         return [s for s in specs.values() if s.kind == "heuristic"]
+    names = [canonical(n) for n in names]  # Kafka's class names select the assignor they name
     unknown = [n for n in names if n not in specs]
     if unknown:
         from solver.registry import did_you_mean

@@ -20,7 +20,7 @@ are all proven (``bound`` is the max-load lower bound either way).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +159,9 @@ def frontier_units(instance: Instance) -> dict[str, str]:
     return out
 
 
-def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -> dict[str, Any]:
-    """The frontier as a JSON-ready dict.
+def compute_frontier(instance: Instance, params: Params, max_points: int = 60,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The frontier as a JSON-ready dict (``progress`` is told which budget is being solved).
 
     Returns
     -------
@@ -223,7 +224,9 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
     if not use_flow:
         sticky = stay_counts(ic, caps)
         known = [(moved_cost(ic, sticky), sticky), (top, _counts(ic, top_flows))]
-    for b in budgets:
+    for k, b in enumerate(budgets):
+        if progress is not None:
+            progress(f"budget {k + 1:,} of {len(budgets):,}")
         seed = None
         fits = [(m, k) for m, k in known if m <= b * (1 + 1e-12) + 1e-9]
         if fits:

@@ -165,3 +165,33 @@ def test_frontier_points_keep_their_budgets_and_speak_the_instance_units(tmp_pat
     if any(not p["proven"] for p in doc["points"]):
         assert " GB: max load " in r.stderr and " MB/s (bound " in r.stderr
     assert png.stat().st_size > 0
+
+
+def test_long_commands_print_progress_when_piped(tmp_path: Path) -> None:
+    """`KASSIGN_PROGRESS_SECONDS=0.3 kassign frontier hot.json ... 2> log` (stderr not a terminal): a line at a
+    steady pace saying which budget is being solved and for how long; `compare` and `score` the same."""
+    import os
+    import subprocess
+    import sys
+
+    f = tmp_path / "hot.json"
+    f.write_text(json.dumps(_hot_group()))
+    exe = Path(sys.executable).parent / "kassign"
+    env = {**os.environ, "KASSIGN_PROGRESS_SECONDS": "0.3"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=300)
+
+    r = run("frontier", str(f), "--points", "3", "--time-limit", "1", "--assignors", "uniform")
+    assert r.returncode == 0, r.stderr
+    ticks = [x for x in r.stderr.splitlines() if x.startswith("frontier: ") and x.endswith(" s)")]
+    assert len(ticks) >= 3, r.stderr
+    assert any(x.startswith("frontier: budget 2 of 3 (") for x in ticks), ticks
+    r = run("compare", str(f), "--assignors", "range", "--time-limit", "1")
+    assert r.returncode == 0, r.stderr
+    assert any(x.startswith("compare: ") and x.endswith(" s)") for x in r.stderr.splitlines()), r.stderr
+    asg = tmp_path / "a.json"
+    asg.write_text(run("assign", str(f), "-a", "range").stdout)
+    r = run("score", str(f), str(asg), "--time-limit", "2", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert any(x.startswith("score: the optimum and the gaps (") for x in r.stderr.splitlines()), r.stderr

@@ -183,3 +183,19 @@ def test_dry_run_lists_pending_work(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "4 scenario(s)" in proc.stderr and "4 pending" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_grid_typos_get_did_you_mean_and_kafka_class_names_are_assignors(tmp_path: Path) -> None:
+    """`kassign sweep grid.yaml --dry-run` with `stiky` and `memebrs`: exit 65, each with "did you mean";
+    Kafka's class names select the assignor they name."""
+    bad = tmp_path / "typo.yaml"
+    bad.write_text("seeds: 2\nassignors: [stiky]\nparams:\n  memebrs: 3\n")
+    proc = subprocess.run([sys.executable, "-m", "spark_runner", "sweep", str(bad), "--out", str(tmp_path / "o"),
+                           "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 65, proc.stderr
+    assert f"{bad}: params.memebrs: unknown parameter; did you mean 'members'?" in proc.stderr
+    assert f"{bad}: assignors[0]: unknown assignor 'stiky'; did you mean 'sticky'?" in proc.stderr
+    assert grid_problems(_grid(assignorz=["range"])) == ["assignorz: unknown key; did you mean 'assignors'?"]
+    grid = parse_grid(_grid(assignors=["org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+                                       "org.apache.kafka.clients.consumer.RangeAssignor@3.9"]))
+    assert grid.assignors == ("cooperative-sticky", "range@3.9.2")
