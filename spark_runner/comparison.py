@@ -108,7 +108,8 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
 def _optimal_doc(opt: Result) -> dict[str, Any]:
     return {"status": opt.status.value, "objective": list(opt.objective), "bound": list(opt.bound),
             "stages": opt.extra.get("stages"), "engine": opt.extra.get("engine"),
-            "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4)}
+            "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4),
+            **{k: opt.extra[k] for k in ("notes", "restricted") if k in opt.extra}}
 
 
 def _run_row(name: str, res: Result) -> dict[str, Any]:

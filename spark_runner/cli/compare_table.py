@@ -107,11 +107,19 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]],
                      Column("max_load_gap", f"+opt {w.unit}".strip()), Column("moved")]
         else:
             cols += [Column("max_load", "busiest"), Column("max_load_gap", "+opt"), Column("moved")]
+        # partitions without a previous owner (their member left the group) change host too: beside `moved`
+        unowned = any((_finite(r.get("reassigned_unowned")) or 0) > 0 for r in rows)
+        if unowned:
+            cols.append(Column("reassigned_unowned", "from departed"))
         if has_costs:
             c = scale("moved_cost", cost_unit)
             scales["excess_moves"] = c
             cols.append(Column("moved_cost", f"moved {c.unit}" if c.unit not in ("", "move_costs")
                                else "moved state"))
+            if unowned:
+                scales["reassigned_unowned_cost"] = c
+                cols.append(Column("reassigned_unowned_cost", f"from departed {c.unit}"
+                                   if c.unit not in ("", "move_costs") else "from departed state"))
         cols.append(Column("wasted", "wasted"))
         if not instance.has_weights:
             cols.append(Column("sum_sq_gap", "sum_sq +opt"))
@@ -283,7 +291,8 @@ _METRIC_UNITS = {
     "max_load": "topic-partitions per capacity", "min_load": "topic-partitions per capacity",
     "spread": "topic-partitions per capacity", "sum_sq_load": "(topic-partitions per capacity)²",
     "weighted_max_load": "load", "max_load_gap": "load", "sum_sq_gap": "load2", "moved": "topic-partitions",
-    "moved_cost": "cost", "excess_moves": "cost", "unassigned": "topic-partitions",
+    "moved_cost": "cost", "excess_moves": "cost", "reassigned_unowned": "topic-partitions",
+    "reassigned_unowned_cost": "cost", "unassigned": "topic-partitions",
     "not_joinable": "topic-partitions", "copartition_violations": "units", "cross_rack": "topic-partitions",
     "restoration_cost": "offsets", "restoration_gap": "offsets", "max_active_load": "active tasks per thread",
     "active_balance_gap": "active tasks per thread", "max_total_load": "replicas per thread",
@@ -315,7 +324,8 @@ def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str
     load_unit = units["weights"] if weighted else "topic-partitions per capacity"
     load = Scale.for_values([metrics.get("weighted_max_load"), metrics.get("max_load_gap")], load_unit)
     squared = Scale(load.factor ** 2, f"({load.unit})²" if load.unit else "")
-    cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves")],
+    cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves"),
+                             metrics.get("reassigned_unowned_cost")],
                             units["move_costs"] if has_costs else "topic-partitions")
     keys = list(metrics)
     if weighted and "max_load" in keys:

@@ -812,7 +812,9 @@ def _notes(df: pd.DataFrame) -> list[str]:
     opt = df[df["assignor"] == OPTIMAL]
     unproven = int((opt["status"] != "optimal").sum())
     if unproven:
-        notes.append(f"{unproven} of {len(opt)} optimum steps are not proven optimal (time limit); gaps at those "
+        notes.append(f"{unproven} of {len(opt)} optimum steps are not proven optimal (a stage hit the time limit, "
+                     "or the loads have no exact integer scale: `kassign assign STEP --assignor optimal` says which "
+                     "on stderr); gaps at those "
                      "steps are measured against the best solution found and can be negative.")
     dup = int(df.duplicated(["scenario_id", "step", "assignor"]).sum())
     if dup:
@@ -921,7 +923,7 @@ def _streams_notes(df: pd.DataFrame) -> list[str]:
     unproven = int((df["opt_status"] != "optimal").sum())
     if unproven:
         notes.append(f"Streams: {unproven} of {len(df)} step(s) have a reference optimum that is not proven "
-                     "(time limit); their gaps are against the best solution found.")
+                     "(a stage hit the time limit); their gaps are against the best solution found.")
     errs = df[df["error"].notna()]
     for name, g in errs.groupby("assignor"):
         notes.append(f"{name}: {len(g)} Streams step(s) raised, e.g. {g['error'].iloc[0]}")
@@ -978,8 +980,8 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         notes += _notes(df)
         if (df[df["assignor"] == OPTIMAL]["status"] != "optimal").any():
             sections.append(("Unproven optima by grid point", "Steps whose optimum is not proven (status feasible: "
-                             "a stage hit the time limit), per grid point; gaps there are against the best "
-                             "solution found.", unproven_by_point(out), ()))
+                             "a stage hit the time limit, or the loads have no exact integer scale), per grid "
+                             "point; gaps there are against the best solution found.", unproven_by_point(out), ()))
         write_atomic(folder / "summary.csv", summary_table(df).to_csv(index=False))
     if len(st):
         plots += _streams_plot(st, folder)

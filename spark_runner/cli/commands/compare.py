@@ -75,7 +75,8 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 
         note = unproven_note(doc.get("reference") or "optimal",
                              Result(None, Status.FEASIBLE, tuple(opt["objective"]), tuple(opt["bound"]),
-                                    extra={"stages": opt.get("stages")}), instance)
+                                    extra={"stages": opt.get("stages"),
+                                           **{k: opt[k] for k in ("notes", "restricted") if k in opt}}), instance)
         if note:
             err.print(note, markup=False)
     return doc

@@ -317,3 +317,28 @@ def test_kafka_class_names_are_assignor_names() -> None:
     r = kassign("assign", "examples/orders-group.json", "-a", "org.apache.kafka.clients.consumer.RangeAssignor")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["assignor"] == "range"
+
+
+def test_partitions_of_departed_members_are_reported_beside_moved(tmp_path: Path) -> None:
+    """Two of four consumers replaced: their 6 partitions have no previous owner, so `moved` is 0 for the
+    stickiest answer, and `reassigned_unowned` (table: `from departed`) says the other 6 change host."""
+    doc = {"format": "kassign/v1", "name": "replaced", "topics": {"T": 12},
+           "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2]}, "generation": 4},
+                       {"id": "b", "topics": ["T"], "owned": {"T": [3, 4, 5]}, "generation": 4},
+                       {"id": "c", "topics": ["T"]}, {"id": "d", "topics": ["T"]}]}
+    f = tmp_path / "replaced.json"
+    f.write_text(json.dumps(doc))
+    r = kassign("compare", str(f), "--assignors", "sticky")
+    assert r.returncode == 0, r.stderr
+    import re
+
+    lines = r.stdout.splitlines()
+    head = re.split(r"\s{2,}", lines[1].strip())
+    assert head[head.index("moved") + 1] == "from departed"
+    for name in ("optimal", "sticky"):
+        row = re.split(r"\s{2,}", next(x for x in lines if x.startswith(name + " ")).strip())
+        assert (row[head.index("moved")], row[head.index("from departed")]) == ("0", "6"), row
+    asg = tmp_path / "a.json"
+    asg.write_text(kassign("assign", str(f), "-a", "sticky").stdout)
+    s = json.loads(kassign("score", str(f), str(asg), "--json", "--no-gaps").stdout)
+    assert (s["moved"], s["reassigned_unowned"], s["reassigned_unowned_cost"]) == (0, 6, 6.0)

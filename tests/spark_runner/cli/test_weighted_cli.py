@@ -195,3 +195,43 @@ def test_long_commands_print_progress_when_piped(tmp_path: Path) -> None:
     r = run("score", str(f), str(asg), "--time-limit", "2", "--no-cache")
     assert r.returncode == 0, r.stderr
     assert any(x.startswith("score: the optimum and the gaps (") for x in r.stderr.splitlines()), r.stderr
+
+
+def test_copartitioned_decimal_weights_are_scaled_exactly_and_proven(tmp_path: Path) -> None:
+    """`kassign assign join.json -a optimal` on a joined pair with weights like 1.37 and 2.11: the unit's load
+    is the exact 3.48 (not 3.4800000000000004), so the optimum is proven (it was `feasible`, "item loads have
+    no exact integer scale"); held to the same answer as the file without copartition's unit sums."""
+    rng = np.random.default_rng(3)
+    w_l = np.round(rng.uniform(0.2, 3.5, 8), 2).tolist()
+    w_r = np.round(rng.uniform(0.2, 3.5, 8), 2).tolist()
+    doc = {"format": "kassign/v1", "name": "dec-join", "copartition": [["L", "R"]],
+           "topics": {"L": {"partitions": 8, "weights": w_l, "move_costs": [0.1] * 8},
+                      "R": {"partitions": 8, "weights": w_r, "move_costs": [0.2] * 8}},
+           "members": [{"id": "a", "topics": ["L", "R"], "owned": {"L": [0, 1, 2, 3], "R": [0, 1, 2, 3]},
+                        "generation": 1},
+                       {"id": "b", "topics": ["L", "R"], "owned": {"L": [4, 5, 6, 7], "R": [4, 5, 6, 7]},
+                        "generation": 1},
+                       {"id": "c", "topics": ["L", "R"]}]}
+    f = tmp_path / "join.json"
+    f.write_text(json.dumps(doc))
+    r = kassign("assign", str(f), "-a", "optimal", "--time-limit", "20")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)["stats"]
+    assert st["status"] == "optimal", st
+    assert not any("scale" in n for n in st.get("notes", []))
+    assert "not proven" not in r.stderr
+
+
+def test_an_unproven_optimum_says_why() -> None:
+    """The stderr line of an unproven optimum ends with the real reason: the scale when the loads have no exact
+    integer scale (raising the time limit cannot help), else the time limit."""
+    from solver.result import Result, Status
+    from spark_runner.cli.common import unproven_note
+
+    r = Result(None, Status.FEASIBLE, (2.0, 11.0), (1.9, 10.0), 1.0,
+               {"stages": ["max_load", "moves"], "stage_proven": [False, False],
+                "notes": ["item loads have no exact integer scale: proven up to a load resolution of 1.5e-11"]})
+    note = unproven_note("optimal", r)
+    assert note is not None and note.endswith(
+        "; why: item loads have no exact integer scale: proven up to a load resolution of 1.5e-11 "
+        "(not the time limit)")
