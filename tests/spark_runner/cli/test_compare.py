@@ -342,3 +342,16 @@ def test_partitions_of_departed_members_are_reported_beside_moved(tmp_path: Path
     asg.write_text(kassign("assign", str(f), "-a", "sticky").stdout)
     s = json.loads(kassign("score", str(f), str(asg), "--json", "--no-gaps").stdout)
     assert (s["moved"], s["reassigned_unowned"], s["reassigned_unowned_cost"]) == (0, 6, 6.0)
+
+
+def test_the_optimums_own_row_never_reads_wasted_at_least_zero() -> None:
+    """An unproven optimum's `excess_moves_proven` is false, but it is its own yardstick: `0`, not `>=0`."""
+    from solver.io import parse_instance
+    from spark_runner.cli.compare_table import columns, table_rows
+
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": 2}, "members": [{"id": "a", "topics": ["T"]}]})
+    doc = {"rows": [{"assignor": "optimal", "excess_moves": 0, "excess_moves_proven": False},
+                    {"assignor": "range", "excess_moves": 3, "excess_moves_proven": False}]}
+    rows = table_rows(inst, doc)
+    _, cell = columns(inst, rows)
+    assert [cell("wasted", r["wasted"]) for r in rows] == ["0", ">=3"]
