@@ -556,6 +556,10 @@ def answer_blocks(df: pd.DataFrame, out: Path, folder: Path, meta: dict[str, Any
     cls = workload_class(df)
     for v in verdicts(df):
         blocks.append(("h3", f"{v.title}: {_plural(v.steps, 'step')} in {_plural(v.scenarios, 'scenario')}"))
+        blocks.append(("p", f"Drawn from the {_plural(v.proven_steps, 'step')} where the optimum is proven."
+                       if v.proven_steps else
+                       "No step of this class has a proven optimum: the verdict compares with the best solutions "
+                       "found (not proven)."))
         items: list[str] = []
         best_share = float(v.ranked.iloc[0]["good_share"]) if len(v.ranked) else 0.0
         if v.winner is not None:

@@ -251,6 +251,8 @@ def test_a_verdict_per_workload_class_and_joins_never_get_an_assignor_that_split
     head = md.split("## Overview")[0]
     no_joins, joins = head.split("### Consumer groups with co-partitioned joins")
     assert "### Consumer groups without co-partitioned joins: 8 steps in 2 scenarios" in no_joins
+    # the verdict says which steps it is drawn from: those where the optimum is proven
+    assert "Drawn from the 8 steps where the optimum is proven." in no_joins
     # a three-way tie at 100%: shown with the rule that broke each one
     assert "**Run `sticky`.**" in no_joins
     assert ("- uniform ties at 100.0%; broken by the older Kafka release that ships it: sticky since 0.11.0, "
