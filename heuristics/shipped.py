@@ -123,4 +123,50 @@ def shipped(name: str) -> Shipped | None:
     return _BY_NAME.get(name.partition("@")[0])
 
 
-__all__ = ["PROPOSALS", "SHIPPED", "UNSET", "Shipped", "shipped"]
+#: Kafka class names that select an assignor but are not the value of its setting today: the Streams
+#: classes of older releases and the group coordinator's classes behind ``uniform`` and ``range``.
+_CLASS_ALIASES: dict[str, str] = {
+    "org.apache.kafka.streams.processor.internals.assignment.StickyTaskAssignor": "sticky-task",
+    "org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor": "high-availability",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "server-range",
+}
+
+
+def _class_names() -> dict[str, str]:
+    """Full class name -> kassign name, and the simple name of each setting's class (today's classes only:
+    ``StickyTaskAssignor`` is KIP-924's public one, ``RangeAssignor`` the client's)."""
+    full = {s.value: s.name for s in SHIPPED if "." in s.value}
+    simple = {cls.rsplit(".", 1)[1]: name for cls, name in full.items()}
+    return {**simple, **full, **_CLASS_ALIASES}
+
+
+_BY_CLASS = _class_names()
+
+
+def from_class_name(name: str) -> str | None:
+    """kassign's name for a Kafka class name (full, or the simple name of a setting's class), else ``None``.
+
+    A sweep's ``@X.Y.Z`` suffix is kept.
+
+    Examples
+    --------
+    >>> from_class_name("org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
+    'cooperative-sticky'
+    >>> from_class_name("RangeAssignor@3.9.0"), from_class_name("range")
+    ('range@3.9.0', None)
+    >>> from_class_name("org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor")
+    'kip924-sticky'
+    >>> from_class_name("org.apache.kafka.streams.processor.internals.assignment.LegacyStickyTaskAssignor")
+    'sticky-task'
+    >>> from_class_name("StickyTaskAssignor")
+    'kip924-sticky'
+    >>> from_class_name("org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+    'server-range'
+    """
+    base, at, release = name.partition("@")
+    got = _BY_CLASS.get(base.strip())
+    return None if got is None else got + at + release
+
+
+__all__ = ["PROPOSALS", "SHIPPED", "UNSET", "Shipped", "from_class_name", "shipped"]

@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -172,7 +172,8 @@ def score(instance: Instance, assignment: Assignment | StreamsAssignment) -> dic
     return score_consumer(instance, assignment)
 
 
-def frontier(instance: Instance, params: Params | None = None, *, max_points: int = 60) -> dict[str, Any]:
+def frontier(instance: Instance, params: Params | None = None, *, max_points: int = 60,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The balance-movement Pareto frontier of ``instance``.
 
     For each movement budget from 0 to the optimum's moves, the best balance
@@ -189,6 +190,8 @@ def frontier(instance: Instance, params: Params | None = None, *, max_points: in
         ``time_limit`` per CP-SAT point, ``seed``.
     max_points
         At most this many budgets (evenly spaced, both ends kept); at least 2.
+    progress
+        Called with what is being computed (``"budget 3 of 60"``; consumer instances), for a progress line.
 
     Returns
     -------
@@ -214,7 +217,7 @@ def frontier(instance: Instance, params: Params | None = None, *, max_points: in
         return compute_streams_frontier(instance, p, max_points=max_points)
     from solver.consumer.frontier import compute_frontier
 
-    return compute_frontier(instance, p, max_points=max_points)
+    return compute_frontier(instance, p, max_points=max_points, progress=progress)
 
 
 def plan(instance: Instance, capacity: float, *, kafka: str | AssignorSpec | None = "auto",

@@ -22,6 +22,19 @@ def load_all() -> list[AssignorSpec]:
 SOLVER_PREFIX = "optimal"
 
 
+def canonical(name: str) -> str:
+    """kassign's name for ``name``: itself, or the assignor a Kafka class name selects
+    (``org.apache.kafka.clients.consumer.CooperativeStickyAssignor`` -> ``cooperative-sticky``;
+    :func:`heuristics.shipped.from_class_name`).
+
+    >>> canonical("org.apache.kafka.clients.consumer.RangeAssignor"), canonical("fair")
+    ('range', 'fair')
+    """
+    from heuristics.shipped import from_class_name
+
+    return from_class_name(name) or name
+
+
 def get(name: str) -> AssignorSpec:
     """Look up ``name`` in the complete registry.
 
@@ -31,6 +44,7 @@ def get(name: str) -> AssignorSpec:
     of them.  An unknown name imports everything, so its error lists every
     known name.
     """
+    name = canonical(name)
     solvers_first = name.startswith(SOLVER_PREFIX)
     order = sorted(REGISTRANTS, key=lambda m: m.startswith("solver.") != solvers_first)
     for module in order:

@@ -89,11 +89,12 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
     solver.registry.UnknownAssignorError
         For a name that is not an assignor of ``protocol`` (the message lists them).
     """
-    from spark_runner.assignors import load_all
+    from spark_runner.assignors import canonical, load_all
 
     specs = {s.name: s for s in load_all() if s.protocol == protocol and (kind is None or s.kind == kind)}
     if names is None:
         return [s for s in specs.values() if s.kind == "heuristic"]
+    names = [canonical(n) for n in names]  # Kafka's class names select the assignor they name
     unknown = [n for n in names if n not in specs]
     if unknown:
         from solver.registry import did_you_mean
@@ -107,7 +108,8 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
 def _optimal_doc(opt: Result) -> dict[str, Any]:
     return {"status": opt.status.value, "objective": list(opt.objective), "bound": list(opt.bound),
             "stages": opt.extra.get("stages"), "engine": opt.extra.get("engine"),
-            "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4)}
+            "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4),
+            **{k: opt.extra[k] for k in ("notes", "restricted") if k in opt.extra}}
 
 
 def _run_row(name: str, res: Result) -> dict[str, Any]:

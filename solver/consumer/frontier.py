@@ -19,7 +19,8 @@ are all proven (``bound`` is the max-load lower bound either way).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,78 @@ def _loads(ic: ItemClasses, flows: Sequence[tuple[int, int, int]], caps: np.ndar
     return load / caps
 
 
+def _counts(ic: ItemClasses, flows: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    out = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
+    for c, m, k in flows:
+        out[c, m] = k
+    return out
+
+
+def _loads_counts(ic: ItemClasses, counts: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    return (np.asarray(ic.weight, dtype=np.float64) @ counts) / caps
+
+
+def moved_cost(ic: ItemClasses, counts: np.ndarray) -> float:
+    """The moved cost of class x member ``counts``: an item costs its owned cost less what its host owned."""
+    total = 0.0
+    for c in range(ic.n_classes):
+        own = dict(ic.owners[c])
+        for m in np.nonzero(counts[c])[0].tolist():
+            total += int(counts[c, m]) * (float(ic.owned_cost[c]) - float(own.get(m, 0.0)))
+    return total
+
+
+def stay_counts(ic: ItemClasses, caps: np.ndarray) -> np.ndarray:
+    """The stickiest assignment: each item on the eligible previous owner that owned most of it (the fewest
+    moves there are), the others on the least loaded eligible member (per capacity)."""
+    counts = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
+    load = np.zeros(ic.n_members)
+    rest: list[int] = []
+    for c in range(ic.n_classes):
+        elig = set(ic.eligsets[int(ic.cls_elig[c])].tolist())
+        owners = [(cost, o) for o, cost in ic.owners[c] if o in elig]
+        if owners and ic.count[c] > 0:
+            o = max(owners)[1]
+            counts[c, o] = int(ic.count[c])
+            load[o] += int(ic.count[c]) * float(ic.weight[c])
+        elif ic.count[c] > 0:
+            rest.append(c)
+    for c in sorted(rest, key=lambda c: -float(ic.weight[c])):
+        hosts = [int(j) for j in ic.eligsets[int(ic.cls_elig[c])].tolist()]
+        for _ in range(int(ic.count[c])):
+            m = int(min(hosts, key=lambda j: ((load[j] + float(ic.weight[c])) / caps[j], j)))
+            counts[c, m] += 1
+            load[m] += float(ic.weight[c])
+    return counts
+
+
+#: Share of a point's time the levelling of its start takes (the rest is the exact engine's).
+LEVEL_SHARE = 0.2
+
+
+def _levelled(ic: ItemClasses, caps: np.ndarray, counts: np.ndarray, budget: float, seconds: float,
+              deterministic: bool) -> np.ndarray:
+    """``counts`` levelled within the moved-cost ``budget``: the most loaded members give to the least loaded
+    ones while the budget lasts (:func:`solver.consumer.exact.primal.local.level`); ``counts`` when that
+    does not lower the max load."""
+    from solver.consumer.exact.data import local_data, scale
+    from solver.consumer.exact.primal.local import level
+    from solver.consumer.exact.primal.search import STEPS_PER_SECOND
+
+    sc = scale(ic, caps.tolist())
+    data = local_data(ic, sc)
+    w = np.asarray(sc.wint, dtype=np.int64)
+    ratio = np.asarray(sc.ratio, dtype=np.int64)
+    cap = int(((w @ counts) * ratio).max(initial=0))
+    moves_cap = int(np.floor(budget / float(sc.move_unit) + 1e-9))
+    if deterministic:
+        out = level(data, counts, cap, moves_cap, max_steps=int(LEVEL_SHARE * seconds * STEPS_PER_SECOND))
+    else:
+        out = level(data, counts, cap, moves_cap, deadline=time.perf_counter() + LEVEL_SHARE * seconds)
+    better = _loads_counts(ic, out, caps).max() < _loads_counts(ic, counts, caps).max()
+    return out if better and moved_cost(ic, out) <= budget * (1 + 1e-12) + 1e-9 else counts
+
+
 def _flow_ok(instance: Instance, ic: ItemClasses) -> bool:
     if len({m.capacity for m in instance.members}) > 1:
         return False
@@ -73,8 +146,22 @@ def _flow_ok(instance: Instance, ic: ItemClasses) -> bool:
     return len({float(c) for c in ic.owned_cost[ic.owned_cost > 0].tolist()}) <= 1
 
 
-def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -> dict[str, Any]:
-    """The frontier as a JSON-ready dict.
+def frontier_units(instance: Instance) -> dict[str, str]:
+    """The units of a frontier's axes from the instance's ``units`` (docs/format.md): ``moved`` (move
+    costs), ``load`` (weights per capacity) and ``sum_sq`` (their square); empty when it says none."""
+    units = (instance.meta or {}).get("units") or {}
+    out: dict[str, str] = {}
+    if units.get("move_costs"):
+        out["moved"] = str(units["move_costs"])
+    if units.get("weights"):
+        out["load"] = str(units["weights"])
+        out["sum_sq"] = f"({units['weights']})²"
+    return out
+
+
+def compute_frontier(instance: Instance, params: Params, max_points: int = 60,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The frontier as a JSON-ready dict (``progress`` is told which budget is being solved).
 
     Returns
     -------
@@ -110,7 +197,8 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
 
     seed_flows: list[list[tuple[int, int, int]]] = []  # the last point's answer: feasible for the next budget
 
-    def solve_at(budget: float | None) -> tuple[list[tuple[int, int, int]], float, float, bool]:
+    def solve_at(budget: float | None, start: np.ndarray | None = None
+                 ) -> tuple[list[tuple[int, int, int]], float, float, bool]:
         """(flows, moved cost, max-load bound, proven) of the best assignment within ``budget``."""
         if use_flow:
             if budget is None:
@@ -122,25 +210,46 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
             return out.flows, out.moved_cost_int / out.move_scale, ml, True
         cout = solve_exact(ic, caps, racks, stages=stages, time_limit=tl, seed=params.seed,
                            deterministic=deterministic, moves_cap=budget,
-                           start=seed_flows[-1] if seed_flows and budget is not None else None)
+                           start=_count_flows(start) if start is not None
+                           else seed_flows[-1] if seed_flows and budget is not None else None)
         if budget is not None:
             seed_flows.append(cout.flows)
         first = cout.stages[0]
         return cout.flows, cout.stages[-1].value, first.bound, all(r.proven for r in cout.stages)
 
-    _, top, _, _ = solve_at(None)
+    top_flows, top, _, _ = solve_at(None)
     owned = ic.owned_cost[ic.owned_cost > 0]
     unit = float(owned.min()) if use_flow and owned.size else 1.0
     budgets = _budgets(top, max_points, unit) if use_flow else sorted(
         {float(x) for x in np.linspace(0.0, top, max(2, min(max_points, int(top) + 1)))})
     unsolved: list[float] = []
-    for b in budgets:
+    # every point starts from a known answer within its budget: the previous point's (within a smaller
+    # budget), the stickiest assignment, or the optimum's; a point whose solve finds nothing within its
+    # budget is listed in unsolved_budgets, never drawn at a moved cost above its budget
+    known: list[tuple[float, np.ndarray]] = []
+    if not use_flow:
+        sticky = stay_counts(ic, caps)
+        known = [(moved_cost(ic, sticky), sticky), (top, _counts(ic, top_flows))]
+    for k, b in enumerate(budgets):
+        if progress is not None:
+            progress(f"budget {k + 1:,} of {len(budgets):,}")
+        seed = None
+        fits = [(m, k) for m, k in known if m <= b * (1 + 1e-12) + 1e-9]
+        if fits:
+            seed = min(fits, key=lambda mk: float(_loads_counts(ic, mk[1], caps).max()))[1]
+            seed = _levelled(ic, caps, seed, float(b), tl, deterministic)
         try:
-            flows, moved, bound, proven = solve_at(float(b))
+            flows, moved, bound, proven = solve_at(float(b), seed)
         except InfeasibleError:
             # no assignment within this budget found in the time: the point is left out, and said so
             unsolved.append(float(b))
             continue
+        moved = moved_cost(ic, _counts(ic, flows)) if not use_flow else moved
+        if moved > b * (1 + 1e-9) + 1e-6:  # never a point above its budget
+            unsolved.append(float(b))
+            continue
+        if not use_flow:
+            known.append((moved, _counts(ic, flows)))
         loads = _loads(ic, flows, caps)
         points.append({"budget": float(b), "max_load": float(loads.max()), "bound": min(float(loads.max()), bound),
                        "sum_sq": float((loads**2).sum()), "moved": moved, "proven": proven})
@@ -149,6 +258,9 @@ def compute_frontier(instance: Instance, params: Params, max_points: int = 60) -
         "moved", "max_load", "sum_sq"]
     doc: dict[str, Any] = {"instance": instance.name, "engine": "flow" if use_flow else "exact",
                            "optimum_moves": top, "x_axis": "moved_cost", "dominance": dominance, "points": points}
+    units = frontier_units(instance)
+    if units:
+        doc["units"] = units
     if unsolved:
         doc["unsolved_budgets"] = unsolved
     return doc
@@ -276,6 +388,79 @@ def label_positions(heur: Sequence[dict[str, Any]], key: str,
     return out
 
 
+#: Byte units shown through decimal prefixes on a plot's axes (as the tables do).
+_BYTE_UNITS = {"bytes": "B", "bytes/s": "B/s", "B": "B", "B/s": "B/s"}
+_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def axis_scale(values: Sequence[float], unit: str | None) -> tuple[float, str]:
+    """``(factor, unit)`` of an axis: a byte unit takes the decimal prefix of its largest value; others as given.
+
+    Examples
+    --------
+    >>> axis_scale([8.5e9, 2.6e11], "bytes"), axis_scale([3.0], "records"), axis_scale([3.0], None)
+    ((1000000000.0, 'GB'), (1.0, 'records'), (1.0, ''))
+    >>> axis_scale([4e14], "(bytes/s)²")
+    (1000000000000.0, '(MB/s)²')
+    """
+    unit = unit or ""
+    if unit.startswith("(") and unit.endswith(")²"):  # squares of a unit: the square of its prefix
+        top = max((abs(float(v)) for v in values), default=0.0)
+        factor, inner = axis_scale([top**0.5], unit[1:-2])
+        return factor * factor, f"({inner})²"
+    if unit not in _BYTE_UNITS:
+        return 1.0, unit
+    top = max((abs(float(v)) for v in values), default=0.0)
+    for factor, prefix in _PREFIXES:
+        if top >= factor:
+            return factor, prefix + _BYTE_UNITS[unit]
+    return 1.0, _BYTE_UNITS[unit]
+
+
+def tick_text(v: float) -> str:
+    """A tick label for a person: thousands separators, never an exponent.
+
+    Examples
+    --------
+    >>> tick_text(12500000.0), tick_text(2.5), tick_text(0.125), tick_text(-0.0)
+    ('12,500,000', '2.5', '0.125', '0')
+    """
+    if round(v, 3) == 0:
+        return "0"
+    if abs(v) >= 100 or v == int(v):
+        return f"{v:,.0f}"
+    return f"{v:,.3f}".rstrip("0").rstrip(".")
+
+
+def _units_axis(ax: Any, which: str, values: Sequence[float], unit: str | None) -> str:
+    """Ticks of ``ax``'s ``which`` axis in ``unit`` (prefixed for bytes), no offset text; the unit label."""
+    from matplotlib.ticker import FuncFormatter
+
+    factor, shown = axis_scale(values, unit)
+    fmt = FuncFormatter(lambda v, _pos: tick_text(v / factor))
+    (ax.xaxis if which == "x" else ax.yaxis).set_major_formatter(fmt)
+    return f" ({shown})" if shown else ""
+
+
+def frontier_label(doc: dict[str, Any]) -> str:
+    """The frontier line's legend: ``optimal frontier``, or how many of its points are not proven and which
+    budgets were left out, in the words stderr uses.
+
+    Examples
+    --------
+    >>> frontier_label({"points": [{"proven": True}, {"proven": False}], "unsolved_budgets": [3.0]})
+    'frontier: 1 of 2 points not proven; 1 budget(s) left out (unsolved_budgets)'
+    """
+    pts = doc.get("points", [])
+    open_pts = sum(1 for p in pts if not p.get("proven", True))
+    left = len(doc.get("unsolved_budgets", []))
+    if not open_pts and not left:
+        return "optimal frontier"
+    parts = ([f"{open_pts} of {len(pts)} points not proven"] if open_pts else []) + (
+        [f"{left} budget(s) left out (unsolved_budgets)"] if left else [])
+    return "frontier: " + "; ".join(parts)
+
+
 def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[str, str]], xlabel: str,
                 title: str, merge_labels: bool = True) -> None:
     """PNG: one panel per ``(point key, axis label)``, the frontier as a step line against the budget.
@@ -297,7 +482,7 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
     for ax, (key, label) in zip(axes, panels, strict=True):
         ys = [p[key] for p in pts]
         # beyond the optimum's moves the best balance stays the optimum's
-        ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label="optimal frontier")
+        ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label=frontier_label(doc))
         for h in heur:
             kind = _outcome(h)
             ax.scatter([h["moved"]], [h[key]], zorder=3, marker=_MARKER[kind],
@@ -309,8 +494,11 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
             for (x, y), text, ty in label_positions(heur, key):
                 ax.annotate(text, (x, y), xytext=(x, ty), textcoords="data", fontsize=8,
                             arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if ty != y else None)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(label)
+        units = doc.get("units") or {}
+        y_unit = units.get("sum_sq" if key == "sum_sq" else "load") if key in ("max_load", "sum_sq") else None
+        x_unit = units.get("moved")
+        ax.set_xlabel(xlabel + _units_axis(ax, "x", [*xs, *[h["moved"] for h in heur]], x_unit))
+        ax.set_ylabel(label + _units_axis(ax, "y", [*ys, *[h[key] for h in heur]], y_unit))
         ax.grid(alpha=0.3)
     for kind in sorted({_outcome(h) for h in heur} - {"valid"}):
         axes[0].scatter([], [], marker=_MARKER[kind], color="tab:red", alpha=0.6, label=_LEGEND[kind])
@@ -324,6 +512,14 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
 
 def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
     """PNG: max load and sum of squares against moves, heuristics as labelled points."""
+    units = doc.get("units") or {}
     plot_panels(doc, path, (("max_load", "max load"), ("sum_sq", "sum of squared loads")),
+                "moved cost (budget)" if units.get("moved") else
                 "moved cost (budget; move_costs, 1 per topic-partition by default)",
                 f"balance-movement frontier: {doc.get('instance') or 'instance'} ({doc['engine']})")
+
+
+def _count_flows(counts: np.ndarray) -> list[tuple[int, int, int]]:
+    """Class x member counts as the exact engine's ``(class, member, count)`` flows."""
+    cs, ms = np.nonzero(counts)
+    return [(int(c), int(m), int(counts[c, m])) for c, m in zip(cs.tolist(), ms.tolist(), strict=True)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -50,6 +51,41 @@ def decimal_scale(values: np.ndarray, max_decimals: int = MAX_DECIMALS) -> int:
         if np.all(np.abs(s - np.round(s)) <= 1e-9 * np.maximum(1.0, np.abs(s))):
             return 10**d
     return 10**max_decimals
+
+
+def rational(value: float, max_denominator: int = 10**MAX_DECIMALS) -> Fraction:
+    """The rational a float stands for: the simplest fraction with a denominator up to ``max_denominator``
+    whose nearest float is ``value`` (``0.1`` is ``1/10``), else the float's exact value.
+
+    >>> rational(0.1), rational(1.37), rational(0.5)
+    (Fraction(1, 10), Fraction(137, 100), Fraction(1, 2))
+    """
+    exact = Fraction(value)
+    if exact.denominator <= max_denominator:
+        return exact
+    near = exact.limit_denominator(max_denominator)
+    return near if float(near) == value else exact
+
+
+def exact_sum(columns: list[np.ndarray]) -> np.ndarray:
+    """Element-wise sum of float columns, each value read as the rational it stands for (:func:`rational`):
+    the float nearest the exact sum, so a co-partition unit of weights ``1.37`` and ``2.11`` weighs ``3.48``,
+    not ``3.4800000000000004`` (which no small integer scale can represent exactly).
+
+    >>> exact_sum([np.array([1.37, 0.1]), np.array([2.11, 0.2])]).tolist()
+    [3.48, 0.3]
+    """
+    if not columns:
+        return np.zeros(0)
+    stacked = np.stack(columns)
+    if np.all(stacked == np.round(stacked)):
+        return stacked.sum(axis=0)  # integers (below 2**53): the float sum is exact
+    d = decimal_scale(stacked.ravel())
+    scaled = np.round(stacked * d)
+    if np.all(np.abs(scaled) < 2**53) and np.all(scaled / d == stacked):
+        return scaled.sum(axis=0) / d  # decimals: an exact integer sum, one correctly rounded division
+    return np.array([float(sum((rational(float(v)) for v in stacked[:, i]), Fraction(0)))
+                     for i in range(stacked.shape[1])], dtype=np.float64)
 
 
 @dataclass
@@ -388,7 +424,7 @@ def build_classes(
                 rk = np.full(lim, -1, dtype=np.int64)
             topic_cols.append((own, w, mc, rk))
             cols += [own, rk]
-        wsum = np.sum([p[1] for p in topic_cols], axis=0)
+        wsum = exact_sum([np.asarray(p[1], dtype=np.float64) for p in topic_cols])
         uw, iw = _factorize(wsum)
         mc_all = np.concatenate([p[2] for p in topic_cols])
         umc, imc_flat = _factorize(mc_all)
@@ -400,16 +436,19 @@ def build_classes(
         infos = []
         k = len(group)
         for row in rows.tolist():
-            owned: dict[int, float] = {}
+            owned_fr: dict[int, Fraction] = {}
             rsig_l: list[frozenset[str] | None] = []
-            total = 0.0
+            total_fr = Fraction(0)
             for j in range(k):
                 o, r = row[2 * j], row[2 * j + 1]
-                mv = float(umc[row[2 * k + 1 + j]])
+                cost = rational(float(umc[row[2 * k + 1 + j]]))
                 if o >= 0:
-                    owned[o] = owned.get(o, 0.0) + mv
-                    total += mv
+                    owned_fr[o] = owned_fr.get(o, Fraction(0)) + cost
+                    total_fr += cost
                 rsig_l.append(rack_ids.keys[r] if r >= 0 else None)  # type: ignore[arg-type]
+            # sums of decimal move costs as exact rationals, then the nearest float (0.1 + 0.2 is 0.3)
+            owned = {o: float(v) for o, v in owned_fr.items()}
+            total = float(total_fr)
             owners = tuple(sorted(owned.items()))  # type: ignore[assignment]
             wv = float(uw[row[2 * k]])
             sig_id = sig_ids(tuple(rsig_l))

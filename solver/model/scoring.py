@@ -45,6 +45,8 @@ METRIC_NAMES = (
     "weighted_max_load",
     "moved",
     "moved_cost",
+    "reassigned_unowned",
+    "reassigned_unowned_cost",
     "cross_rack",
     "locally_balanced",
 )
@@ -108,7 +110,10 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
 
     ``moved`` counts partitions that had a previous owner and are now held by
     another member (a partition revoked and left unassigned is not moved: it
-    is ``unassigned``); ``moved_cost`` sums their ``move_costs``.
+    is ``unassigned``); ``moved_cost`` sums their ``move_costs``.  ``reassigned_unowned`` counts the
+    assigned partitions with no previous owner among the members -- reassigned from departed members (or
+    new, or claimed by two members at one generation) -- and ``reassigned_unowned_cost`` their
+    ``move_costs``: with ``moved`` the whole of the state that changes host.
 
     ``cross_rack`` counts assigned topic-partitions whose member has a rack
     and whose topic lists replica racks, none of them the member's rack.
@@ -194,6 +199,8 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
     not_joinable = 0
     moved = 0
     moved_cost = 0.0
+    unowned = 0
+    unowned_cost = 0.0
     for t, tp in topics.items():
         h = holders[t]
         dup = np.flatnonzero(h > 1)
@@ -212,6 +219,12 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
         if k:
             moved += k
             moved_cost += float(tp.move_costs[mv].sum()) if tp.move_costs is not None else float(k)
+        # assigned without a previous owner in the group: a departed member's (or a new) partition changes host
+        un = (prev[t] < 0) & (h > 0)
+        ku = int(un.sum())
+        if ku:
+            unowned += ku
+            unowned_cost += float(tp.move_costs[un].sum()) if tp.move_costs is not None else float(ku)
 
     co_viol = 0
     for group in instance.copartition:
@@ -248,6 +261,8 @@ def score(instance: Instance, assignment: Assignment, view: GroupView | None = N
         "weighted_max_load": wmax,
         "moved": moved,
         "moved_cost": moved_cost,
+        "reassigned_unowned": unowned,
+        "reassigned_unowned_cost": unowned_cost,
         "cross_rack": cross_rack,
         "locally_balanced": _locally_balanced(instance, counts, owner, subs),
     }

@@ -35,7 +35,9 @@ class PlanConfig:
     range: tuple[int, int] | None = None
     catch_up_seconds: float | None = None
     lag_threshold: float = 10.0
-    new_capacity: float = 1.0
+    #: Capacity multiplier of an instance added beyond today's; ``None``: today's instances' size (the most
+    #: common multiplier among them, the larger on a tie; 1 without instances).
+    new_capacity: float | None = None
     time_limit: float = 10.0
     seed: int = 0
     kafka: bool = True
@@ -81,7 +83,7 @@ def check_config(cfg: PlanConfig) -> None:
         RESILIENCE.check(cfg.resilience)
         check_optional(CATCH_UP_SECONDS, cfg.catch_up_seconds)
         LAG_THRESHOLD.check(cfg.lag_threshold)
-        NEW_CAPACITY.check(cfg.new_capacity)
+        check_optional(NEW_CAPACITY, cfg.new_capacity)
         check_optional(TIME_LIMIT, cfg.time_limit)
         SEED.check(cfg.seed)
         ACTIVE_LOAD.check(cfg.active_load)

@@ -78,7 +78,7 @@ def kafka_consumer(instance: Instance, items: PlanItems, planner: Planner, kept:
         if j < planner.m:
             members.append(replace(instance.members[j], topics=tuple(topics)))
         else:
-            members.append(Member(id=planner.member_name(j), topics=tuple(topics), capacity=planner.cfg.new_capacity))
+            members.append(Member(id=planner.member_name(j), topics=tuple(topics), capacity=planner.new_mult))
     inst = Instance(name=instance.name, protocol="consumer", topics=instance.topics, members=tuple(members),
                     copartition=())
     res = assignor.run(inst, Params(time_limit=planner.cfg.time_limit, seed=planner.cfg.seed,
@@ -158,7 +158,7 @@ def kafka_streams(instance: Instance, items: PlanItems, planner: Planner, kept: 
         else:
             pid = str(_uuid.UUID(int=(0xF << 124) + j))
             clients.append(Client(id=planner.member_name(j), process_id=pid,
-                                  capacity=max(1, round(planner.cfg.new_capacity))))
+                                  capacity=max(1, round(planner.new_mult))))
     new_spec = StreamsSpec(tasks=spec.tasks, clients=tuple(clients), config=spec.config,
                            subtopologies=spec.subtopologies)
     inst = replace(instance, streams=new_spec)

@@ -58,7 +58,8 @@ balance and fewest moves), :mod:`solver.planning.resilience` (N-K),
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from solver.model import Instance
@@ -212,9 +213,44 @@ def weights_unit(instance: Instance) -> str:
 
 
 def weights_are_lag(instance: Instance, cfg: PlanConfig) -> bool:
-    """True when the weights count records behind: ``--catch-up-seconds``, a lag unit, or Streams task lags."""
-    return (cfg.catch_up_seconds is not None or instance.protocol == "streams"
-            or weights_unit(instance) in LAG_UNITS)
+    """True when the weights count records behind: ``--catch-up-seconds`` or a lag unit (consumer instances).
+
+    A Streams plan's items are task replicas of ``--active-load`` / ``--standby-load``: no lag (KEDA's rule
+    would count tasks as records).
+    """
+    if instance.protocol == "streams":
+        return False
+    return cfg.catch_up_seconds is not None or weights_unit(instance) in LAG_UNITS
+
+
+def todays_size(multipliers: Any) -> float:
+    """The capacity multiplier of today's instances: the most common one (the larger on a tie), 1 without any.
+
+    >>> todays_size([4.0, 4.0, 2.0]), todays_size([]), todays_size([1.0, 2.0])
+    (4.0, 1.0, 2.0)
+    """
+    vals = [float(x) for x in multipliers]
+    if not vals:
+        return 1.0
+    return max(set(vals), key=lambda v: (vals.count(v), v))
+
+
+def survives(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any] | None:
+    """The answer to N-K: the fewest instances of the table whose every loss of ``k`` still fits.
+
+    ``{"k", "instances"}`` (``instances`` ``None`` when no row of the table survives), ``undecided``: counts
+    below it whose N-K is not decided (time limit); ``None`` without ``--resilience``.
+
+    >>> survives([{"n": 9, "resilience_fits": False}, {"n": 10, "resilience_fits": None},
+    ...           {"n": 11, "resilience_fits": True}], 2)
+    {'k': 2, 'instances': 11, 'undecided': [10]}
+    """
+    if not k:
+        return None
+    ok = [r["n"] for r in rows if r.get("resilience_fits") is True]
+    first = min(ok) if ok else None
+    undecided = [r["n"] for r in rows if r.get("resilience_fits") is None and (first is None or r["n"] < first)]
+    return {"k": k, "instances": first, "undecided": undecided}
 
 
 def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
@@ -248,6 +284,9 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         items = streams_items(instance, cfg.active_load, cfg.standby_load)
     else:
         items = consumer_items(instance, cfg.catch_up_seconds)
+    new_source = "--new-capacity" if cfg.new_capacity is not None else "today's instances"
+    if cfg.new_capacity is None:
+        cfg = replace(cfg, new_capacity=todays_size(items.multipliers))
     pl = Planner(items, cfg)
     if cfg.time_limit is not None:
         pl.deadline = t0 + cfg.time_limit  # the whole command, reading the items included
@@ -276,6 +315,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
     rows.sort(key=lambda r: r["n"])
     if rows:
         lo, hi = rows[0]["n"], rows[-1]["n"]
+    new_cap = float(cfg.new_capacity if cfg.new_capacity is not None else 1.0)
     doc: dict[str, Any] = {
         "format": "kassign/v1",
         "kind": "plan",
@@ -284,11 +324,14 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "capacity": cfg.capacity,
         # what --capacity is per: a member's `capacity` (a Streams client's stream threads) multiplies it
         "capacity_per": ("stream thread" if instance.protocol == "streams" else
-                         "instance" if bool((items.multipliers == 1).all()) and cfg.new_capacity == 1
+                         "instance" if bool((items.multipliers == 1).all()) and new_cap == 1
                          else "unit of member capacity"),
         "instance_capacity": ([float(items.multipliers.min() * cfg.capacity),
                                float(items.multipliers.max() * cfg.capacity)] if pl.m else None),
-        "new_instance_capacity": float(cfg.new_capacity * cfg.capacity),
+        "new_instance_capacity": float(new_cap * cfg.capacity),
+        "new_capacity": new_cap,
+        # where an added instance's size comes from: today's instances (the default) or --new-capacity
+        "new_capacity_source": new_source,
         "load_unit": "lag/s" if cfg.catch_up_seconds else weights_unit(instance),
         "weights_are_lag": weights_are_lag(instance, cfg),
         "state_unit": str(((instance.meta or {}).get("units") or {}).get("move_costs") or "move_costs"),
@@ -311,6 +354,7 @@ def plan(instance: Instance, cfg: PlanConfig, kafka_assignor: Any = None,
         "resilience": cfg.resilience,
         "range": [lo, hi],
         "rows": rows,
+        "survives": survives(rows, cfg.resilience),
         "baselines": baselines(pl, mn, cfg, instance.protocol, weights_are_lag(instance, cfg)),
         "kafka_assignor": (kafka_assignor.name if kafka_assignor is not None else None),
         "kafka_version": _kafka_version(kafka_assignor, cfg, instance),

@@ -57,7 +57,9 @@ class Planner:
         self.cap_raw = cfg.capacity * items.divisor
         mult = items.multipliers if self.m else np.zeros(0)
         self.member_caps = mult * self.cap_raw
-        self.new_cap = cfg.new_capacity * self.cap_raw
+        #: an added instance's capacity multiplier (``plan`` sets today's size when ``--new-capacity`` is not given)
+        self.new_mult = float(cfg.new_capacity) if cfg.new_capacity is not None else 1.0
+        self.new_cap = self.new_mult * self.cap_raw
         # Pool order: today's members by capacity (largest first, input order on ties), then new ones.
         self.pool_order = sorted(range(self.m), key=lambda j: (-mult[j], j))
         n_max = self.m + max(items.n_items, 1)

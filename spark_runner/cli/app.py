@@ -144,6 +144,7 @@ def assign(
     """Assign partitions with one assignor; writes the assignment JSON (JSON lines for a batch)."""
     check_output(out)
     spec = get_assignor(assignor)  # unknown names fail before any input is read
+    assignor = spec.name  # a Kafka class name (org.apache.kafka.clients.consumer.RangeAssignor) is the one it names
     opts = check_options(assignor, _parse_options(option))
     if settle:
         if opts.get("settle") is False:
@@ -224,9 +225,14 @@ def score(
     metrics = score_fn(inst, asg)
     release = _scored_release(raw, assignment, kafka_version, inst)
     if gaps:
-        from spark_runner.cli.cache import Cache
+        from rich.console import Console
 
-        metrics.update(_cached_gaps(inst, asg, metrics, params, optimum, None if no_cache else Cache()))
+        from spark_runner.cli.cache import Cache
+        from spark_runner.cli.progress import progress
+
+        # the optimum and the gaps can take minutes on a large group: said on stderr, piped or not
+        with progress(Console(stderr=True, highlight=False), "score", "the optimum and the gaps"):
+            metrics.update(_cached_gaps(inst, asg, metrics, params, optimum, None if no_cache else Cache()))
     if release is not None:
         metrics["kafka_version"] = release
     if out_fmt == "json":

@@ -150,8 +150,9 @@ def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
     --------
     >>> from solver.result import Status
     >>> r = Result(None, Status.FEASIBLE, (2.0, 11), (2.0, 10), 1.0, {"stages": ["active_balance", "movement"]})
-    >>> unproven_note("optimal-streams", r)
-    'optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%)'
+    >>> print(unproven_note("optimal-streams", r).replace("; ", ";\\n"))
+    optimal-streams: not proven optimal: active_balance 2 (proven), movement 11 >= 10 (gap 9.09%);
+    why: the time limit (raise --time-limit)
     >>> from solver.io import parse_instance
     >>> inst = parse_instance({"format": "kassign/v1", "units": {"weights": "bytes/s", "move_costs": "bytes"},
     ...     "topics": {"T": {"partitions": 1, "weights": [6770000], "move_costs": [1]}},
@@ -162,7 +163,7 @@ def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
     ...     print(part)
     max_load 6.77 MB/s (proven)
     sum_sq 183.1827 (MB/s)² >= 183.18269 (MB/s)² (gap 0.00000546%)
-    moves 537.6 MB >= 149.28 MB (gap 72.2%)
+    moves 537.6 MB >= 149.28 MB (gap 72.2%); why: the time limit (raise --time-limit)
     """
     if res.status.value != "feasible" or not res.objective or len(res.bound) != len(res.objective):
         return None
@@ -192,7 +193,26 @@ def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
         else:
             tv, tb = pair(s, v, b)
             parts.append(f"{s} {tv} >= {tb} (gap {number(100 * (v - b) / max(abs(v), 1e-12), 3)}%)")
-    return f"{name}: not proven optimal: " + ", ".join(parts)
+    return f"{name}: not proven optimal: " + ", ".join(parts) + f"; why: {unproven_reason(res.extra)}"
+
+
+def unproven_reason(extra: Any) -> str:
+    """Why a solver result is not proven, from its ``extra``: the scale notes (loads or move costs with no exact
+    integer scale: proven only to a resolution), a model restricted to neighbourhoods, else the time limit.
+
+    >>> unproven_reason({"notes": ["item loads have no exact integer scale: proven up to a resolution of 1e-09"]})
+    'item loads have no exact integer scale: proven up to a resolution of 1e-09 (not the time limit)'
+    >>> unproven_reason({"restricted": True}), unproven_reason({})
+    ('the model was restricted to neighbourhoods (too large for one model)', 'the time limit (raise --time-limit)')
+    """
+    extra = extra or {}
+    scale = [str(n) for n in (extra.get("notes") or []) if "scale" in str(n) or "rounded" in str(n)
+             or "resolution" in str(n)]
+    if scale:
+        return "; ".join(scale) + " (not the time limit)"
+    if extra.get("restricted"):
+        return "the model was restricted to neighbourhoods (too large for one model)"
+    return "the time limit (raise --time-limit)"
 
 
 def _stage_scales(instance: Any, values: dict[str, float]) -> dict[str, Any]:

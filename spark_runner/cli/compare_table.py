@@ -42,8 +42,44 @@ def _ratio(v: Any, ref: Any) -> str:
     return f"{a / b:.2f}x"
 
 
-def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Column], Cell]:
-    """The table's columns for ``instance`` and a cell formatter that shows each in its unit."""
+#: The table's columns of each Streams stage of the optimum.
+_STAGE_COLUMNS = {
+    "active_balance": [Column("max_active_load", "actives"), Column("active_balance_gap", "+opt")],
+    "total_balance": [Column("max_total_load", "replicas"), Column("total_balance_gap", "+opt")],
+    "cross_rack_traffic": [Column("cross_rack_traffic", "cross-rack")],
+    "restoration": [Column("restoration_cost", "restore"), Column("restoration_gap", "+opt")],
+    "movement": [Column("moved_actives", "moved")],
+}
+#: The stages of the optimum of a Streams instance, in order (docs/streams.md), and the row key of each.
+STREAMS_STAGES = ("active_balance", "total_balance", "cross_rack_traffic", "restoration", "movement")
+_STAGE_KEY = {"active_balance": "max_active_load", "total_balance": "max_total_load",
+              "cross_rack_traffic": "cross_rack_traffic", "restoration": "restoration_cost",
+              "movement": "moved_actives"}
+_STAGE_WORDS = {"active_balance": ("busiest thread", "actives"), "total_balance": ("", "replicas per thread"),
+                "cross_rack_traffic": ("cross-rack traffic", ""), "restoration": ("restores", "offsets"),
+                "movement": ("moves", "active tasks")}
+
+_STAGE_NOUN = {"active_balance": "active balance", "total_balance": "total balance",
+               "cross_rack_traffic": "cross-rack traffic", "restoration": "restoration", "movement": "moves"}
+
+
+def streams_stages(instance: Any, stages: Sequence[str] | None = None) -> list[str]:
+    """The optimum's stages of a Streams instance, in order: ``stages`` when given (the optimum's own,
+    ``compare --json``'s ``optimal.stages``), else every stage, ``cross_rack_traffic`` only when rack
+    awareness is on (every client has a rack and ``rack_aware_assignment_strategy`` is not ``none``)."""
+    if stages:
+        return [s for s in stages if s in _STAGE_COLUMNS]
+    spec = getattr(instance, "streams", None)
+    clients = getattr(spec, "clients", ()) or ()
+    racks = bool(clients) and all(getattr(c, "rack", None) for c in clients) and getattr(
+        getattr(spec, "config", None), "rack_aware_assignment_strategy", "none") != "none"
+    return [s for s in STREAMS_STAGES if s != "cross_rack_traffic" or racks]
+
+
+def columns(instance: Any, rows: Sequence[Mapping[str, Any]],
+            stages: Sequence[str] | None = None) -> tuple[list[Column], Cell]:
+    """The table's columns for ``instance`` and a cell formatter that shows each in its unit (Streams: one
+    per stage of the optimum, ``stages`` in its order, see :func:`streams_stages`)."""
     units = instance_units(instance)
     scales: dict[str, Scale] = {}
 
@@ -55,11 +91,12 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Colu
     if instance.protocol != "streams" and instance.copartition:
         cols.append(Column("copartition_violations", "split"))  # why an outcome is "split"
     if instance.protocol == "streams":
-        cols += [Column("max_active_load", "actives"), Column("active_balance_gap", "+opt"),
-                 Column("max_total_load", "replicas"), Column("total_balance_gap", "+opt"),
-                 Column("restoration_cost", "restore"), Column("restoration_gap", "+opt"),
-                 Column("moved_actives", "moved"), Column("not_caught_up_actives", "lagging"),
-                 Column("standby_shortfall", "no standby"), Column("warmups")]
+        # one column (and its +opt) per stage of the optimum, in the optimum's order: a later stage's figure
+        # reads beside the earlier ones it is traded against
+        for stage in streams_stages(instance, stages):
+            cols += _STAGE_COLUMNS[stage]
+        cols += [Column("not_caught_up_actives", "lagging"), Column("standby_shortfall", "no standby"),
+                 Column("warmups")]
     else:
         has_costs = any(t.move_costs is not None for t in instance.topics.values())
         cost_unit = units["move_costs"] if has_costs else "partitions"
@@ -70,11 +107,19 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]]) -> tuple[list[Colu
                      Column("max_load_gap", f"+opt {w.unit}".strip()), Column("moved")]
         else:
             cols += [Column("max_load", "busiest"), Column("max_load_gap", "+opt"), Column("moved")]
+        # partitions without a previous owner (their member left the group) change host too: beside `moved`
+        unowned = any((_finite(r.get("reassigned_unowned")) or 0) > 0 for r in rows)
+        if unowned:
+            cols.append(Column("reassigned_unowned", "from departed"))
         if has_costs:
             c = scale("moved_cost", cost_unit)
             scales["excess_moves"] = c
             cols.append(Column("moved_cost", f"moved {c.unit}" if c.unit not in ("", "move_costs")
                                else "moved state"))
+            if unowned:
+                scales["reassigned_unowned_cost"] = c
+                cols.append(Column("reassigned_unowned_cost", f"from departed {c.unit}"
+                                   if c.unit not in ("", "move_costs") else "from departed state"))
         cols.append(Column("wasted", "wasted"))
         if not instance.has_weights:
             cols.append(Column("sum_sq_gap", "sum_sq +opt"))
@@ -107,6 +152,9 @@ def table_rows(instance: Any, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         if instance.protocol != "streams":
             # wasted moves with whether they are proven (">=": a lower estimate, the time limit cut the search)
             row["wasted"] = (r.get("excess_moves"), bool(r.get("excess_moves_proven", True)))
+            if str(r.get("assignor", "")).startswith("optimal") and r.get("excess_moves") == 0:
+                # the optimum's rows are the yardstick of their own moves: 0 wasted, not a lower estimate
+                row["wasted"] = (0, True)
         rows.append(row)
     return rows
 
@@ -135,23 +183,61 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out + [f"error: {r['assignor']} refused this input: {r['error']}" for r in rows if r.get("error")]
 
 
-def _best_key(instance: Any, r: Mapping[str, Any]) -> tuple[Any, ...]:
-    def n(k: str) -> float:
-        v = _finite(r.get(k))
-        return float("inf") if v is None else round(v, 9)
-
-    s = shipped(str(r["assignor"]))
+def _since(name: str) -> tuple[int, ...]:
+    s = shipped(name)
     # ties: a public setting before an internal one (internal.task.assignor.class), then the older release
-    since = (int(s.key.startswith("internal.")), *(int(x) for x in s.since.split("."))) if s else (1, 99)
+    return (int(s.key.startswith("internal.")), *(int(x) for x in s.since.split("."))) if s else (1, 99)
+
+
+def _n(r: Mapping[str, Any], k: str) -> float:
+    v = _finite(r.get(k))
+    return float("inf") if v is None else round(v, 9)
+
+
+def _best_key(instance: Any, r: Mapping[str, Any], stages: Sequence[str] | None = None) -> tuple[Any, ...]:
+    since = _since(str(r["assignor"]))
     if instance.protocol == "streams":
-        return (n("active_balance_gap"), n("total_balance_gap"), n("restoration_gap"), n("moved_actives"), since)
+        # the optimum's stages in its order: a later stage never outweighs an earlier one
+        return (*(_n(r, _STAGE_KEY[st]) for st in streams_stages(instance, stages)), since)
     if instance.has_weights:
-        return (n("max_load_gap"), n("moved_cost"), n("sum_sq_gap"), since)
-    return (n("max_load_gap"), n("sum_sq_gap"), n("moved_cost"), since)
+        return (_n(r, "max_load_gap"), _n(r, "moved_cost"), _n(r, "sum_sq_gap"), since)
+    return (_n(r, "max_load_gap"), _n(r, "sum_sq_gap"), _n(r, "moved_cost"), since)
 
 
-def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) -> str:
-    """One line: the best assignor Kafka ships here, its cost against the optimum, how to run the optimum."""
+def _streams_cost(instance: Any, best: Mapping[str, Any], ref: Mapping[str, Any],
+                  stages: Sequence[str] | None) -> str:
+    """Each stage of the optimum, in its order: the assignor's figure and the optimum's; a later stage where
+    it does better than the optimum is said to come at the cost of the earlier stage where it does worse."""
+    order = streams_stages(instance, stages)
+    parts = []
+    for st in order:
+        what, unit = _STAGE_WORDS[st]
+        unit = f" {unit}" if unit else ""
+        parts.append(f"{what + ' ' if what else ''}{number(best.get(_STAGE_KEY[st]))}{unit} "
+                     f"(optimum {number(ref.get(_STAGE_KEY[st]))})")
+    text = ", ".join(parts)
+    worse = next((st for st in order if _n(best, _STAGE_KEY[st]) > _n(ref, _STAGE_KEY[st])), None)
+    if worse is not None:
+        later = order[order.index(worse) + 1:]
+        better = [st for st in later if _n(best, _STAGE_KEY[st]) < _n(ref, _STAGE_KEY[st])]
+        if better:
+            text += (f" -- below the optimum on {', '.join(_STAGE_NOUN[st] for st in better)} only by doing worse "
+                     f"on {_STAGE_NOUN[worse]}, a stage the optimum puts first")
+    lag = _finite(best.get("not_caught_up_actives")) or 0
+    if lag:
+        text += f", {number(best.get('not_caught_up_actives'))} active tasks on clients not caught up"
+    return text
+
+
+def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str,
+                 stages: Sequence[str] | None = None) -> str:
+    """One line: the best assignor Kafka ships here, its cost against the optimum, how to run the optimum.
+
+    Among public settings first: an internal one (``internal.task.assignor.class``) is only recommended
+    when no public setting gives a valid assignment; one that ranks higher is named as a caveat, with the
+    active tasks it puts on clients that are not caught up.  Streams rows rank by the optimum's
+    ``stages``, in order.
+    """
     streams = instance.protocol == "streams"
     ref = rows[0] if rows else {}
     optimum = "optimal-streams" if streams else "optimal"
@@ -167,13 +253,26 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
     kafka = [r for r in rows[1:] if shipped(str(r["assignor"])) and r.get("outcome") == "valid"]
     if not kafka:
         return f"No assignor that ships with Kafka gives a valid assignment that keeps units together here; {run}"
-    best = min(kafka, key=lambda r: _best_key(instance, r))
+
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return _best_key(instance, r, stages)
+
+    public = [r for r in kafka if not _since(str(r["assignor"]))[0]]
+    best = min(public or kafka, key=key)
+    caveat = ""
+    internal = min((r for r in kafka if r not in public), key=key, default=None)
+    if public and internal is not None and key(internal)[:-1] < key(best)[:-1]:
+        si = shipped(str(internal["assignor"]))
+        assert si is not None
+        lag = _finite(internal.get("not_caught_up_actives")) or 0
+        caveat = (f" ({internal['assignor']} ranks higher but is an internal setting ({si.key}, not a public "
+                  "API, may change without notice)" + (
+                      f" and puts {number(internal.get('not_caught_up_actives'))} active tasks on clients that "
+                      "are not caught up (they restore before processing)" if lag else "") + ")")
     s = shipped(str(best["assignor"]))
     assert s is not None
     if streams:
-        cost = (f"busiest thread {number(best.get('max_active_load'))} actives (optimum "
-                f"{number(ref.get('max_active_load'))}), restores {number(best.get('restoration_cost'))} offsets "
-                f"(optimum {number(ref.get('restoration_cost'))})")
+        cost = _streams_cost(instance, best, ref, stages)
     elif instance.has_weights:
         sc = Scale.for_values([ref.get("weighted_max_load"), best.get("weighted_max_load")],
                               instance_units(instance)["weights"])
@@ -185,7 +284,8 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str) 
         cost = (f"busiest member {number(best.get('max_load'))} partitions (optimum {number(ref.get('max_load'))}), "
                 f"moves {number(best.get('moved'))} (optimum {number(ref.get('moved'))})")
     needs = f", {s.needs}" if s.needs else ""  # what else deploying it takes (KIP-848's group.protocol=consumer)
-    return f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+{needs}): {cost}; {run}"
+    return (f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+{needs}): {cost}"
+            f"{caveat}; {run}")
 
 
 #: The unit of a consumer metric: ``"load"`` (the instance's load unit), ``"load2"`` (squared), ``"cost"``
@@ -194,7 +294,8 @@ _METRIC_UNITS = {
     "max_load": "topic-partitions per capacity", "min_load": "topic-partitions per capacity",
     "spread": "topic-partitions per capacity", "sum_sq_load": "(topic-partitions per capacity)²",
     "weighted_max_load": "load", "max_load_gap": "load", "sum_sq_gap": "load2", "moved": "topic-partitions",
-    "moved_cost": "cost", "excess_moves": "cost", "unassigned": "topic-partitions",
+    "moved_cost": "cost", "excess_moves": "cost", "reassigned_unowned": "topic-partitions",
+    "reassigned_unowned_cost": "cost", "unassigned": "topic-partitions",
     "not_joinable": "topic-partitions", "copartition_violations": "units", "cross_rack": "topic-partitions",
     "restoration_cost": "offsets", "restoration_gap": "offsets", "max_active_load": "active tasks per thread",
     "active_balance_gap": "active tasks per thread", "max_total_load": "replicas per thread",
@@ -226,7 +327,8 @@ def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str
     load_unit = units["weights"] if weighted else "topic-partitions per capacity"
     load = Scale.for_values([metrics.get("weighted_max_load"), metrics.get("max_load_gap")], load_unit)
     squared = Scale(load.factor ** 2, f"({load.unit})²" if load.unit else "")
-    cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves")],
+    cost = Scale.for_values([metrics.get("moved_cost"), metrics.get("excess_moves"),
+                             metrics.get("reassigned_unowned_cost")],
                             units["move_costs"] if has_costs else "topic-partitions")
     keys = list(metrics)
     if weighted and "max_load" in keys:

@@ -558,6 +558,10 @@ def answer_blocks(df: pd.DataFrame, out: Path, folder: Path, meta: dict[str, Any
     cls = workload_class(df)
     for v in verdicts(df):
         blocks.append(("h3", f"{v.title}: {_plural(v.steps, 'step')} in {_plural(v.scenarios, 'scenario')}"))
+        blocks.append(("p", f"Drawn from the {_plural(v.proven_steps, 'step')} where the optimum is proven."
+                       if v.proven_steps else
+                       "No step of this class has a proven optimum: the verdict compares with the best solutions "
+                       "found (not proven)."))
         items: list[str] = []
         best_share = float(v.ranked.iloc[0]["good_share"]) if len(v.ranked) else 0.0
         if v.winner is not None:
@@ -676,6 +680,11 @@ def _int_fmt(n: int) -> str:
     return f"{n:,}" if abs(n) >= 1000 else str(n)
 
 
+#: Values closer to zero than this print as 0: sums of floats leave noise (-5.114e-17) where the exact value
+#: is 0, and no load, gap or move in a sweep is meaningful at that size.
+ZERO_NOISE = 1e-9
+
+
 def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
@@ -685,6 +694,8 @@ def _fmt(v: Any) -> str:
         return _int_fmt(int(v))
     if isinstance(v, (float, np.floating)):
         v = float(v)
+        if abs(v) < ZERO_NOISE:  # float noise around zero (-5.114e-17, 7.105e-15) is 0
+            return "0"
         if v.is_integer() and abs(v) < 1e12:
             return _int_fmt(int(v))
         return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
@@ -814,7 +825,9 @@ def _notes(df: pd.DataFrame) -> list[str]:
     opt = df[df["assignor"] == OPTIMAL]
     unproven = int((opt["status"] != "optimal").sum())
     if unproven:
-        notes.append(f"{unproven} of {len(opt)} optimum steps are not proven optimal (time limit); gaps at those "
+        notes.append(f"{unproven} of {len(opt)} optimum steps are not proven optimal (a stage hit the time limit, "
+                     "or the loads have no exact integer scale: `kassign assign STEP --assignor optimal` says which "
+                     "on stderr); gaps at those "
                      "steps are measured against the best solution found and can be negative.")
     dup = int(df.duplicated(["scenario_id", "step", "assignor"]).sum())
     if dup:
@@ -829,16 +842,36 @@ def _notes(df: pd.DataFrame) -> list[str]:
                      "read wrong data there. They have no gaps (the optimum keeps units together, so a gap "
                      "would compare unlike things), never count as balanced as the optimum, and are left out "
                      "of the gap tables, the box plots and the join verdict.")
-    below = ((pd.to_numeric(df["max_load_gap"], errors="coerce") < -EPS)
-             | (pd.to_numeric(df["sum_sq_gap"], errors="coerce") < -EPS))
-    other = df[below & (df["assignor"] != OPTIMAL)]
-    if len(other):
-        notes.append(f"{len(other)} step(s) have a negative balance gap (max_load_gap or sum_sq_gap): the "
-                     "assignment beat an optimum that is not proven there.")
+    notes += _negative_gap_notes(df)
     errs = df[df["error"].notna()]
     for name, g in errs.groupby("assignor"):
         notes.append(f"{name}: {len(g)} step(s) raised, e.g. {g['error'].iloc[0]}")
     return notes
+
+
+def _negative_gap_notes(df: pd.DataFrame) -> list[str]:
+    """What negative gaps mean, per stage: below the optimum's max load only where the optimum is not proven;
+    below its sum of squares also at a proven optimum, as sum of squares is a later stage than moves."""
+    opt = df[df["assignor"] == OPTIMAL]
+    proven = {(a, b) for a, b in opt.loc[opt["status"] == "optimal", ["scenario_id", "step"]].itertuples(
+        index=False, name=None)}
+    rows = df[(df["assignor"] != OPTIMAL) & (df["outcome"] == "valid")]
+    at_proven = [(a, b) in proven for a, b in rows[["scenario_id", "step"]].itertuples(index=False, name=None)]
+    at_proven_s = pd.Series(at_proven, index=rows.index, dtype=bool)
+    out = []
+    ml = pd.to_numeric(rows["max_load_gap"], errors="coerce") < -EPS
+    if ml.any():
+        out.append(f"{int(ml.sum())} step(s) have a negative max_load_gap: the assignment is more balanced than "
+                   "an optimum that is not proven there (the optimum's best found is the reference).")
+    sq = (pd.to_numeric(rows["sum_sq_gap"], errors="coerce") < -EPS) & ~ml
+    if sq.any():
+        n_proven = int((sq & at_proven_s).sum())
+        out.append(f"{int(sq.sum())} step(s) have a negative sum_sq_gap ({n_proven} of them at a proven optimum): "
+                   "sum of squares is a later stage of the optimum than max load and moves, so an assignor that "
+                   "moves more (or has a higher max load) may well have a smaller sum of squares. A gap at a "
+                   "later stage says something only where the earlier stages are equal: read max_load_gap "
+                   "first, then excess_moves, then sum_sq_gap.")
+    return out
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -923,7 +956,7 @@ def _streams_notes(df: pd.DataFrame) -> list[str]:
     unproven = int((df["opt_status"] != "optimal").sum())
     if unproven:
         notes.append(f"Streams: {unproven} of {len(df)} step(s) have a reference optimum that is not proven "
-                     "(time limit); their gaps are against the best solution found.")
+                     "(a stage hit the time limit); their gaps are against the best solution found.")
     errs = df[df["error"].notna()]
     for name, g in errs.groupby("assignor"):
         notes.append(f"{name}: {len(g)} Streams step(s) raised, e.g. {g['error'].iloc[0]}")
@@ -980,8 +1013,8 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         notes += _notes(df)
         if (df[df["assignor"] == OPTIMAL]["status"] != "optimal").any():
             sections.append(("Unproven optima by grid point", "Steps whose optimum is not proven (status feasible: "
-                             "a stage hit the time limit), per grid point; gaps there are against the best "
-                             "solution found.", unproven_by_point(out), ()))
+                             "a stage hit the time limit, or the loads have no exact integer scale), per grid "
+                             "point; gaps there are against the best solution found.", unproven_by_point(out), ()))
         write_atomic(folder / "summary.csv", summary_table(df).to_csv(index=False))
     if len(st):
         plots += _streams_plot(st, folder)

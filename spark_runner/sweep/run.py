@@ -177,7 +177,10 @@ def _problems_from_pydantic(err: ValidationError) -> list[Problem]:
                                                                              ("int", "list", "SeedRange"))))
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
-            msg = "unknown key"
+            from solver.registry import did_you_mean
+
+            key = loc[-1] if loc else ""
+            msg = f"unknown key{did_you_mean(str(key), GridSpec.model_fields) if len(loc) == 1 else ''}"
         elif e["type"] == "missing":
             msg = "required key missing"
         out.append(Problem(json_path(loc), msg))
@@ -219,8 +222,11 @@ def _expand(params: Mapping[str, Any], loc: tuple[str | int, ...], problems: lis
         if name == "protocol" and not streams:
             continue  # consumer parameters have no protocol field (their scenario ids stay as they were)
         if name not in known:
+            from solver.registry import did_you_mean
+
             kind = "unknown Streams parameter" if streams else "unknown parameter"
-            problems.append(Problem(json_path(where), f"{kind} (known: {', '.join(known)})"))
+            problems.append(Problem(json_path(where), f"{kind}{did_you_mean(str(name), known)} "
+                                                      f"(known: {', '.join(known)})"))
             continue
         vals = _values(name, raw)
         if not vals:
@@ -378,11 +384,15 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
         assignors = tuple(n for n, (kind, proto) in sorted(known.items())
                           if kind == "heuristic" and proto in present and _has_release(n, release))
     else:
-        labels = [_versioned(n, known, f"assignors[{i}]", problems) for i, n in enumerate(spec.assignors)]
+        from solver.registry import did_you_mean
+        from spark_runner.assignors import canonical
+
+        listed = [canonical(n) for n in spec.assignors]  # Kafka's class names select the assignor they name
+        labels = [_versioned(n, known, f"assignors[{i}]", problems) for i, n in enumerate(listed)]
         assignors = tuple(dict.fromkeys(labels))
-        for i, name in enumerate(n.partition("@")[0] for n in spec.assignors):
+        for i, name in enumerate(n.partition("@")[0] for n in listed):
             if name not in known:
-                problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r} "
+                problems.append(Problem(f"assignors[{i}]", f"unknown assignor {name!r}{did_you_mean(name, known)} "
                                         f"(known: {', '.join(sorted(known))})"))
             elif cross_check and known[name][1] not in present:
                 problems.append(Problem(f"assignors[{i}]", f"{name!r} is a {known[name][1]} assignor but no params "
@@ -399,7 +409,7 @@ def parse_grid(data: Any, source: str = "<grid>") -> Grid:
     if problems:
         raise InstanceError(source, problems)
     if release is not None and spec.assignors != "all":
-        for i, name in enumerate(spec.assignors):
+        for i, name in enumerate(canonical(n) for n in spec.assignors):
             if "@" not in name and not _has_release(name, release):
                 problems.append(Problem(f"assignors[{i}]", f"{name!r} is not in Kafka {release} (kafka_version)"))
     if problems:

@@ -164,7 +164,8 @@ class Verdict:
     ``winner``: the first of them, ``None`` when no assignor qualifies (best share 0) or none ships;
     ``ties``: one sentence per assignor that tied with the winner on the share, with the rule that broke
     it; ``excluded``: ``(assignor, steps that split units)`` left out of the join class;
-    ``proposals``: the proposals' rows, best first.
+    ``proposals``: the proposals' rows, best first; ``proven_steps``: the steps it is drawn from -- those
+    where the optimum is proven, when there are any (else every step, and ``proven_steps`` is 0).
     """
 
     key: str
@@ -177,6 +178,8 @@ class Verdict:
     winner: str | None
     ties: list[str] = field(default_factory=list)
     excluded: list[tuple[str, int]] = field(default_factory=list)
+    #: steps the verdict is drawn from: those where the optimum is proven (all steps when none is)
+    proven_steps: int = 0
 
 
 def _ties(ranked: pd.DataFrame, rules: tuple[Rule, ...]) -> list[str]:
@@ -205,6 +208,15 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
     for key, title, protocol in CLASSES:
         rows = df[cls == key]
         ref = STREAMS_OPTIMAL if protocol == "streams" else OPTIMAL
+        all_opt = rows[rows["assignor"] == ref]
+        # drawn from the steps where the optimum is proven: elsewhere "as good as the optimum" is against the
+        # best found only
+        proven = {(a, b) for a, b in all_opt.loc[all_opt["status"] == "optimal", ["scenario_id", "step"]]
+                  .itertuples(index=False, name=None)}
+        n_proven = len(proven)
+        if proven:
+            keep = [(a, b) in proven for a, b in rows[["scenario_id", "step"]].itertuples(index=False, name=None)]
+            rows = rows[pd.Series(keep, index=rows.index, dtype=bool)]
         heur = rows[rows["assignor"] != ref]
         if heur.empty:
             continue
@@ -224,7 +236,7 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
         opt = rows[rows["assignor"] == ref]
         out.append(Verdict(key, title, protocol, len(opt) or int(heur.groupby("assignor").size().max()),
                            int(rows["scenario_id"].nunique()), cand, props, winner,
-                           _ties(cand, rules) if winner else [], excluded))
+                           _ties(cand, rules) if winner else [], excluded, n_proven))
     return out
 
 

@@ -62,13 +62,12 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
         if err is not None:
             err.print(f"{name}: {msg}", markup=False)
 
-    if err is not None and err.is_terminal:
-        # a transient line on a terminal: a large weighted group takes minutes (one CP-SAT run per row)
-        with err.status("compare: starting", spinner="line") as status:
-            doc = compare_fn(instance, names, params, settle=settle, warn=warn,
-                             progress=lambda what: status.update(f"compare: {what}")).to_json_dict()
-    else:
-        doc = compare_fn(instance, names, params, settle=settle, warn=warn).to_json_dict()
+    from spark_runner.cli.progress import progress
+
+    # a large weighted group takes minutes (one CP-SAT run per row): a transient line on a terminal, a line
+    # at a steady pace when stderr is piped
+    with progress(err, "compare") as update:
+        doc = compare_fn(instance, names, params, settle=settle, warn=warn, progress=update).to_json_dict()
     opt = doc["optimal"]
     if err is not None and opt.get("status") == "feasible":
         from solver.result import Result, Status
@@ -76,10 +75,81 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
 
         note = unproven_note(doc.get("reference") or "optimal",
                              Result(None, Status.FEASIBLE, tuple(opt["objective"]), tuple(opt["bound"]),
-                                    extra={"stages": opt.get("stages")}), instance)
+                                    extra={"stages": opt.get("stages"),
+                                           **{k: opt[k] for k in ("notes", "restricted") if k in opt}}), instance)
         if note:
             err.print(note, markup=False)
     return doc
+
+
+def frontier_notes(instance: Any, doc: dict[str, Any]) -> list[str]:
+    """The stderr lines of a frontier: budgets left out, points not proven; figures in the instance's units.
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 1},
+    ...                        "units": {"weights": "bytes/s", "move_costs": "bytes"}})
+    >>> doc = {"unsolved_budgets": [8488220000.0], "points": [
+    ...     {"budget": 1.7e10, "max_load": 18_400_000.0, "bound": 18_000_000.0, "proven": False}]}
+    >>> left, unproven = frontier_notes(inst, doc)
+    >>> left[-71:]
+    'at 1 budget(s) (8.488 GB); those points are left out (unsolved_budgets)'
+    >>> print(unproven)
+    frontier: 1 of 1 points not proven -- budget 17 GB: max load 18.4 MB/s (bound 18 MB/s)
+    """
+    from spark_runner.units import Scale, instance_units
+
+    units = instance_units(instance)
+    pts = doc["points"]
+    moved = Scale.for_values([*doc.get("unsolved_budgets", []), *(p["budget"] for p in pts)],
+                             None if units["move_costs"] == "move_costs" else units["move_costs"])
+    load = Scale.for_values([p["max_load"] for p in pts if "max_load" in p],
+                            None if units["weights"] == "weight" else units["weights"])
+    lines = []
+    if doc.get("unsolved_budgets"):
+        left = doc["unsolved_budgets"]
+        lines.append(f"frontier: no assignment within the budget found in the time limit at {len(left)} budget(s) "
+                     f"({', '.join(moved.with_unit(b) for b in left[:5])}{', ...' if len(left) > 5 else ''}); "
+                     "those points are left out (unsolved_budgets)")
+    open_pts = [p for p in pts if not p.get("proven", True)]
+    if open_pts and "bound" in open_pts[0]:
+        gaps = ", ".join(f"budget {moved.with_unit(p['budget'])}: max load {load.with_unit(p['max_load'])} "
+                         f"(bound {load.with_unit(p['bound'])})" for p in open_pts[:5])
+        more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
+        lines.append(f"frontier: {len(open_pts)} of {len(pts)} points not proven -- {gaps}{more}")
+    return lines
+
+
+def proof_words(opt: dict[str, Any]) -> str:
+    """How sure the optimum's row is, per stage in its order (the first stages are the ones that matter):
+    ``proven optimal``, or ``feasible, not proven: max_load gap 0.00007%, moves proven, ...``.
+
+    Examples
+    --------
+    >>> proof_words({"status": "optimal"})
+    'proven optimal'
+    >>> proof_words({"status": "feasible", "stages": ["active_balance", "total_balance", "cross_rack_traffic",
+    ...     "restoration"], "objective": [2, 3, 200, 26141], "bound": [2, 3, 0, 26141]})
+    'feasible, not proven: active_balance proven, total_balance proven, cross_rack_traffic gap 100%, restoration proven'
+    """
+    from spark_runner.units import number
+
+    if opt.get("status") == "optimal":
+        return "proven optimal"
+    stages, obj, bnd = opt.get("stages") or [], opt.get("objective") or [], opt.get("bound") or []
+    if not stages or len(stages) != len(obj) or len(obj) != len(bnd):
+        gap = opt.get("gap")
+        worst = "" if gap is None else f": worst stage gap {number(100 * float(gap), 3)}%"
+        return f"{opt.get('status')}, not proven{worst}"
+    parts = []
+    for st, v, b in zip(stages, obj, bnd, strict=True):
+        v, b = float(v), float(b)
+        if b >= v or abs(v - b) <= 1e-9 * max(1.0, abs(v)):
+            parts.append(f"{st} proven")
+        else:
+            parts.append(f"{st} gap {number(100 * (v - b) / abs(v), 3) if v else '100'}%")
+    return f"{opt.get('status')}, not proven: {', '.join(parts)}"
 
 
 def register(app: typer.Typer) -> None:
@@ -128,25 +198,22 @@ def register(app: typer.Typer) -> None:
             return
         opt = doc["optimal"]
         from spark_runner.cli.compare_table import columns, notes, table_rows, verdict_line
-        from spark_runner.units import number
 
         rows = table_rows(inst, doc)
-        cols, cell = columns(inst, rows)
+        cols, cell = columns(inst, rows, opt.get("stages"))
         if out_fmt == "tsv":  # raw values under raw names: `wasted` (with its ">=" flag) is excess_moves
             from spark_runner.cli.tables import Column
 
             cols = [Column("excess_moves") if c.key == "wasted" else c for c in cols]
         width = terminal_width()
-        gap = opt.get("gap")
-        proof = "proven optimal" if opt["status"] == "optimal" else (
-            f"{opt['status']}, not proven{'' if gap is None else f': worst stage gap {number(100 * float(gap), 3)}%'}")
+        proof = proof_words(opt)
         text = render(rows, cols, out_fmt, width=width, cell=cell,
                       title=f"{inst.name or file.name}: every assignor against the optimum ({proof}"
                             f"{_releases(doc)})")
         if out_fmt == "table":
             import textwrap
 
-            for line in [*notes(rows), verdict_line(inst, rows, str(file))]:
+            for line in [*notes(rows), verdict_line(inst, rows, str(file), opt.get("stages"))]:
                 # a word longer than the terminal (a setting's class name, a path) is never cut: copied from
                 # the screen it must still work
                 text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)
@@ -191,18 +258,12 @@ def register(app: typer.Typer) -> None:
         inst = _one_instance(file)
         names = [a.strip() for a in assignors.split(",") if a.strip()] if assignors else None
         specs = select(inst.protocol, names)  # unknown names fail before the frontier is computed
-        doc = frontier_fn(inst, params, max_points=points)
-        if doc.get("unsolved_budgets"):
-            err.print(f"frontier: no assignment found within the time limit at {len(doc['unsolved_budgets'])} "
-                      f"budget(s) ({', '.join(f'{b:,.0f}' for b in doc['unsolved_budgets'][:5])}); those points "
-                      "are left out", markup=False)
-        open_pts = [p for p in doc["points"] if not p.get("proven", True)]
-        if open_pts and "bound" in open_pts[0]:
-            gaps = ", ".join(f"budget {p['budget']:g}: max load {p['max_load']:.6g} (bound {p['bound']:.6g})"
-                             for p in open_pts[:5])
-            more = f", +{len(open_pts) - 5} more" if len(open_pts) > 5 else ""
-            err.print(f"frontier: {len(open_pts)} of {len(doc['points'])} points not proven -- {gaps}{more}",
-                      markup=False)
+        from spark_runner.cli.progress import progress
+
+        with progress(err, "frontier", "the optimum's moves (the last budget)") as update:
+            doc = frontier_fn(inst, params, max_points=points, progress=update)
+        for line in frontier_notes(inst, doc):
+            err.print(line, markup=False)
         # cooperative assignors are placed where they settle, as in `compare`
         if inst.protocol == "streams":
             from solver.streams.frontier import place_streams, plot_streams_frontier

@@ -39,6 +39,33 @@ def _kafka_spec(protocol: str, err: Console) -> Any:
         return None
 
 
+#: How a figure whose optimality was not proven reads in the plan's table (and in --json: ``moves_status``).
+NOT_PROVEN = "(not proven)"
+
+
+def legend(doc: dict[str, Any], rows: list[dict[str, str]]) -> list[str]:
+    """Lines under the tables that say what ``-`` and ``(not proven)`` mean, and why an N-K is undecided."""
+    out = []
+    cells = [v for r in rows for v in r.values()]
+    if any(v == "-" or v.startswith("- ") for v in cells):
+        text = "-: nothing to give: no utilisation or moves where that many instances do not hold the load (fits no)"
+        if doc["resilience"]:
+            text += (", no N-K moved state where losing K does not fit (N-K fits no), no worst loss where no loss "
+                     "was tried; an N-K fits of -: not decided within the time limit")
+        out.append(text)
+    if any(NOT_PROVEN in v for v in cells):
+        out.append(f"{NOT_PROVEN}: the fewest moves were not proven within the time limit; the figure is what the "
+                   "plan found (--json: moves_status feasible, moved_state_bound the proven lower bound)")
+    if any(v.startswith(">= ") for v in cells):
+        out.append(">= X: a lower bound: the state the lost instances held must move at least; the fewest moves "
+                   "after the loss were not computed (--json: resilience_forced_moved_state)")
+    k = doc["resilience"]
+    for r in doc["rows"]:
+        if k and r.get("resilience_fits") is None and r.get("fits") and r.get("resilience_note"):
+            out.append(f"N-{k} at {r['n']}: {r['resilience_note']}")
+    return out
+
+
 def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) -> str:
     """The plan as text: summary lines, one row per instance count, baselines (``fmt``: table, tsv or md).
 
@@ -46,7 +73,7 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
     """
     from spark_runner.cli.tables import Column
     from spark_runner.cli.tables import render as table
-    from spark_runner.units import Scale
+    from spark_runner.units import Scale, number
 
     streams = doc.get("protocol") == "streams"
     load = Scale.for_values([doc["capacity"], doc["total_load"]], doc["load_unit"])
@@ -68,7 +95,25 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
                      f"proof: {doc['proof_kind']})")
     lines.append(f"proof: {doc['proof']}")
     k = doc["resilience"]
-    kafka = doc.get("kafka_assignor") or "kafka"
+    if doc.get("new_capacity_source") and any(r["n"] > doc["current_instances"] for r in doc["rows"]):
+        src = ("today's instances' size (--new-capacity M to change)"
+               if doc["new_capacity_source"] == "today's instances" else "--new-capacity")
+        what = (f"{number(doc.get('new_capacity'))} stream threads, {load.with_unit(doc['new_instance_capacity'])}"
+                if streams else load.with_unit(doc["new_instance_capacity"]))
+        lines.append(f"added instances: {what} each, from {src}")
+    surv = doc.get("survives")
+    if surv:
+        if surv["instances"] is not None:
+            lines.append(f"N-{surv['k']}: {surv['instances']:,} instances survive losing {surv['k']} "
+                         f"(the fewest of this table whose every loss of {surv['k']} still fits)")
+        else:
+            hi = doc["range"][1]
+            lines.append(f"N-{surv['k']}: no count computed (up to {hi:,}) survives losing {surv['k']} "
+                         f"(give --range A:B with a larger B, or raise --time-limit)")
+        if surv.get("undecided"):
+            lines.append(f"N-{surv['k']} not decided within the time limit at {', '.join(map(str, surv['undecided']))} "
+                         "(raise --time-limit): fewer instances may survive")
+    kafka = doc.get("kafka_assignor")
     moved = "moved replicas" if streams else "moved parts"
     rs = doc["rows"]
     state = Scale.for_values([r.get(c) for r in rs for c in ("moved_state", "kafka_moved_state",
@@ -76,9 +121,11 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
                              doc.get("state_unit") or "move_costs")
     su = f" ({state.unit})" if state.unit and state.unit != "move_costs" else ""
     cols = [Column("n"), Column("fits", align="left"), Column("max util"), Column("headroom"), Column(moved),
-            Column("moved state" + su), Column("kafka moved"), Column("kafka state" + su), Column("kafka util"),
-            Column("kafka fits", align="left")]
-    split = any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
+            Column("moved state" + su)]
+    if kafka:  # --no-kafka (or Kafka's assignor not registered): no Kafka columns
+        cols += [Column("kafka moved"), Column("kafka state" + su), Column("kafka util"),
+                 Column("kafka fits", align="left")]
+    split = kafka and any((r.get("kafka_copartition_violations") or 0) > 0 for r in doc["rows"])
     if split:
         cols.append(Column("kafka split units"))
     if k:  # without --resilience there is no loss to survive: no N-K columns
@@ -98,13 +145,18 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
         if r["resilience_moved_state"] is None and r["resilience_forced_moved_state"] is not None \
                 and r["resilience_fits"]:
             res_state = ">= " + state.show(r["resilience_forced_moved_state"])
+        mparts, mstate = _fmt(r["moved_partitions"]), state.show(r["moved_state"])
+        if r.get("moves_status") != "optimal" and r["moved_state"] is not None:
+            # the fewest moves were not proven: what the plan found, said so in the cell
+            mparts, mstate = f"{mparts} {NOT_PROVEN}", f"{mstate} {NOT_PROVEN}"
         vals = [_fmt(r["n"]), _fmt(r["fits"]), _fmt(r["max_utilisation"], pct=True), _fmt(r["headroom"], pct=True),
-                _fmt(r["moved_partitions"]), state.show(r["moved_state"]), *kcols]
+                mparts, mstate, *(kcols if kafka else [])]
         if k:
             vals += [_fmt(r["resilience_fits"]), res_state, ", ".join(r["resilience_worst_lost"]) or "-"]
         rows.append({c.key: v for c, v in zip(cols, vals, strict=True)})
+    versus = f"Kafka = {kafka}" if kafka else "Kafka's assignor not compared"
     per_n = table(rows, cols, fmt, width=width, cell=lambda _k, v: str(v),
-                  title=f"plan per instance count ({f'N-{k} resilience; ' if k else ''}Kafka = {kafka})")
+                  title=f"plan per instance count ({f'N-{k} resilience; ' if k else ''}{versus})")
     if fmt == "tsv":
         return per_n
     bcols = [Column("baseline", align="left"), Column("instances"), Column("vs minimum"),
@@ -113,13 +165,14 @@ def render(doc: dict[str, Any], fmt: str = "table", width: int | None = None) ->
               "vs minimum": "-" if x["vs_min"] is None else f"{x['vs_min']:+,d}", "fits": _fmt(x["fits"]),
               "rule": x["rule"]} for x in doc["baselines"]]
     base = table(brows, bcols, fmt, width=width, cell=lambda _k, v: str(v), title="rules of thumb against the minimum")
-    notes = [f"note: {n}" for n in doc["notes"]]
+    notes = [f"note: {n}" for n in doc["notes"]] + legend(doc, rows)
     if fmt == "md":
         return "\n\n".join(["  \n".join(lines), per_n.rstrip("\n"), base.rstrip("\n"), *notes]) + "\n"
     import textwrap
 
     head = [w for line in lines for w in (textwrap.wrap(line, width) if width else [line])]
-    return "\n".join([*head, "", per_n.rstrip("\n"), "", base.rstrip("\n"), *notes]) + "\n"
+    tail = [w for line in notes for w in (textwrap.wrap(line, width, break_on_hyphens=False) if width else [line])]
+    return "\n".join([*head, "", per_n.rstrip("\n"), "", base.rstrip("\n"), *tail]) + "\n"
 
 
 def plot(doc: dict[str, Any], path: str | Path) -> None:
@@ -201,8 +254,9 @@ def register(app: typer.Typer) -> None:
         catch_up_seconds: Annotated[float | None, typer.Option(
             help="Weights are lag: load = lag / this (drain the backlog in S seconds).")] = None,
         lag_threshold: Annotated[float, typer.Option(help="KEDA's lagThreshold for the KEDA baseline.")] = 10.0,
-        new_capacity: Annotated[float, typer.Option(help="Capacity multiplier of instances added beyond today's.")]
-        = 1.0,
+        new_capacity: Annotated[float | None, typer.Option(
+            help="Capacity multiplier of instances added beyond today's (default: today's instances' size).")]
+        = None,
         active_load: Annotated[float, typer.Option(help="Streams: load of an active task.")] = 1.0,
         standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,

@@ -223,6 +223,7 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 def run_plan(doc: dict[str, Any], cap: float, k: int = 0, rng: tuple[int, int] | None = None,
              **kw: Any) -> dict[str, Any]:
     inst = parse_instance(doc)
+    kw.setdefault("new_capacity", 1.0)  # the brute force adds instances of multiplier 1
     return plan(inst, PlanConfig(capacity=cap, resilience=k, range=rng, time_limit=20, **kw))
 
 

@@ -202,7 +202,8 @@ def test_streams_rows_capacity_and_baselines():
     base = {b["name"]: b for b in doc["baselines"]}
     assert doc["partitions"] == 10 and doc["items"] == 16
     assert base["one-partition-per-consumer"]["instances"] == 10
-    assert "capped at 10 tasks" in base["keda"]["rule"]
+    # a Streams plan's items are task replicas, not lag: KEDA's rule (total lag / lagThreshold) has no input
+    assert "keda" not in base
 
 
 def test_plan_formats_fit_the_width(tmp_path):
@@ -242,3 +243,52 @@ def test_no_resilience_columns_without_resilience():
     assert r.returncode == 0, r.stderr
     assert "N-0" not in r.stdout and "worst loss" not in r.stdout
     assert "plan per instance count (Kafka = cooperative-sticky)" in r.stdout
+
+
+FOUR_THREADS = {"format": "kassign/v1", "name": "four-thread", "topics": {"T": 24},
+                "members": [{"id": m, "topics": ["T"], "capacity": 4, "owned": {"T": list(range(6 * i, 6 * i + 6))},
+                             "generation": 2} for i, m in enumerate("abcd")]}
+
+
+def test_plan_answers_n_minus_k_in_one_line_with_added_instances_of_todays_size(tmp_path: Path) -> None:
+    """`kassign plan four-thread.json --capacity 1 --resilience 2 --range 4:10`: today's instances hold 4, so
+    do added ones (said so); 6 are needed and 8 survive losing 2, in one line."""
+    f = tmp_path / "four-thread.json"
+    f.write_text(json.dumps(FOUR_THREADS))
+    r = kassign("plan", str(f), "--capacity", "1", "--resilience", "2", "--range", "4:10")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "added instances: 4 weight each, from today's instances' size (--new-capacity M to change)" in lines
+    assert ("N-2: 8 instances survive losing 2 (the fewest of this table whose every loss of 2 still fits)"
+            in lines)
+    assert any(x.startswith("-: nothing to give: ") for x in lines)
+    r = kassign("plan", str(f), "--capacity", "1", "--resilience", "2", "--range", "4:10", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["survives"] == {"k": 2, "instances": 8, "undecided": []}
+    assert (doc["new_capacity"], doc["new_capacity_source"]) == (4.0, "today's instances")
+    r = kassign("plan", str(f), "--capacity", "1", "--resilience", "2", "--range", "12:14", "--new-capacity", "1",
+                "--no-kafka")
+    assert r.returncode == 0, r.stderr
+    assert "added instances: 1 weight each, from --new-capacity" in r.stdout
+    title = next(x for x in r.stdout.splitlines() if x.startswith("plan per instance count"))
+    assert title == "plan per instance count (N-2 resilience; Kafka's assignor not compared)"
+    assert "kafka" not in r.stdout.split(title)[1].splitlines()[1]
+
+
+def test_plan_marks_unproven_moves_and_streams_plans_have_no_keda_line(tmp_path: Path) -> None:
+    """A row whose fewest moves are not proven reads `(not proven)` with a legend; a Streams plan (task
+    replicas, no lag) gets no KEDA rule of thumb."""
+    from spark_runner.cli.commands.plan import render
+
+    f = tmp_path / "four-thread.json"
+    f.write_text(json.dumps(FOUR_THREADS))
+    doc = json.loads(kassign("plan", str(f), "--capacity", "1", "--range", "6:7", "--json").stdout)
+    doc["rows"][0]["moves_status"] = "feasible"
+    text = render(doc)
+    row = next(x for x in text.splitlines() if x.split()[:2] == ["6", "yes"])
+    assert "8 (not proven)" in row
+    assert any(x.startswith("(not proven): the fewest moves were not proven within the time limit")
+               for x in text.splitlines())
+    r = kassign("plan", "examples/streams-app.json", "--capacity", "2", "--range", "4:5", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "keda" not in [b["name"] for b in json.loads(r.stdout)["baselines"]]

@@ -251,6 +251,8 @@ def test_a_verdict_per_workload_class_and_joins_never_get_an_assignor_that_split
     head = md.split("## Overview")[0]
     no_joins, joins = head.split("### Consumer groups with co-partitioned joins")
     assert "### Consumer groups without co-partitioned joins: 8 steps in 2 scenarios" in no_joins
+    # the verdict says which steps it is drawn from: those where the optimum is proven
+    assert "Drawn from the 8 steps where the optimum is proven." in no_joins
     # a three-way tie at 100%: shown with the rule that broke each one
     assert "**Run `sticky`.**" in no_joins
     assert ("- uniform ties at 100.0%; broken by the older Kafka release that ships it: sticky since 0.11.0, "
@@ -346,3 +348,27 @@ def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units()
     assert len(split) >= 3  # the sticky family and uniform split units on this grid
     assert joins.winner is not None and joins.winner not in split.index
     assert {n for n, _ in joins.excluded} == {n for n in split.index if n not in ("fair",)}
+
+
+def test_float_noise_prints_as_zero_and_negative_gaps_are_explained_per_stage() -> None:
+    """The report prints 0 for -5.114e-17; a negative sum_sq_gap at a proven optimum is explained as a later
+    stage (sum of squares after max load and moves), not as an optimum that is not proven."""
+    import pandas as pd
+
+    from spark_runner.sweep.report import _fmt, _negative_gap_notes
+
+    assert (_fmt(-5.114e-17), _fmt(7.105e-15), _fmt(0.25)) == ("0", "0", "0.25")
+    df = pd.DataFrame([
+        {"scenario_id": "s", "step": 0, "assignor": "optimal", "status": "optimal", "outcome": "valid",
+         "max_load_gap": 0.0, "sum_sq_gap": 0.0},
+        {"scenario_id": "s", "step": 0, "assignor": "range", "status": "heuristic", "outcome": "valid",
+         "max_load_gap": 0.0, "sum_sq_gap": -2.0},
+        {"scenario_id": "s", "step": 1, "assignor": "optimal", "status": "feasible", "outcome": "valid",
+         "max_load_gap": 0.0, "sum_sq_gap": 0.0},
+        {"scenario_id": "s", "step": 1, "assignor": "range", "status": "heuristic", "outcome": "valid",
+         "max_load_gap": -1.0, "sum_sq_gap": -3.0}])
+    notes = _negative_gap_notes(df)
+    assert notes[0].startswith("1 step(s) have a negative max_load_gap: the assignment is more balanced than an "
+                               "optimum that is not proven there")
+    assert notes[1].startswith("1 step(s) have a negative sum_sq_gap (1 of them at a proven optimum): sum of "
+                               "squares is a later stage of the optimum than max load and moves")

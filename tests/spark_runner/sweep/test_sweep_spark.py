@@ -200,3 +200,19 @@ def test_a_foreign_pyspark_python_does_not_break_a_local_sweep(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"not PYSPARK_PYTHON={other}" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_grid_typos_get_did_you_mean_and_kafka_class_names_are_assignors(tmp_path: Path) -> None:
+    """`kassign sweep grid.yaml --dry-run` with `stiky` and `memebrs`: exit 65, each with "did you mean";
+    Kafka's class names select the assignor they name."""
+    bad = tmp_path / "typo.yaml"
+    bad.write_text("seeds: 2\nassignors: [stiky]\nparams:\n  memebrs: 3\n")
+    proc = subprocess.run([sys.executable, "-m", "spark_runner", "sweep", str(bad), "--out", str(tmp_path / "o"),
+                           "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 65, proc.stderr
+    assert f"{bad}: params.memebrs: unknown parameter; did you mean 'members'?" in proc.stderr
+    assert f"{bad}: assignors[0]: unknown assignor 'stiky'; did you mean 'sticky'?" in proc.stderr
+    assert grid_problems(_grid(assignorz=["range"])) == ["assignorz: unknown key; did you mean 'assignors'?"]
+    grid = parse_grid(_grid(assignors=["org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+                                       "org.apache.kafka.clients.consumer.RangeAssignor@3.9"]))
+    assert grid.assignors == ("cooperative-sticky", "range@3.9.2")
