@@ -26,7 +26,8 @@ Kafka walks the stateful tasks of step 4 as a ``HashSet<TaskInfo>`` whose
 order follows identity hash codes, so it changes from run to run and, with
 standbys, so may the standbys (the actives never).  An instance may give that
 order (``standby_task_order``, as Kafka's fixtures record it); without it the
-tasks are walked in task order, and Kafka's own standbys may then differ.
+stateful tasks are walked in ``TaskId`` order (whatever order the instance lists
+them in: its tasks are a set), and Kafka's own standbys may then differ.
 
 Loads are assigned tasks (actives and standbys) per thread.  Every other
 ``HashMap`` / ``HashSet`` order is reproduced from Java hash codes

@@ -41,7 +41,7 @@ final class ClassicRun {
             case "sticky-task" -> new LegacyStickyTaskAssignor();
             default -> throw new IllegalArgumentException("not a classic Streams task assignor: " + name);
         };
-        // Tasks: allTasks = new HashSet<>(tasks) (the copy constructor), stateful tasks added one by one.
+        // Tasks (in TaskId order): allTasks = new HashSet<>(tasks) (the copy constructor), stateful tasks added one by one.
         List<TaskId> taskList = new ArrayList<>();
         Set<TaskId> statefulTasks = new HashSet<>();
         Map<String, TaskId> ids = new HashMap<>();

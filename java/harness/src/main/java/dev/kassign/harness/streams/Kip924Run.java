@@ -34,7 +34,7 @@ import org.apache.kafka.streams.state.HostInfo;
  * <p>Kafka's standby pass walks the stateful tasks as a {@code HashSet<TaskInfo>}; Kafka's own
  * {@code DefaultTaskInfo} keeps the identity hash code, so that order (and with it the standbys) changes from
  * run to run. Here each task's {@code hashCode} is its position in the walk: the instance's
- * {@code standby_task_order} when given, else the stateful tasks in {@code tasks} order. The answer reports the
+ * {@code standby_task_order} when given, else the stateful tasks in TaskId order. The answer reports the
  * order walked as {@code standby_task_order} whenever there are standbys to place.
  */
 final class Kip924Run {

@@ -95,6 +95,10 @@ final class StreamsInstance {
                 }
             }
         }
+        // The instance's tasks are a set: a real leader fills its task maps and sets from its partition grouper,
+        // sub-topology by sub-topology, never in the order someone listed them in a file. Every map and set below
+        // is filled in Kafka's TaskId order (sub-topology, then partition), as kassign's Python fills its own.
+        tasks.sort(Comparator.comparingInt(Task::subtopology).thenComparingInt(Task::partition));
         int i = 0;
         for (JsonNode c : inst.path("clients")) {
             String where = "instance.clients[" + i + "]";
