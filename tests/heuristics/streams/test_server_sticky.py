@@ -100,6 +100,18 @@ def test_kafka_20899_case_fails_at_4_3_1(registry_loaded: None) -> None:
         assert all(holds(doc, c) for c in case["assert"]) is passes, version
 
 
+def test_kafka_20899_is_in_4_2_2(registry_loaded: None) -> None:
+    """KAFKA-20899 was backported to the 4.2 branch before 4.2.2 (the released 4.2.2 jar has it; 4.2.1 and 4.3.1
+    do not): its own test passes at 4.2.2 and fails at 4.2.0, 4.2.1, 4.3.0 and 4.3.1."""
+    case = next(c for c in _cases() if "DoesNotHoldTheActiveTask" in c["kafka_test"])
+    inst = parse_instance(case["instance"])
+    spec = get("streams-server-sticky")
+    for version, passes in (("4.2.0", False), ("4.2.1", False), ("4.2.2", True), ("4.3.0", False),
+                            ("4.3.1", False)):
+        doc = spec.run(inst, Params(kafka_version=version)).assignment.to_json_dict()
+        assert all(holds(doc, c) for c in case["assert"]) is passes, version
+
+
 def test_kafka_20719_cold_start_cases_need_4_4(registry_loaded: None) -> None:
     """Before 4.4 reported offsets make no candidates: members reporting state for tasks get other tasks there
     (the other two KAFKA-20719 cases are small enough to come out the same without offsets)."""
