@@ -1,7 +1,7 @@
 """Kafka's ``isBalanced`` test of the general sticky path, kept up to date move by move.
 
 Kafka's test: the assignment is balanced when loads differ by at most one, or
-when no member ``c`` that could take more partitions has, among the topics it
+when no member ``c`` (but one holding exactly its maximum) has, among the topics it
 subscribes to, a partition owned by a member holding at least two more
 partitions than ``c``.  Evaluated from scratch that is a pass over every
 partition; the reassignment loop asks after every move.
@@ -9,7 +9,7 @@ partition; the reassignment loop asks after every move.
 :class:`BalanceIndex` groups members by subscription (``K`` distinct sets,
 usually a handful) and keeps ``reach[o, k]``: how many partitions of the
 topics of subscription ``k`` member ``o`` owns.  Then *unbalanced* means: some
-owner ``o`` reaches a subscription whose least loaded unsaturated member holds
+owner ``o`` reaches a subscription whose least loaded member not holding exactly its maximum holds
 at most ``load[o] - 2``.  A move updates ``reach`` in O(classes of the topic);
 a test costs O(members x classes), independent of the number of partitions.
 """
@@ -74,7 +74,7 @@ class BalanceIndex:
         active
             Members taking part in the reassignment (not set aside).
         open_
-            Active members that could still take more partitions.
+            Active members Kafka checks: all but those holding exactly their maximum.
         """
         n_classes = self.reach.shape[1]
         least = np.full(n_classes, _NONE, dtype=np.int64)
@@ -93,7 +93,7 @@ def is_balanced_reference(
     if min(loads[m] for m in act) >= max(loads[m] for m in act) - 1:
         return True
     for c in act:
-        if loads[c] >= max_size[c]:
+        if loads[c] == max_size[c]:
             continue
         for t in si.subs[c]:
             for g in range(int(si.offsets[t]), int(si.offsets[t + 1])):

@@ -176,7 +176,9 @@ class GeneralBuilder:
             self._index = BalanceIndex(self.si, self.owner)
         loads = np.asarray(self.load, dtype=np.int64)
         active = ~np.asarray(self.fixed, dtype=bool)
-        open_ = active & (loads < np.asarray(self.max_size, dtype=np.int64))
+        # Kafka skips a member only when it holds exactly its maximum (``==``): one holding more (partitions of
+        # topics it left, handed back to it as their previous owner) is still checked
+        open_ = active & (loads != np.asarray(self.max_size, dtype=np.int64))
         return not self._index.unbalanced_pair_exists(loads, active, open_)
 
     # -- moves --------------------------------------------------------------------------------

@@ -266,3 +266,53 @@ def test_incremental_balance_index_matches_kafkas_isbalanced(inst: Instance, rnd
         new = rnd.choice(subscribers[int(si.topic_of[g])])
         index.move(g, int(owner[g]), new)
         owner[g] = new
+
+
+def test_member_over_its_maximum_is_still_checked_for_balance() -> None:
+    """Kafka's ``isBalanced`` skips a member only at exactly its maximum (``==``), not above it.
+
+    consumer-5 subscribes to clicks-7 (4 partitions) but, as the previous owner (generation 16 < 17) of
+    partitions of topics it left, gets 4 of those back; at 7 partitions against consumer-0's 9 Kafka finds
+    the assignment unbalanced and moves clicks-7 p0 to it.  Found by the differential campaign; the answer
+    is Kafka's at every release 3.7.2..4.4.0.
+    """
+    c0 = "consumer-0-d9f55a91-9266-4ace-84d4-00ad248c8756"
+    c1 = "consumer-1-6c9da424-e0be-4199-8735-ce4012afa3c8"
+    c2 = "consumer-2-2591469b-fed8-4180-948f-503170852cd5"
+    c3 = "consumer-3-11b031a9-0957-434b-a30a-cb1022100a97"
+    c4 = "consumer-4-4683ff23-b273-47e5-b9be-81a3932e5cea"
+    c5 = "consumer-5-81211ff5-ce7d-4e30-ba9d-6c873a817fcb"
+    c6 = "consumer-6-d7a87491-e255-4889-9156-ec9fe0340f07"
+    inst = _inst(
+        {"logs-0": 7, "events-1": 11, "logs-2": 9, "events-3": 6, "events-4": 2, "orders-5": 9, "clicks-6": 8,
+         "clicks-7": 4},
+        [
+            {"id": c4, "topics": ["events-4", "clicks-7", "logs-0"], "generation": 16,
+             "owned": {"events-1": [4, 7, 8], "events-4": [0], "logs-2": [2, 7], "orders-5": [6]}},
+            {"id": c1, "topics": ["logs-2"], "generation": 17,
+             "owned": {"clicks-7": [1], "events-1": [4], "events-3": [1], "logs-2": [1], "orders-5": [0, 5, 8]}},
+            {"id": c2, "topics": ["events-4", "logs-2", "logs-0", "events-3", "orders-5", "clicks-7"],
+             "generation": 16,
+             "owned": {"clicks-7": [2], "events-1": [0], "logs-0": [2, 4], "logs-2": [0, 8], "orders-5": [1, 3, 4]}},
+            {"id": c3, "topics": ["orders-5", "events-1"], "generation": 17,
+             "owned": {"clicks-6": [0, 2, 7], "events-1": [2], "events-3": [0, 4], "logs-0": [0, 6]}},
+            {"id": c0, "generation": 17,
+             "topics": ["orders-5", "events-3", "events-4", "clicks-7", "logs-2", "events-1", "logs-0", "clicks-6"],
+             "owned": {"clicks-6": [4], "clicks-7": [0], "logs-0": [3, 4], "orders-5": [6, 7]}},
+            {"id": c6, "topics": ["clicks-7", "events-3", "logs-2", "orders-5", "clicks-6"], "generation": 17,
+             "owned": {"clicks-6": [1, 6], "events-1": [5], "events-3": [3, 5], "logs-0": [1]}},
+            {"id": c5, "topics": ["clicks-7"], "generation": 16,
+             "owned": {"clicks-6": [5], "events-1": [1, 3, 9], "events-4": [1], "logs-2": [4, 6]}},
+        ],
+    )
+    res = get("sticky").run(inst, Params())
+    assert res.extra["path"] == "general"
+    assert res.assignment.to_lists() == {
+        c4: {"events-1": [4, 8], "events-4": [0], "logs-0": [0, 1, 2, 5, 6]},
+        c1: {"logs-2": [1, 2, 3, 4, 5, 6, 7]},
+        c2: {"clicks-7": [2], "events-3": [2], "logs-2": [0, 8], "orders-5": [0, 1, 3, 4]},
+        c3: {"events-1": [0, 2, 5, 6, 7, 10], "orders-5": [2, 5]},
+        c0: {"clicks-6": [3, 4], "events-3": [0], "logs-0": [3, 4], "orders-5": [6, 7, 8]},
+        c6: {"clicks-6": [0, 1, 2, 6, 7], "events-3": [1, 3, 4, 5]},
+        c5: {"clicks-6": [5], "clicks-7": [0, 1, 3], "events-1": [1, 3, 9], "events-4": [1]},
+    }
