@@ -162,3 +162,34 @@ def spark():  # type: ignore[no-untyped-def]
                           app_name="kassign-tests")
     yield session
     session.stop()
+
+
+#: What the session's Apache Kafka brokers reported (start seconds, peak RSS), for the terminal summary.
+_KAFKA_REPORTS: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A real Apache Kafka 4.4.0 (KRaft, broker and controller in one JVM) on 127.0.0.1 for the session.
+
+    Formatted and started by :func:`tests.kafka_broker.start_apache_kafka` with its defaults; its start
+    time and peak memory are logged and shown in the terminal summary; stopped (SIGTERM, then SIGKILL)
+    at the end of the session.
+    """
+    from tests.kafka_broker import KAFKA_VERSION, start_apache_kafka
+
+    broker = start_apache_kafka(Path(tmp_path_factory.mktemp("apache-kafka")))
+    try:
+        yield broker
+    finally:
+        broker.stop()
+        rss = "unknown" if broker.peak_rss is None else f"{broker.peak_rss / 1024:,.0f} MiB"
+        _KAFKA_REPORTS.append(f"Apache Kafka {KAFKA_VERSION} on {broker.bootstrap}: {broker.start_s:,.1f} s from "
+                              f"format to the first served request (format {broker.format_s:,.1f} s), "
+                              f"peak RSS {rss}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """One line per Apache Kafka broker the session started: its start time and peak memory."""
+    for line in _KAFKA_REPORTS:
+        terminalreporter.write_line(line)

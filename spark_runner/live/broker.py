@@ -365,11 +365,21 @@ class Broker:
 
         admin = self.admin
 
+        import kafka.errors as errors
+
         async def ask() -> Any:
-            node = await admin._find_coordinator_id(group)
+            try:
+                node = await admin._find_coordinator_id(group)
+            except (errors.CoordinatorNotAvailableError, errors.CoordinatorLoadInProgressError,
+                    errors.NotCoordinatorError):
+                # Apache Kafka answers FindCoordinator so until its offsets topic exists and is loaded (a
+                # fresh cluster's first group): the coordinator is not ready yet, as a DescribeGroups error
+                return None
             return await self._manager.send(DescribeGroupsRequest(groups=[group], max_version=5), node_id=node)
 
         resp = self._run(f"DescribeGroups {group!r}", ask)
+        if resp is None:
+            return GroupDescription(group, "CoordinatorNotReady", "", "", ())
         g = resp.groups[0]
         code = int(g.error_code)
         if code in (_GROUP_AUTHORIZATION_FAILED, _CLUSTER_AUTHORIZATION_FAILED):

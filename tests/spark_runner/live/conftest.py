@@ -1,4 +1,6 @@
-"""Fixtures of the live tests: one noida-db and one Tansu broker per session (``kafka`` tests only)."""
+"""Fixtures of the live tests: one noida-db, one Tansu and one Apache Kafka broker per session (``kafka`` tests only).
+
+The Apache Kafka broker is the ``apache_kafka`` fixture of ``tests/conftest.py`` (``tests/kafka_broker.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from tests.spark_runner.live.kafka_harness import Broker, start_noida, start_tan
 
 _names = itertools.count()
 #: The brokers every live-assignor and capture test runs against.
-BROKERS = ("noida-db", "tansu")
+BROKERS = ("noida-db", "tansu", "apache-kafka")
+_FIXTURES = {"noida-db": "kafka_broker", "tansu": "tansu_broker", "apache-kafka": "apache_kafka"}
 
 
 @pytest.fixture(scope="session")
@@ -40,8 +43,7 @@ def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 @pytest.fixture(params=BROKERS)
 def live_broker(request: pytest.FixtureRequest) -> Broker:
     """Each broker in turn (the session's instance of it)."""
-    name = "kafka_broker" if request.param == "noida-db" else "tansu_broker"
-    broker: Broker = request.getfixturevalue(name)
+    broker: Broker = request.getfixturevalue(_FIXTURES[request.param])
     return broker
 
 
