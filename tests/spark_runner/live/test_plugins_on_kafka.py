@@ -32,6 +32,7 @@ and matched against the real logs (numbers, ids and ports as patterns).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import time
@@ -57,6 +58,7 @@ from tests.spark_runner.live.test_kafka_capture import _create
 from tests.spark_runner.serve.serve_harness import Serve
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+logger = logging.getLogger(__name__)
 
 #: The plug-ins' deadline on the broker and the classic client: ample for these small groups on a loaded
 #: 2-core machine (the service answers them in tens of milliseconds once warm).
@@ -203,6 +205,8 @@ def _assert_optimal(tmp: Path, inst: dict[str, Any], got: dict[str, set[TP]], wh
     want = {m: {(t, p) for t, ps in tps.items() for p in ps} for m, tps in opt["assignment"].items()}
     assert (score["max_load_gap"], score["sum_sq_gap"], score["excess_moves"]) == (0, 0, 0), (
         f"{what}: settled {got} is not optimal (optimum {want}): {score}")
+    logger.warning("%s: settled on an optimal assignment (%s as kassign's own answer)", what,
+                "the same" if got == want else "an equally optimal one, not the same")
     return opt
 
 
