@@ -49,6 +49,7 @@ from tests.spark_runner.live.test_java_clients import (
     TP,
     JavaClients,
     _held,
+    _kip1071_instance,
     _settled,
     _state_before,
     _step_instance,
@@ -64,7 +65,8 @@ logger = logging.getLogger(__name__)
 #: 2-core machine (the service answers them in tens of milliseconds once warm).
 DEADLINE_MS = 4000
 DEPLOY_MD = REPO / "docs" / "deploy.md"
-ASSIGNED = re.compile(r"kassign assigned (?:(\d+) tasks to )?(\d+) members in (\d+) ms \(status (\w+)([^)]*)\)")
+ASSIGNED = re.compile(r"kassign assigned (?:(\d+) tasks to )?(\d+) members in (\d+) ms \(status (\w+)(.*?)\)"
+                      r"(?: \(dev\.kassign\.plugins\.\w+\))?$")
 FALLING = re.compile(r"kassign: falling back to Kafka's '([\w-]+)' (?:task )?assignor for a (?:streams )?group of "
                      r"(\d+) members: (.*?)(?: \(dev\.kassign\.plugins\.\w+\))?$")
 
@@ -369,3 +371,92 @@ def test_a_streams_group_is_cut_at_the_deadline(plugin_broker: KafkaBroker, serv
                                                     for line in lines])
     finally:
         service.start()
+
+
+def test_a_streams_group_settles_on_kassigns_optimum(plugin_broker: KafkaBroker, service: Service,
+                                                      clients: JavaClients, tmp_path: Path) -> None:
+    """A healthy service: a Streams group (KIP-1071 protocol, ``streams.assignor.name=kassign``) gains an instance.
+
+    The state before the join is what ``Admin.describeStreamsGroups`` shows (``_kip1071_instance``), plus the
+    joining member (its ids only seen after it joined) with nothing assigned.  The group's first assignment is
+    kassign's optimum (``status optimal`` in the broker's log).  For the join, the service answers either its
+    optimum -- then the coordinator's target must be as good as ``kassign assign --assignor optimal-streams`` on
+    that state (proven; no gap in active balance, total balance or restoration cost by ``kassign score
+    --optimum``) -- or, when the coordinator's sticky is better on (the busiest thread's actives, replicas,
+    restoration), sticky's answer -- then the target must be exactly ``kassign assign --assignor
+    streams-server-sticky`` on that state.  (Seen here: the latter.  The joining instance reports no task offsets,
+    so in the request it is not caught up on any task: the optimum keeps every active where its state is, with
+    3 actives per instance, and sticky's 2 per instance wins on the first criterion.)
+    """
+    app = "healthy"
+    source = f"{app}-in"
+    _create(plugin_broker, {source: 6})
+    tasks = {f"0_{p}" for p in range(6)}
+    clients.request(op="set_group_config", bootstrap=plugin_broker.bootstrap, group=app,
+                    config={"streams.assignor.name": "kassign"})
+    tail = LogTail(plugin_broker.log)
+
+    def start(name: str) -> None:
+        clients.request(op="streams", name=name, bootstrap=plugin_broker.bootstrap, app=app, input=source,
+                        config={"group.protocol": "streams", "num.stream.threads": "1",
+                                "application.server": f"{name}:8080", "commit.interval.ms": "200"})
+        running.add(name)
+
+    def reconciled() -> dict[str, Any]:
+        _streams_settled(clients, running, tasks)
+        for _ in range(60):
+            desc: dict[str, Any] = clients.request(op="describe_streams_group", bootstrap=plugin_broker.bootstrap,
+                                                   group=app)["group"]
+            if ({m.get("user_endpoint") for m in desc["members"]} == {f"{n}:8080" for n in running}
+                    and all(m["assignment"] == m["target_assignment"] for m in desc["members"])):
+                return desc
+            time.sleep(0.5)
+        raise AssertionError(f"the streams group did not reconcile: {desc}")
+
+    running: set[str] = set()
+    try:
+        start(f"{app}-s0")
+        start(f"{app}-s1")
+        before = _kip1071_instance(reconciled(), tasks)
+        formed = [m for m in map(ASSIGNED.search, tail.new_lines()) if m]
+        assert formed and formed[-1].group(4) == "optimal" and not formed[-1].group(5), formed
+        start(f"{app}-s2")
+        desc = reconciled()
+        lines = tail.new_lines()
+        assigned = [m for m in map(ASSIGNED.search, lines) if m]
+        assert len(assigned) == 1, lines
+        status, note = assigned[0].group(4), assigned[0].group(5)
+        new = next(m for m in desc["members"] if m["user_endpoint"] == f"{app}-s2:8080")
+        before["clients"].append({"id": new["user_endpoint"], "process_id": new["process_id"],
+                                  "members": [{"id": new["member_id"], "active": [], "standby": []}]})
+        ipath, opath, apath = tmp_path / "instance.json", tmp_path / "optimum.json", tmp_path / "settled.json"
+        ipath.write_text(json.dumps(before))
+        settled = {m["user_endpoint"]: {"active": m["target_assignment"]["active"],
+                                        "standby": m["target_assignment"]["standby"]} for m in desc["members"]}
+        if status != "optimal":
+            # The service compares its optimum with the coordinator's sticky on (the busiest thread's actives,
+            # its replicas, restoration cost) and answered sticky's: the group must hold exactly what kassign's
+            # model of the coordinator's sticky gives for that state.
+            assert note.startswith("; the service answered with its own fallback: streams-server-sticky is better "
+                                   "on (max load, moved cost)"), assigned[0].group(0)
+            logger.warning("streams join: the service answered the coordinator's sticky: %s", note)
+            r = kassign("assign", str(ipath), "--assignor", "streams-server-sticky", "--kafka-version", "4.4")
+            assert r.returncode == 0, r.stderr
+            want = {c: a["active"] for c, a in json.loads(r.stdout)["assignment"].items()}
+            assert {c: a["active"] for c, a in settled.items()} == want
+            return
+        assert not note, assigned[0].group(0)
+        r = kassign("assign", str(ipath), "--assignor", "optimal-streams", "-o", str(opath))
+        assert r.returncode == 0, r.stderr
+        opt = json.loads(opath.read_text())
+        assert opt["stats"]["status"] == "optimal" and all(opt["stats"]["proven"]), opt["stats"]
+        apath.write_text(json.dumps(settled))
+        r = kassign("score", str(ipath), str(apath), "--optimum", str(opath), "--json")
+        assert r.returncode == 0, r.stderr
+        score = json.loads(r.stdout)
+        assert score["valid"], score
+        assert (score["active_balance_gap"], score["total_balance_gap"], score["restoration_gap"]) == (0, 0, 0), (
+            f"settled {settled} is not optimal (optimum {opt['assignment']}): {score}")
+    finally:
+        for name in sorted(running):
+            clients.request(op="stop", name=name)
