@@ -217,7 +217,7 @@ def _served(bootstrap: str) -> bool:
 
 
 def start_apache_kafka(workdir: Path, extra_classpath: Sequence[Path] = (), config: Mapping[str, str] | None = None,
-                       *, timeout: float = 240.0) -> KafkaBroker:
+                       *, timeout: float = 240.0, loggers: Mapping[str, str] | None = None) -> KafkaBroker:
     """Format and start a single-node KRaft Apache Kafka 4.4.0 in ``workdir``; return once it serves.
 
     Parameters
@@ -231,6 +231,9 @@ def start_apache_kafka(workdir: Path, extra_classpath: Sequence[Path] = (), conf
     timeout
         Seconds allowed from the format command to the first served request (a loaded 2-core machine
         needs well over a minute for two JVM starts).
+    loggers
+        Log4j levels by logger name beside the root's WARN (e.g. ``{"dev.kassign": "INFO"}`` for a plug-in's
+        INFO lines in ``kafka.log``).
 
     Returns
     -------
@@ -251,7 +254,9 @@ def start_apache_kafka(workdir: Path, extra_classpath: Sequence[Path] = (), conf
     props = workdir / "server.properties"
     props.write_text(server_properties(workdir, port, controller_port, config or {}))
     log4j = workdir / "log4j2.properties"
-    log4j.write_text(LOG4J2)
+    extra_loggers = "".join(f"logger.l{i}.name = {name}\nlogger.l{i}.level = {level}\n"
+                            for i, (name, level) in enumerate((loggers or {}).items()))
+    log4j.write_text(LOG4J2 + extra_loggers)
     java = [java_binary(), *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
     t0 = time.monotonic()
     features = [a for f in FEATURES for a in ("--feature", f)]

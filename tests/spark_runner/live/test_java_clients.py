@@ -53,13 +53,14 @@ TP = tuple[str, int]
 class JavaClients:
     """The ``java/clients`` driver: one JVM running scripted Kafka 4.4.0 members, spoken to in JSON lines."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra_classpath: tuple[Path, ...] = (),
+                 jvm_options: tuple[str, ...] = ()) -> None:
         cp = maven_classpath(CLIENTS_MODULE, CLIENTS_MODULE / "target" / "classpath.txt")
-        cp = os.pathsep.join([str(CLIENTS_MODULE / "target" / "classes"), cp])
+        cp = os.pathsep.join([str(CLIENTS_MODULE / "target" / "classes"), cp, *map(str, extra_classpath)])
         self.log = workdir / "java-clients.log"
         self.proc = subprocess.Popen(
             [java_binary(), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "dev.kassign.clients.Driver"],
+             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", *jvm_options, "-cp", cp, "dev.kassign.clients.Driver"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log, "wb"), text=True,  # noqa: SIM115
             preexec_fn=die_with_parent)
 

@@ -25,6 +25,8 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberAssignment;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
@@ -33,6 +35,7 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -68,6 +71,9 @@ import org.apache.kafka.streams.state.Stores;
  *   <li>{@code {"op": "describe_streams_group", "bootstrap": B, "group": G}}: the KIP-1071 streams group as
  *       Kafka's {@code Admin.describeStreamsGroups} reads it (StreamsGroupDescribe): its members with their
  *       process ids, current and target assignments and task offsets, and its subtopologies.</li>
+ *   <li>{@code {"op": "set_group_config", "bootstrap": B, "group": G, "config": {...}}}: sets group configs
+ *       (e.g. {@code streams.assignor.name}) with Kafka's {@code Admin.incrementalAlterConfigs} on the group
+ *       resource, as {@code kafka-configs.sh --entity-type groups --add-config} does.</li>
  *   <li>{@code {"op": "quit"}}: closes every member and exits.</li>
  * </ul>
  */
@@ -256,6 +262,9 @@ public final class Driver {
             case "describe_consumer_group":
                 ok.set("group", describeConsumerGroup(req.path("bootstrap").asText(), req.path("group").asText()));
                 return ok;
+            case "set_group_config":
+                setGroupConfig(req.path("bootstrap").asText(), req.path("group").asText(), req.get("config"));
+                return ok;
             case "describe_streams_group":
                 ok.set("group", describeStreamsGroup(req.path("bootstrap").asText(), req.path("group").asText()));
                 return ok;
@@ -315,6 +324,18 @@ public final class Driver {
                 m.taskOffsets().forEach(t -> offsets.put(t.subtopologyId() + "_" + t.partition(), t.offset()));
             }
             return out;
+        }
+    }
+
+    private static void setGroupConfig(String bootstrap, String group, JsonNode config) throws Exception {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        List<AlterConfigOp> ops = new ArrayList<>();
+        properties(config).forEach((k, v) ->
+                ops.add(new AlterConfigOp(new ConfigEntry((String) k, (String) v), AlterConfigOp.OpType.SET)));
+        try (Admin admin = Admin.create(props)) {
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+            admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
         }
     }
 

@@ -74,10 +74,28 @@ public final class KassignClient {
      * @throws KassignException when there is no answer in time, the service fails, or the answer is not JSON
      */
     public Map<?, ?> assign(Map<String, Object> instance, String assignor, long startNanos) throws KassignException {
+        return assign(instance, assignor, null, startNanos);
+    }
+
+    /**
+     * Ask the service for an assignment, naming Kafka's assignor it compares with and falls back on.
+     *
+     * @param instance  the kassign/v1 instance
+     * @param assignor  {@code optimal} or {@code optimal-streams}
+     * @param fallback  the service's {@code fallback} (e.g. {@code streams-server-sticky}), or null for its default
+     * @param startNanos {@link System#nanoTime()} when the assignment started (the deadline counts from it)
+     * @return the answer's JSON object
+     * @throws KassignException when there is no answer in time, the service fails, or the answer is not JSON
+     */
+    public Map<?, ?> assign(Map<String, Object> instance, String assignor, String fallback, long startNanos)
+        throws KassignException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("instance", instance);
         body.put("assignor", assignor);
         body.put("deadline_ms", config.serviceMs());
+        if (fallback != null) {
+            body.put("fallback", fallback);
+        }
         String text = Json.write(body);
         long left = remainingMs(startNanos);
         if (left <= 0) {

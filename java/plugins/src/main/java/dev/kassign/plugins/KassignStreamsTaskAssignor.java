@@ -386,7 +386,11 @@ public final class KassignStreamsTaskAssignor implements TaskAssignor, Configura
         String reason;
         try {
             Translation t = translate(spec, topology);
-            Map<?, ?> answer = c.assign(t.instance(), "optimal-streams", start);
+            // The service's own fallback must be the coordinator's sticky assignor: it answers per member
+            // ("members"), as this plug-in needs; the service's default for streams, Kafka Streams'
+            // high-availability, answers per client only (found on a real broker: a service cut at its
+            // deadline then made every assignment fall back here).
+            Map<?, ?> answer = c.assign(t.instance(), "optimal-streams", "streams-server-sticky", start);
             GroupAssignment result = read(answer, t);
             String status = KassignClient.status(answer);
             long ms = KassignClient.elapsedMs(start);

@@ -126,6 +126,7 @@ class KassignStreamsTaskAssignorTest {
             assertFalse(assignor.lastOutcome().fallback());
             Map<?, ?> request = (Map<?, ?>) Json.parse(service.requests.get(0));
             assertEquals("optimal-streams", request.get("assignor"));
+            assertEquals("streams-server-sticky", request.get("fallback"));
             assertEquals(Json.parse(INSTANCE), request.get("instance"));
         }
     }
