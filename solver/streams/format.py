@@ -226,6 +226,7 @@ def _standby_task_order(order: list[str] | None, tasks: list[Task], bad: Any) ->
     seen: dict[tuple[int, int] | str, int] = {}
     out: list[str] = []
     for j, tid in enumerate(order):
+        first = order[seen[key(tid)]] if key(tid) in seen else tid
         where = ("standby_task_order", j)
         k = key(tid)
         if k not in known:
@@ -233,7 +234,9 @@ def _standby_task_order(order: list[str] | None, tasks: list[Task], bad: Any) ->
         elif k not in stateful:
             bad(where, f"task {tid!r} is stateless: only stateful tasks get standbys")
         elif k in seen:
-            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[k]}], the same TaskId)")
+            # another spelling of one TaskId ('00_00' beside '0_0') says so
+            same = "" if first == tid else f", the same TaskId as {first!r}"
+            bad(where, f"task {tid!r} listed twice (also standby_task_order[{seen[k]}]{same})")
         else:
             out.append(known[k].id)  # the task's own spelling
         seen.setdefault(k, j)

@@ -209,7 +209,8 @@ def test_standby_task_order_reads_task_ids_as_kafka_task_ids(tmp_path: Path) -> 
     doc["standby_task_order"] = ["00_00", "0_0", "0_1"]
     r = _kassign("validate", str(_write(tmp_path / "twice.json", doc)))
     _clean(r, 65)
-    assert "standby_task_order[1]: task '0_0' listed twice (also standby_task_order[0], the same TaskId)" in r.stderr
+    assert ("standby_task_order[1]: task '0_0' listed twice (also standby_task_order[0], the same TaskId as '00_00')"
+            in r.stderr)
 
 
 # --- 8. capture's exit codes ----------------------------------------------------------------------------------------
