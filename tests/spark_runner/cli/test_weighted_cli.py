@@ -89,7 +89,8 @@ def test_sweep_report_counts_unproven_optima_per_grid_point(tmp_path: Path) -> N
     rows.mkdir(parents=True)
     pj = [json.dumps({"members": m, "weights": "lognormal"}, sort_keys=True) for m in (3, 5)]
     # real rows carry their key (scenario, step, assignor): the report reads each key once
-    pd.DataFrame({"scenario_id": ["s1", "s1", "s2", "s2", "s3"], "step": [0, 1, 0, 1, 0],
+    # a sweep row's step is int32 (the report checks every part's column types, issue 34)
+    pd.DataFrame({"scenario_id": ["s1", "s1", "s2", "s2", "s3"], "step": pd.Series([0, 1, 0, 1, 0], dtype="int32"),
                   "protocol": ["consumer"] * 5, "status": ["optimal", "feasible", "feasible", "feasible", "optimal"],
                   "params_json": [pj[0], pj[0], pj[1], pj[1], pj[1]]}).to_parquet(rows / "part-0.parquet")
     t = unproven_by_point(tmp_path)
