@@ -123,8 +123,8 @@ DIFFERENTIAL_MATRIX: tuple[str, ...] = (
 #: last long campaign (``python -m benchmarks.differential``, date in :data:`CAMPAIGN_DATE`), else CI's
 #: fixed-seed sample (200 per release, on every run; docs/benchmarks.md has the campaign's figures).
 CAMPAIGN_CASES: dict[str, int] = {
-    "range": 2000, "roundrobin": 2000, "sticky": 2000, "cooperative-sticky": 200, "uniform": 200,
-    "server-range": 200, "high-availability": 1000, "streams-server-sticky": 1000, "sticky-task": 200,
+    "range": 2000, "roundrobin": 2000, "sticky": 2000, "cooperative-sticky": 1000, "uniform": 1000,
+    "server-range": 1000, "high-availability": 1000, "streams-server-sticky": 1000, "sticky-task": 200,
     "kip924-sticky": 200,
 }
 #: When :data:`CAMPAIGN_CASES` was measured.
