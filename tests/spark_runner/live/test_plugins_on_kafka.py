@@ -252,7 +252,7 @@ def _steps(clients: JavaClients, broker: KafkaBroker, group: str, protocol: str,
         steps = [("join", f"{group}-m3"), ("leave", f"{group}-m0"), ("leave", f"{group}-m1"), ("join", f"{group}-m1")]
         for what, name in steps:
             if protocol == "classic":
-                before = _state_before(broker, group, "classic", views, subs, sizes, {})
+                before = _state_before(broker, group, "classic", views, subs, sizes, {}, clients)
             else:
                 before = _kip848_state(views, subs, sizes)
             if what == "join":
