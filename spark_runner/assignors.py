@@ -30,6 +30,8 @@ def canonical(name: str) -> str:
     >>> canonical("org.apache.kafka.clients.consumer.RangeAssignor"), canonical("fair")
     ('range', 'fair')
     """
+    if "." not in name and not name.endswith("Assignor"):
+        return name  # not a class name: no need to import the heuristics (kassign assign -a optimal stays lean)
     from heuristics.shipped import from_class_name
 
     return from_class_name(name) or name
