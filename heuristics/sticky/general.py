@@ -37,10 +37,15 @@ from heuristics.sticky.claims import Claims
 from heuristics.sticky.input import StickyInput, topic_partition_hash
 from heuristics.sticky.movements import Ladder, Movements
 from heuristics.sticky.racks import RackInfo
+from solver.registry import UnsupportedInstanceError
 
 
-class KafkaNullPointerError(RuntimeError):
-    """Kafka's assignor would throw ``NullPointerException`` on this input."""
+class KafkaNullPointerError(UnsupportedInstanceError):
+    """Kafka's assignor throws ``NullPointerException`` on this input, so a Java leader's rebalance fails too.
+
+    kassign reproduces the failure rather than invent an answer Kafka never gives (exit 3, "unsupported by the
+    chosen assignor"); the differential tests check that Kafka's classes fail on the same groups.
+    """
 
 
 def _balance_score(loads: np.ndarray) -> int:
@@ -230,7 +235,9 @@ class GeneralBuilder:
                 if p is not None:
                     if fixed[p]:
                         raise KafkaNullPointerError(
-                            "the previous owner of a contested partition holds only uncontested topics"
+                            "Kafka's own sticky assignor throws NullPointerException on this group (a previous "
+                            "owner of a contested partition now holds only topics nobody else subscribes to), so "
+                            "a Java group leader fails this rebalance too; choose another assignor"
                         )
                     if load[cur] > load[p] + 1:
                         self._move(g, p)

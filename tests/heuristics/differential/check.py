@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import heuristics  # noqa: F401  (registers every assignor)
+from heuristics.sticky.general import KafkaNullPointerError
 from solver import Params
 from solver.io import parse_instance
 from solver.kafka_version import KafkaVersionError
@@ -40,11 +41,27 @@ def releases_of(assignor: str, releases: Iterable[str]) -> list[str]:
     return out
 
 
+#: what both sides show for a group on which Kafka's sticky assignors throw NullPointerException
+NPE = {"error": "NullPointerException"}
+
+
 def consumer_answer(assignor: str, instance: Mapping[str, Any], release: str) -> dict[str, Any]:
-    """kassign's answer (one round, as Kafka's classes give one), members, topics and partitions sorted."""
+    """kassign's answer (one round, as Kafka's classes give one), members, topics and partitions sorted;
+    :data:`NPE` where kassign reproduces Kafka's NullPointerException."""
     inst = parse_instance(dict(instance))
-    res = get(assignor).run(inst, Params(kafka_version=release))
+    try:
+        res = get(assignor).run(inst, Params(kafka_version=release))
+    except KafkaNullPointerError:
+        return NPE
     return res.assignment.canonical(inst.member_ids)
+
+
+def kafka_consumer_answer(kafka: Mapping[str, Any]) -> dict[str, Any]:
+    """The harness's answer as :func:`consumer_answer` shows it: the assignment, :data:`NPE`, or the error."""
+    if "assignment" in kafka:
+        return dict(kafka["assignment"])
+    err = str(kafka.get("error"))
+    return NPE if err.startswith("java.lang.NullPointerException") else {"error": err}
 
 
 def differ(assignor: str, instance: Mapping[str, Any], matrix: Matrix, releases: Iterable[str]) -> list[Mismatch]:
@@ -53,7 +70,7 @@ def differ(assignor: str, instance: Mapping[str, Any], matrix: Matrix, releases:
     out = []
     for r in releases:
         kafka = matrix[r].ask(assignor, doc)
-        theirs = kafka.get("assignment", {"error": kafka.get("error")})
+        theirs = kafka_consumer_answer(kafka)
         ours = consumer_answer(assignor, instance, r)
         if ours != theirs:
             out.append(Mismatch(assignor, r, ours, theirs))
@@ -72,7 +89,7 @@ def differ_many(assignor: str, instances: list[Mapping[str, Any]], matrix: Matri
         answers = matrix[r].ask_many(docs)
         bad = out.setdefault(r, [])
         for k, (inst, kafka) in enumerate(zip(instances, answers, strict=True)):
-            theirs = kafka.get("assignment", {"error": kafka.get("error")})
+            theirs = kafka_consumer_answer(kafka)
             ours = consumer_answer(assignor, inst, r)
             if ours != theirs:
                 bad.append((k, Mismatch(assignor, r, ours, theirs)))
@@ -91,7 +108,7 @@ def sequence_differ(assignor: str, instance: dict[str, Any], matrix: Matrix, rel
     server = assignor in ("uniform", "server-range")
     for step in range(steps):
         kafka = matrix[release].ask(assignor, with_topic_ids(instance))
-        theirs = kafka.get("assignment", {"error": kafka.get("error")})
+        theirs = kafka_consumer_answer(kafka)
         ours = consumer_answer(assignor, instance, release)
         if ours != theirs:
             return [f"step {step}: {Mismatch(assignor, release, ours, theirs)}"]

@@ -13,10 +13,18 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.heuristics.differential.check import differ, differ_many, releases_of, sequence_differ
+from tests.heuristics.differential.check import (
+    NPE,
+    differ,
+    differ_many,
+    kafka_consumer_answer,
+    releases_of,
+    sequence_differ,
+)
 from tests.heuristics.differential.reference import Matrix
 from tests.heuristics.differential.sample import shapes_sample
 from tests.heuristics.differential.strategies import Shape, consumer_group, shapes
+from tests.heuristics.sticky.test_eager import KAFKA_NPE_GROUP
 
 SAMPLE = int(os.environ.get("KASSIGN_DIFF_SAMPLE", "200"))
 EXAMPLES = int(os.environ.get("KASSIGN_DIFF_EXAMPLES", "20"))
@@ -62,3 +70,15 @@ def test_rebalances_in_a_row_follow_kafka(assignor: str, release: str, kafka_mat
         start = consumer_group(shape, conflicts=assignor not in SERVER)
         bad = sequence_differ(assignor, start, kafka_matrix, release, steps=4, seed=k)
         assert not bad, f"{start['name']}: " + bad[0]
+
+
+@pytest.mark.parametrize("assignor", ("sticky", "cooperative-sticky"))
+def test_kafka_throws_where_kassign_refuses(assignor: str, kafka_matrix: Matrix) -> None:
+    """The group kassign refuses as Kafka's NullPointerException makes Kafka's own classes throw it, at every
+    release that has the assignor (and ``differ`` counts the two failures as the same answer)."""
+    from tests.heuristics.differential.reference import with_topic_ids
+
+    for r in releases_of(assignor, kafka_matrix):
+        kafka = kafka_matrix[r].ask(assignor, with_topic_ids(KAFKA_NPE_GROUP))
+        assert kafka_consumer_answer(kafka) == NPE, (r, kafka)
+    assert differ(assignor, KAFKA_NPE_GROUP, kafka_matrix, releases_of(assignor, kafka_matrix)) == []

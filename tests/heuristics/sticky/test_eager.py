@@ -5,18 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heuristics.sticky.balance import BalanceIndex, is_balanced_reference
 from heuristics.sticky.core import run_sticky
 from heuristics.sticky.eager import sticky_assign
+from heuristics.sticky.general import KafkaNullPointerError
 from heuristics.sticky.input import prepare
 from heuristics.sticky.movements import JavaHashSet, Ladder, Movements
 from solver.io import parse_instance
 from solver.model import Instance
 from solver.model.scoring import score
-from solver.registry import get
+from solver.registry import UnsupportedInstanceError, get
 from solver.result import Params
 from tests.conftest import seed_records
 
@@ -316,3 +318,35 @@ def test_member_over_its_maximum_is_still_checked_for_balance() -> None:
         c6: {"clicks-6": [0, 1, 2, 6, 7], "events-3": [1, 3, 4, 5]},
         c5: {"clicks-6": [5], "clicks-7": [0, 1, 3], "events-1": [1, 3, 9], "events-4": [1]},
     }
+
+
+#: Kafka's sticky assignors throw NullPointerException on this group (found by the differential campaign, seed 77):
+#: a member that subscribes to nothing still claims clicks-2 p1, and with racks its claim survives into the
+#: reassignment loop, where Kafka looks up that member's (absent) list of partitions it could take.
+KAFKA_NPE_GROUP: dict[str, Any] = {
+    "format": "kassign/v1", "protocol": "consumer",
+    "topics": {
+        "orders-1": {"partitions": 2},
+        "clicks-2": {"partitions": 10,
+                     "racks": [["r0", "r1", "r2"], ["r2", "r3"], ["r0"], ["r0", "r1"], ["r0", "r2", "r3"],
+                               ["r1"], ["r0", "r2", "r3"], ["r0", "r1", "r3"], ["r0", "r2", "r3"], ["r0", "r3"]]},
+    },
+    "members": [
+        {"id": "consumer-0-e381a5b2-ecd6-448e-b504-e0ac885687b1", "topics": [], "owned": {"clicks-2": [1]}},
+        {"id": "consumer-1-b475e163-e76a-467a-a101-b13886a764f5", "topics": ["orders-1", "clicks-2"],
+         "rack": "r0"},
+        {"id": "consumer-2-0738e56a-8fb5-40ef-9f6f-0fc40089c39b", "topics": ["orders-1", "clicks-2"],
+         "generation": 16},
+    ],
+}
+
+
+def test_a_group_kafka_fails_on_is_refused_as_kafka_fails() -> None:
+    """kassign reproduces Kafka's NullPointerException as a refusal (exit 3), never an answer Kafka does not give;
+    tests/heuristics/differential checks that Kafka's classes fail on it at every release."""
+    inst = parse_instance(KAFKA_NPE_GROUP)
+    for assignor in ("sticky", "cooperative-sticky"):
+        for release in ("3.7", "4.4"):
+            with pytest.raises(KafkaNullPointerError, match="NullPointerException") as e:
+                get(assignor).run(inst, Params(kafka_version=release))
+            assert isinstance(e.value, UnsupportedInstanceError)
