@@ -143,9 +143,11 @@ def _show(c: tuple[float, ...]) -> str:
     return "(" + ", ".join(f"{v:,.6g}" for v in c[1:]) + ")"
 
 
-#: A small weighted group: solving it once imports and initialises every engine a request may use.
-_WARM_UP = {"format": "kassign/v1", "topics": {"T": {"partitions": 3, "weights": [3, 2, 1]}},
-            "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0]}, "generation": 1},
+#: A small weighted group: solving it once imports and initialises every engine a request may use.  Its
+#: unequal loads and the member that owns everything take the exact engine through its CP-SAT stages (the first
+#: import of CP-SAT, which loads pandas, costs seconds: a first weighted request paid them at its deadline).
+_WARM_UP = {"format": "kassign/v1", "topics": {"T": {"partitions": 6, "weights": [100, 1, 1, 1, 1, 1]}},
+            "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3, 4, 5]}, "generation": 1},
                         {"id": "b", "topics": ["T"]}]}
 
 
@@ -154,7 +156,9 @@ def warm_up() -> None:
     from spark_runner.assignors import load_all
 
     load_all()
-    unit = {**_WARM_UP, "topics": {"T": 3}}
+    from ortools.sat.python import cp_model  # noqa: F401  (also when the instance below needs no CP-SAT)
+
+    unit = {**_WARM_UP, "topics": {"T": 6}}
     delay = os.environ.pop(DELAY_ENV, None)  # the fault is for requests
     try:
         for instance in (_WARM_UP, unit):

@@ -187,6 +187,8 @@ def streams_docs(draw):
     for key in ("rack_aware_assignment_traffic_cost", "rack_aware_assignment_non_overlap_cost"):
         if draw(st.booleans()):
             config[key] = draw(st.integers(-(2**31), 2**31 - 1))
+    if draw(st.booleans()):
+        config["active_on_caught_up"] = draw(st.booleans())
     return {"format": "kassign/v1", "name": "h", "protocol": "streams", "tasks": tasks, "clients": clients,
             "config": config}
 
