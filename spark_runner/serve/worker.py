@@ -79,6 +79,7 @@ def solve(job: dict[str, Any], send: Send) -> None:
         Where the messages go.
     """
     from solver.io import parse_instance
+    from solver.options import ASSIGNOR_OPTIONS
     from solver.result import Params, Status
     from spark_runner.assignors import get
     from spark_runner.cli.output import result_document
@@ -111,8 +112,11 @@ def solve(job: dict[str, Any], send: Send) -> None:
         send(_fallback(fb_doc, "the deadline left no time for the optimum", fb_error))
         return
     try:
-        # what `kassign assign --assignor NAME --time-limit T [--balance-tolerance EPS]` runs (seed 0)
-        res = get(job["assignor"]).run(inst, Params(time_limit=limit, seed=0,
+        # what `kassign assign --assignor NAME --time-limit T [--balance-tolerance EPS] -O deterministic=0` runs
+        # (seed 0): a request has a deadline on the clock, so the engine's budgets are wall-clock shares
+        # (docs/algorithms.md, "Time and determinism": the service opts out of work budgets for latency)
+        opts = {"deterministic": False} if "deterministic" in ASSIGNOR_OPTIONS.get(job["assignor"], {}) else {}
+        res = get(job["assignor"]).run(inst, Params(time_limit=limit, seed=0, options=opts,
                                                     balance_tolerance=job["balance_tolerance"]))
     except InstanceError as e:  # too large for this machine's memory, located by the engine
         send(("invalid", e.problems))
