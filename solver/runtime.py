@@ -46,6 +46,9 @@ _signum: int | None = None
 _hooks: dict[int, Callable[[], Any]] = {}
 _ids = itertools.count()
 _temps: set[str] = set()
+#: Told of every temporary file created (``True``) and published or removed (``False``): the process that
+#: removes them if this one is killed (``spark_runner/cli/watchdog.py``).
+_temp_listener: Callable[[str, bool], Any] | None = None
 
 
 #: Seconds after a stop request at which the hooks still registered are called again: a solver whose
@@ -122,16 +125,26 @@ def stoppable(stop: Callable[[], Any]) -> Iterator[None]:
     check()
 
 
+def listen_temps(listener: Callable[[str, bool], Any] | None) -> None:
+    """Tell ``listener(path, live)`` of every temporary file tracked (``live``) and forgotten from now on."""
+    global _temp_listener
+    _temp_listener = listener
+
+
 def track_temp(path: str) -> None:
     """Remember a temporary file, so that a hard exit on a signal removes it."""
     with _lock:
         _temps.add(path)
+    if _temp_listener is not None:
+        _temp_listener(os.path.abspath(path), True)
 
 
 def untrack_temp(path: str) -> None:
     """Forget a temporary file (renamed into place or removed)."""
     with _lock:
         _temps.discard(path)
+    if _temp_listener is not None:
+        _temp_listener(os.path.abspath(path), False)
 
 
 def remove_temps() -> None:
@@ -204,5 +217,5 @@ def run_mathopt(solve: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return solve(*args, interrupter=interrupter, **kwargs)
 
 
-__all__ = ["check", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip", "stop_requested",
-           "stoppable", "track_temp", "untrack_temp"]
+__all__ = ["check", "listen_temps", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip",
+           "stop_requested", "stoppable", "track_temp", "untrack_temp"]
