@@ -226,3 +226,20 @@ def test_a_bootstrap_server_that_is_not_host_port_is_a_usage_error(text: str) ->
 
 def test_bootstrap_servers_kafka_accepts() -> None:
     assert check_bootstrap("b1:9092, [::1]:9093 ,b3,ä:1") == "b1:9092,[::1]:9093,b3,ä:1"
+
+
+def test_lags_are_written_as_exact_integers_up_to_a_java_long() -> None:
+    """Was: ``float(lag)``: 2^53 + 1 records behind became 2^53 (and the file said ``9007199254740992.0``)."""
+    import json
+
+    big = 2**63 - 1
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "range", (_member("m", ["t"], {"t": [0, 1, 2]}),)),
+                   {"t": _topic("t", 3)}, {1: None}, committed={("t", 0): 0, ("t", 1): 1, ("t", 2): 7},
+                   end={("t", 0): 2**53 + 1, ("t", 1): big, ("t", 2): 7})
+    doc = consumer_instance(obs, weights="lag")
+    weights = doc["topics"]["t"]["weights"]
+    assert weights == [2**53 + 1, big - 1, 0] and all(type(w) is int for w in weights)
+    text = json.dumps(doc)
+    assert "9007199254740993" in text and ".0" not in json.dumps(weights)
+    inst = parse_instance(json.loads(text))
+    assert inst.topics["t"].lags is not None and inst.topics["t"].lags.tolist() == [2**53 + 1, big - 1, 0]
