@@ -154,3 +154,59 @@ def test_the_worker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert not Path(f"/proc/{worker}").exists()
     assert not out.exists()
+
+
+def streams_group(seed: int, tasks: int, clients: int, standbys: int) -> dict[str, object]:
+    """A Streams group like the fault scripts': three subtopology sizes of stateful and stateless tasks with
+    source and changelog racks, clients on three racks with actives, standbys and their lags."""
+    import random
+
+    rng = random.Random(seed)
+    racks = ["r1", "r2", "r3"]
+    specs: list[dict[str, object]] = []
+    for i in range(tasks):
+        sub, part = divmod(i, 30)
+        stores = rng.choice([0, 1, 2])
+        t: dict[str, object] = {"id": f"{sub}_{part}", "stateful": stores > 0, "stores": stores}
+        if stores:
+            t["source_racks"] = [[rng.choice(racks)] for _ in range(stores)]
+            t["changelog_racks"] = [[rng.choice(racks)] for _ in range(stores)]
+        specs.append(t)
+    ids = [str(t["id"]) for t in specs]
+    stateful = {str(t["id"]) for t in specs if t["stateful"]}
+    rng.shuffle(ids)
+    members = []
+    for c in range(clients):
+        mine = ids[c::clients]
+        standby = [x for x in ids if x not in mine and x in stateful][:rng.randint(0, 6)]
+        members.append({"id": f"host-{c}:8080", "process_id": f"00000000-0000-0000-0000-{c:012d}",
+                        "capacity": rng.choice([1, 2]), "rack": rng.choice(racks), "active": mine[:len(mine) * 3 // 4],
+                        "standby": standby, "lags": {x: rng.randint(0, 50_000) for x in standby}})
+    return {"format": "kassign/v1", "protocol": "streams", "name": f"s{seed}", "tasks": specs, "clients": members,
+            "config": {"num_standby_replicas": standbys, "acceptable_recovery_lag": 10_000, "max_warmup_replicas": 2,
+                       "rack_aware_assignment_strategy": "min_traffic"}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seed", "clients", "standbys"), [(2, 12, 2), (4, 40, 2)])
+def test_plan_and_frontier_of_179_tasks_under_a_512_mib_address_space_end_as_documented(
+        tmp_path: Path, seed: int, clients: int, standbys: int) -> None:
+    """Was: ``plan`` died by SIGABRT (std::bad_alloc: CP-SAT started 4 workers in the 77 MB of address space left)
+    and ``frontier`` exit 1 (a point CP-SAT left UNKNOWN in its time was an internal error)."""
+    import json
+    import resource
+
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps(streams_group(seed, 179, clients, standbys)))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+
+    for args in (["plan", str(f), "--capacity", "20", "--time-limit", "10"],
+                 ["plan", str(f), "--capacity", "20", "--resilience", "2", "--time-limit", "10"],
+                 ["frontier", str(f), "--points", "4", "--time-limit", "2", "-o", str(tmp_path / "fr.json")]):
+        r = subprocess.run([*CMD, *args], capture_output=True, text=True, timeout=600, cwd=REPO, preexec_fn=limit)
+        _clean(r, 0, 3, 65)
+        assert "bad_alloc" not in r.stderr and "ended the worker" not in r.stderr, r.stderr[-2000:]
+        assert r.returncode != 65 or "memory" in r.stderr, r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) in (["fr.json", "g.json"], ["g.json"])
