@@ -56,6 +56,11 @@ def supervised() -> bool:
     return _parent is not None
 
 
+def kassign_pid() -> int:
+    """The id of the process the user started: the parent when this is its child, else this process."""
+    return _parent if _parent is not None and not orphaned() else os.getpid()
+
+
 def orphaned() -> bool:
     """In the child: whether the parent is gone (a signal sent to the child alone is then its own)."""
     return _parent is not None and os.getppid() != _parent
@@ -319,4 +324,4 @@ def _die_with_parent() -> None:
             os._exit(128 + signal.SIGTERM)
 
 
-__all__ = ["MARGIN", "NOTICE", "fork", "orphaned", "supervised", "take_stops", "tell_grace", "tell_temp"]
+__all__ = ["MARGIN", "NOTICE", "fork", "kassign_pid", "orphaned", "supervised", "take_stops", "tell_grace", "tell_temp"]
