@@ -259,6 +259,10 @@ def _child_signal(signum: int, _frame: Any) -> None:
 _child_signal.kassign_early = True  # type: ignore[attr-defined]  # supervise.run replaces it
 
 
+def _on_child(_signum: int, _frame: Any) -> None:
+    """The parent's SIGCHLD: nothing to do here (the wake-up descriptor ends its wait)."""
+
+
 def fork() -> None:
     """Fork; return in the child, run the parent until the child ends (never returns there).
 
@@ -274,10 +278,13 @@ def fork() -> None:
     except OSError:
         return
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    # before the fork: an inherited ignored SIGCHLD would reap the child before the parent could wait for it
+    old_chld = signal.signal(signal.SIGCHLD, _on_child)
     parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
+        signal.signal(signal.SIGCHLD, old_chld)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         for fd in (notices_r, notices_w, report_r, report_w, wake_r, wake_w):
             os.close(fd)
@@ -285,6 +292,7 @@ def fork() -> None:
     if pid == 0:
         for fd in (notices_w, report_r, wake_r, wake_w):
             os.close(fd)
+        signal.signal(signal.SIGCHLD, old_chld)
         os.set_blocking(notices_r, False)
         _parent, _notices, _report = parent, notices_r, report_w
         for s in taken:
@@ -301,7 +309,6 @@ def fork() -> None:
     os.set_blocking(report_r, False)
     state = _Parent(pid, notices_w, report_r)
     signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGALRM, state.on_alarm)
     signal.signal(NOTICE, signal.SIG_IGN)
     for s in taken:

@@ -210,3 +210,10 @@ def test_plan_and_frontier_of_179_tasks_under_a_512_mib_address_space_end_as_doc
         assert "bad_alloc" not in r.stderr and "ended the worker" not in r.stderr, r.stderr[-2000:]
         assert r.returncode != 65 or "memory" in r.stderr, r.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) in (["fr.json", "g.json"], ["g.json"])
+
+
+def test_an_inherited_ignored_sigchld_does_not_lose_the_exit_code() -> None:
+    """An ignored SIGCHLD reaps children by itself: the parent must still learn its child's exit code."""
+    r = subprocess.run([*CMD, "validate", str(EXAMPLES / "bad-instance.json")], capture_output=True, text=True,
+                       timeout=300, cwd=REPO, preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    _clean(r, 65)
