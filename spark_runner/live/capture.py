@@ -367,7 +367,7 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
         if rk is not None:
             spec["racks"] = rk
         if weights == "lag":
-            spec["weights"] = [float(_lag(obs, t, p, uncommitted)) for p in range(n)]
+            spec["weights"] = [int(_lag(obs, t, p, uncommitted)) for p in range(n)]  # whole records, exact
         elif weights == "rate":
             spec["weights"] = [round(obs.rates.get((t, p), 0.0), 6) for p in range(n)]
         topics[t] = spec if len(spec) > 1 else n

@@ -256,3 +256,20 @@ def test_a_kip848_group_becomes_an_instance_with_its_targets_in_the_brokers_orde
     assert doc["source"]["clients"]["m1"] == {"client_id": "c1", "host": "/127.0.0.1", "member_epoch": 7}
     inst = parse_instance(doc)
     assert inst.members[0].owned.listed("b").tolist() == [17, 1]  # the order reaches the model
+
+
+def test_lags_are_written_as_exact_integers_up_to_a_java_long() -> None:
+    """Was: ``float(lag)``: 2^53 + 1 records behind became 2^53 (and the file said ``9007199254740992.0``)."""
+    import json
+
+    big = 2**63 - 1
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "range", (_member("m", ["t"], {"t": [0, 1, 2]}),)),
+                   {"t": _topic("t", 3)}, {1: None}, committed={("t", 0): 0, ("t", 1): 1, ("t", 2): 7},
+                   end={("t", 0): 2**53 + 1, ("t", 1): big, ("t", 2): 7})
+    doc = consumer_instance(obs, weights="lag")
+    weights = doc["topics"]["t"]["weights"]
+    assert weights == [2**53 + 1, big - 1, 0] and all(type(w) is int for w in weights)
+    text = json.dumps(doc)
+    assert "9007199254740993" in text and ".0" not in json.dumps(weights)
+    inst = parse_instance(json.loads(text))
+    assert inst.topics["t"].lags is not None and inst.topics["t"].lags.tolist() == [2**53 + 1, big - 1, 0]
