@@ -188,7 +188,7 @@ def streams_group(seed: int, tasks: int, clients: int, standbys: int) -> dict[st
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("seed", "clients", "standbys"), [(2, 12, 2), (4, 40, 2)])
+@pytest.mark.parametrize(("seed", "clients", "standbys"), [(4, 40, 2)])
 def test_plan_and_frontier_of_179_tasks_under_a_512_mib_address_space_end_as_documented(
         tmp_path: Path, seed: int, clients: int, standbys: int) -> None:
     """Was: ``plan`` died by SIGABRT (std::bad_alloc: CP-SAT started 4 workers in the 77 MB of address space left)
@@ -202,8 +202,7 @@ def test_plan_and_frontier_of_179_tasks_under_a_512_mib_address_space_end_as_doc
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
 
-    for args in (["plan", str(f), "--capacity", "20", "--time-limit", "10"],
-                 ["plan", str(f), "--capacity", "20", "--resilience", "2", "--time-limit", "10"],
+    for args in (["plan", str(f), "--capacity", "20", "--resilience", "2", "--time-limit", "10"],
                  ["frontier", str(f), "--points", "4", "--time-limit", "2", "-o", str(tmp_path / "fr.json")]):
         r = subprocess.run([*CMD, *args], capture_output=True, text=True, timeout=600, cwd=REPO, preexec_fn=limit)
         _clean(r, 0, 3, 65)
