@@ -28,6 +28,7 @@ import pandas as pd
 from heuristics.shipped import shipped
 from solver.model.scoring import VALID
 from spark_runner.sweep.evaluate import EPS, OPTIMAL, STREAMS_OPTIMAL
+from spark_runner.units import number
 
 #: ``(key, title, protocol)`` of each workload class, in report order.
 CLASSES: tuple[tuple[str, str, str], ...] = (
@@ -151,9 +152,9 @@ def fmt_mean(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     x = float(x)
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.3g}" if x != int(x) else str(int(x))
+    if abs(x) < 1e-9:  # float noise around zero (-5.1e-17) is 0
+        return "0"
+    return number(x, 3)  # thousands separated, never an exponent (1.2e-05 reads 0.000012)
 
 
 @dataclass
