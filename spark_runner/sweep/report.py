@@ -721,7 +721,7 @@ def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
         words, unit = label(raw)
         if raw in ("assignor", "event") or words == raw:
             return f"<th>{html.escape(raw)}</th>"
-        return (f"<th>{html.escape(words)}<br><code>{breakable(raw)}</code>"
+        return (f"<th{' class=t' if raw in _TEXT_COLUMNS else ''}>{html.escape(words)}<br><code>{breakable(raw)}</code>"
                 f"{'<br><small>' + html.escape(unit) + '</small>' if unit else ''}</th>")
 
     head = "".join(th(str(c)) for c in df.columns)
@@ -923,7 +923,7 @@ def _negative_gap_notes(df: pd.DataFrame) -> list[str]:
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}
-td.l{text-align:left;white-space:nowrap}td.t{text-align:left;min-width:12em;overflow-wrap:anywhere}
+td.l{text-align:left;white-space:nowrap}td.t{text-align:left;min-width:12em;overflow-wrap:anywhere}th.t{text-align:left}
 th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}
 p code,li code{overflow-wrap:anywhere}
