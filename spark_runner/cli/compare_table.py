@@ -221,6 +221,10 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         out.append("a negative +opt: more balanced than the optimum, which never puts an active on a client that is "
                    "not caught up while one is, nor places fewer standbys than configured; Kafka allows both "
                    "(lagging, no standby), and restore shows what it costs.")
+    if any((_finite(r.get("reassigned_unowned")) or 0) > 0 for r in rows):
+        out.append("from departed: partitions with no previous owner among the members -- their owner left the "
+                   "group, or they are new (or two members claimed them at one generation); they change host too, "
+                   "so with moved they are the whole of the state that moves (--json: reassigned_unowned).")
     if any(isinstance(r.get("wasted"), tuple) and r["wasted"][0] is not None and not r["wasted"][1] for r in rows):
         out.append(">=: a lower estimate of the wasted moves: the fewest moves at that balance were not proven "
                    "within the time limit (--json: excess_moves_proven).")
