@@ -73,13 +73,19 @@ def kinds_present(df: pd.DataFrame) -> list[str]:
 
 
 def proven_steps(df: pd.DataFrame, reference: str) -> pd.Series:
-    """True for rows whose step has a proven optimum: the reference row of that (scenario, step) has status
-    ``optimal`` (the reference's own rows included)."""
+    """True for rows measured against a proven optimum: the row's own ``opt_status`` is ``optimal`` (a Streams
+    row's reference is the optimum of the instance that assignor saw); where a row has none, the reference row
+    of that (scenario, step) has status ``optimal`` (the reference's own rows included)."""
     ref = df[df["assignor"] == reference]
     proven = {(a, b) for a, b in ref.loc[ref["status"] == "optimal", ["scenario_id", "step"]]
               .itertuples(index=False, name=None)}
     keys = df[["scenario_id", "step"]].itertuples(index=False, name=None)
-    return pd.Series([k in proven for k in keys], index=df.index, dtype=bool)
+    out = pd.Series([k in proven for k in keys], index=df.index, dtype=bool)
+    if "opt_status" in df.columns:
+        own = df["opt_status"].astype(object)
+        have = own.notna()
+        out[have] = (own[have] == "optimal").to_numpy(dtype=bool)
+    return out
 
 
 def usable(df: pd.DataFrame, gap: str, reference: str) -> tuple[pd.Series, pd.Series]:

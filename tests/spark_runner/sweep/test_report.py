@@ -195,6 +195,10 @@ def test_gap_plots_leave_invalid_and_unproven_steps_out_and_count_them(tmp_path:
     assert [d.tolist() for d in data] == [[1.0], [0.0, 0.0]]
     assert names == ["high-availability\n(1 invalid or split, 1 not proven, not shown)",
                      "sticky-task\n(1 not proven, not shown)"]
+    # a Streams row's reference is the optimum of its own instance: its opt_status decides
+    df.loc[(df["assignor"] == "sticky-task") & (df["step"] == 1), "opt_status"] = "feasible"
+    data, names = box_data(df, ["sticky-task"], "active_balance_gap", "optimal-streams")
+    assert [d.tolist() for d in data] == [[0.0]] and names == ["sticky-task\n(2 not proven, not shown)"]
     # consumer: a step that splits a co-partitioned unit is left out too
     out = _sweep(tmp_path)
     build_report(out)
