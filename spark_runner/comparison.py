@@ -47,7 +47,9 @@ class Comparison:
     rows
         One dict per assignor, the optimum first: ``assignor``, ``status``,
         ``seconds``, ``rounds``, every scorer metric and the gap metrics, or
-        ``assignor`` and ``error`` when the assignor refused the input.
+        ``assignor`` and ``error`` when the assignor refused the input.  Solver rows add ``stages`` and
+        ``stage_proven``; every row has ``not_proven``, the names of its figures that are not proven
+        (:func:`mark_not_proven`).
     """
 
     instance: str | None
@@ -105,11 +107,85 @@ def select(protocol: str, names: Sequence[str] | None, kind: str | None = None) 
     return [specs[n] for n in dict.fromkeys(names) if specs[n].kind == "heuristic"]
 
 
+def stage_proven(res: Result) -> list[bool] | None:
+    """Per stage of a solver result (``extra["stages"]``), whether it is proven: every stage when the status is
+    ``optimal``; else where the solver's own flag says so (``stage_proven``, Streams ``proven``) or the bound
+    reaches the value (within 1e-9 relative).  ``compare``'s title, its table's marks, its stderr line and
+    ``--json`` (``optimal.stage_proven``, ``not_proven``) all read this."""
+    stages = res.extra.get("stages")
+    if not stages:
+        return None
+    if res.status.value == "optimal":
+        return [True] * len(stages)
+    flags = res.extra.get("stage_proven", res.extra.get("proven"))
+    if not isinstance(flags, list | tuple) or len(flags) != len(stages):
+        flags = [False] * len(stages)
+    if len(res.objective) != len(stages) or len(res.bound) != len(stages):
+        return [bool(f) for f in flags]
+    # a stage whose bound reaches its value is proven whatever the flag (the bound is a proof)
+    return [bool(f) or float(b) >= float(v) or abs(float(v) - float(b)) <= 1e-9 * max(1.0, abs(float(v)))
+            for f, v, b in zip(flags, res.objective, res.bound, strict=True)]
+
+
+#: Per stage of the optimum: the figures of a solver row that are that stage's value (``own``), and the gaps
+#: of every row measured against the strict optimum's value at that stage (``gaps``).  A stage that is not
+#: proven makes those figures ``not_proven`` (:func:`mark_not_proven`).
+STAGE_FIGURES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "max_load": (("max_load", "weighted_max_load"), ("max_load_gap",)),
+    "moves": (("moved", "moved_cost"), ()),
+    "sum_sq": (("sum_sq_load",), ("sum_sq_gap",)),
+    "racks": (("cross_rack",), ()),
+    "active_balance": (("max_active_load",), ("active_balance_gap",)),
+    "total_balance": (("max_total_load",), ("total_balance_gap",)),
+    "cross_rack_traffic": (("cross_rack_traffic",), ()),
+    "restoration": (("restoration_cost",), ("restoration_gap",)),
+    "movement": (("moved_actives",), ()),
+}
+
+
+#: Figures that are a stage's value only on an unweighted group (``max_load`` and ``sum_sq_load`` count
+#: topic-partitions; a weighted group's stages are its weighted loads).
+_COUNT_FIGURES = ("max_load", "sum_sq_load")
+
+
+def mark_not_proven(rows: Sequence[dict[str, Any]], reference: str, weighted: bool = False) -> None:
+    """Give every row ``not_proven``: the names of its figures that are not proven.
+
+    A solver row's (``stages``, ``stage_proven``) own figures at each open stage (the best found, not a proven
+    optimum); on every row, the gaps against the strict optimum's open stages (they are measured against its
+    best found); ``excess_moves`` where ``excess_moves_proven`` is false (a lower estimate).  On a ``weighted``
+    group the stages are weighted loads, so the partition counts ``max_load`` and ``sum_sq_load`` are never
+    a stage's value.  ``compare``'s table marks the same figures.
+    """
+    strict = rows[0] if rows and rows[0].get("assignor") == reference else {}
+    open_strict = [st for st, ok in zip(strict.get("stages") or [], strict.get("stage_proven") or [], strict=False)
+                   if not ok]
+    gap_keys = [k for st in open_strict for k in STAGE_FIGURES.get(st, ((), ()))[1]]
+    for r in rows:
+        if r.get("error"):
+            continue
+        keys: list[str] = []
+        for st, ok in zip(r.get("stages") or [], r.get("stage_proven") or [], strict=False):
+            if not ok:
+                keys += [k for k in STAGE_FIGURES.get(st, ((), ()))[0] if r.get(k) is not None
+                         and not (weighted and k in _COUNT_FIGURES)]
+        keys += [k for k in gap_keys if r.get(k) is not None]
+        yardstick = str(r.get("assignor", "")).startswith(reference) and r.get("excess_moves") == 0
+        if r.get("excess_moves") is not None and r.get("excess_moves_proven") is False and not yardstick:
+            keys.append("excess_moves")
+        r["not_proven"] = list(dict.fromkeys(keys))
+
+
 def _optimal_doc(opt: Result) -> dict[str, Any]:
     return {"status": opt.status.value, "objective": list(opt.objective), "bound": list(opt.bound),
-            "stages": opt.extra.get("stages"), "engine": opt.extra.get("engine"),
+            "stages": opt.extra.get("stages"), "stage_proven": stage_proven(opt), "engine": opt.extra.get("engine"),
             "gap": opt.extra.get("gap"), "seconds": round(opt.seconds, 4),
             **{k: opt.extra[k] for k in ("notes", "restricted") if k in opt.extra}}
+
+
+def _solver_stages(res: Result) -> dict[str, Any]:
+    """A solver row's stages and which are proven (``stages``, ``stage_proven``)."""
+    return {"stages": res.extra.get("stages"), "stage_proven": stage_proven(res)}
 
 
 def _run_row(name: str, res: Result) -> dict[str, Any]:
@@ -234,10 +310,12 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
         from solver.consumer.gaps import gap_metrics
 
         s = score(instance, tol.assignment)
-        row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **s}
+        row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **_solver_stages(tol),
+               **s}
         row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s,
                                                        time_limit=gs.time_limit, deterministic=gs.deterministic)))
         rows.insert(1, row)
+    mark_not_proven(rows, ref, instance.protocol == "consumer" and instance.has_weights)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
 
 
@@ -286,7 +364,8 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
             return gap_metrics(instance, res.assignment, opt, scores=s, time_limit=g.time_limit,
                                deterministic=g.deterministic, known=g.known)
 
-    rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **opt_scores, **gaps(opt, opt_scores)}]
+    rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **_solver_stages(opt), **opt_scores,
+             **gaps(opt, opt_scores)}]
     runs = _runs(instance, chosen, params, warn, say)
     for i, (name, res) in enumerate(runs, 1):
         if isinstance(res, str):
@@ -316,5 +395,5 @@ def defined_gaps(scores: Mapping[str, Any], compute: Callable[[], dict[str, Any]
     return {k: None for k in keys} | ({"balance_optimal": False} if "max_load" not in scores else {})
 
 
-__all__ = ["GAP_KEYS", "REFERENCE", "Comparison", "available", "compare", "defined_gaps", "heuristic_params",
-           "select"]
+__all__ = ["GAP_KEYS", "REFERENCE", "STAGE_FIGURES", "Comparison", "available", "compare", "defined_gaps",
+           "heuristic_params", "mark_not_proven", "select", "stage_proven"]

@@ -515,7 +515,7 @@ def plot_frontier(doc: dict[str, Any], path: str | Path) -> None:
     units = doc.get("units") or {}
     plot_panels(doc, path, (("max_load", "max load"), ("sum_sq", "sum of squared loads")),
                 "moved cost (budget)" if units.get("moved") else
-                "moved cost (budget; move_costs, 1 per topic-partition by default)",
+                "moved cost (budget; move_costs,\n1 per topic-partition by default)",
                 f"balance-movement frontier: {doc.get('instance') or 'instance'} ({doc['engine']})")
 
 

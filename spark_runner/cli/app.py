@@ -238,12 +238,21 @@ def score(
     if out_fmt == "json":
         sys.stdout.write(dumps(metrics) + "\n")
         return
-    from spark_runner.cli.compare_table import metric_rows
+    from spark_runner.cli.compare_table import MARK, metric_rows
 
+    unproven = list(metrics.pop("not_proven", None) or [])
     rows = metric_rows(inst, metrics)
+    for r in rows:  # a figure that is not proven carries compare's mark; the line under the table says why
+        if r["metric"] in unproven:
+            r["value"] += MARK
     cols = [Column("metric", align="left"), Column("value"), Column("unit", align="left")]
-    emit(render(rows, cols, out_fmt, title=f"{inst.name or instance.name}: score of {assignment.name}",
-                width=terminal_width(), cell=lambda _k, v: str(v)))
+    text = render(rows, cols, out_fmt, title=f"{inst.name or instance.name}: score of {assignment.name}",
+                  width=terminal_width(), cell=lambda _k, v: str(v))
+    if unproven and out_fmt in ("table", "md"):
+        escape = "\\" if out_fmt == "md" else ""  # not a Markdown bullet
+        text += (f"{escape}{MARK}: not proven -- measured against a stage of the optimum "
+                 f"that is not proven, or a lower estimate (--json: not_proven: {', '.join(unproven)}).\n")
+    emit(text)
 
 
 def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> str | None:
@@ -316,7 +325,7 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     if cache is not None and opt is not None and isinstance(hit := cache.get(gkey), dict):
         held = _gaps_hold(inst, asg, metrics, opt, hit)
         if held is not None:
-            return held
+            return {**held, "not_proven": _not_proven(opt, held)}
         cache.drop(gkey)
     if opt is None:
         opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
@@ -325,7 +334,21 @@ def _cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, o
     g = _gap_columns(inst, asg, metrics, opt, params.time_limit)
     if cache is not None:
         cache.put(gkey, g)
-    return g
+    return {**g, "not_proven": _not_proven(opt, g)}
+
+
+def _not_proven(opt: Any, gaps: dict[str, Any]) -> list[str]:
+    """The gaps of ``gaps`` that are not proven, as ``compare`` says them: those measured against a stage of the
+    optimum that is not proven (:func:`spark_runner.comparison.stage_proven`), and ``excess_moves`` when only a
+    lower estimate."""
+    from spark_runner.comparison import STAGE_FIGURES, stage_proven
+
+    flags = stage_proven(opt) or []
+    keys = [k for st, ok in zip(opt.extra.get("stages") or [], flags, strict=False) if not ok
+            for k in STAGE_FIGURES.get(st, ((), ()))[1] if gaps.get(k) is not None]
+    if gaps.get("excess_moves") is not None and gaps.get("excess_moves_proven") is False:
+        keys.append("excess_moves")
+    return keys
 
 
 def _optimum_from_doc(inst: Any, doc: Any) -> Any:

@@ -22,6 +22,7 @@ ships with Kafka on this instance, what it costs against the optimum, and how to
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from heuristics.shipped import shipped
@@ -128,6 +129,8 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]],
         cols.append(Column("rounds"))
 
     def cell(key: str, v: Any) -> str:
+        if isinstance(v, NotProven):
+            return cell(key, v.value) + MARK
         if key == "wasted":
             value, proven = v if isinstance(v, tuple) else (v, True)
             text = scales["excess_moves"].show(value) if "excess_moves" in scales else number(value)
@@ -137,6 +140,47 @@ def columns(instance: Any, rows: Sequence[Mapping[str, Any]],
         return number(v)
 
     return cols, cell
+
+
+@dataclass(frozen=True)
+class NotProven:
+    """A figure that is not proven: shown with :data:`MARK` after it (:func:`marked_rows`)."""
+
+    value: Any
+
+
+#: The mark after a figure that is not proven; the legend under the table says what it means.
+MARK = "*"
+
+
+def marked_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows to display: each figure a row's ``not_proven`` names (:func:`spark_runner.comparison.
+    mark_not_proven`) wrapped in :class:`NotProven`, and ``x opt`` beside an unproven ``max_load_gap``."""
+    out = []
+    for r in rows:
+        row = dict(r)
+        keys = list(r.get("not_proven") or [])
+        if "max_load_gap" in keys:
+            keys.append("x_optimum")  # the same ratio to the optimum's best found
+        for k in keys:
+            if k in row and row[k] is not None and k != "excess_moves":  # wasted reads >= already
+                row[k] = NotProven(row[k])
+        out.append(row)
+    return out
+
+
+def proof_legend(opt: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The line under the table that says what :data:`MARK` means, naming the optimum's stages that are not
+    proven, in the words of the title; ``None`` when no figure is marked."""
+    if not any(k != "excess_moves" for r in rows for k in (r.get("not_proven") or [])):
+        return None
+    stages = [st for st, ok in zip(opt.get("stages") or [], opt.get("stage_proven") or [], strict=False) if not ok]
+    names = ", ".join(stages[:-1]) + " and " + stages[-1] if len(stages) > 1 else "".join(stages)
+    which = (f"the optimum's {names} stage{'s' if len(stages) > 1 else ''} "
+             f"{'are' if len(stages) > 1 else 'is'} not proven" if stages else "a solver row's stage is not proven")
+    return (f"{MARK}: not proven -- {which} (stderr says why): the marked figures of the optimum's rows are the "
+            "best found, and the marked gaps are measured against it (--json: each row's not_proven, "
+            "optimal.stage_proven).")
 
 
 def table_rows(instance: Any, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -177,6 +221,10 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         out.append("a negative +opt: more balanced than the optimum, which never puts an active on a client that is "
                    "not caught up while one is, nor places fewer standbys than configured; Kafka allows both "
                    "(lagging, no standby), and restore shows what it costs.")
+    if any((_finite(r.get("reassigned_unowned")) or 0) > 0 for r in rows):
+        out.append("from departed: partitions with no previous owner among the members -- their owner left the "
+                   "group, or they are new (or two members claimed them at one generation); they change host too, "
+                   "so with moved they are the whole of the state that moves (--json: reassigned_unowned).")
     if any(isinstance(r.get("wasted"), tuple) and r["wasted"][0] is not None and not r["wasted"][1] for r in rows):
         out.append(">=: a lower estimate of the wasted moves: the fewest moves at that balance were not proven "
                    "within the time limit (--json: excess_moves_proven).")
@@ -204,6 +252,11 @@ def _best_key(instance: Any, r: Mapping[str, Any], stages: Sequence[str] | None 
     return (_n(r, "max_load_gap"), _n(r, "sum_sq_gap"), _n(r, "moved_cost"), since)
 
 
+def _opt(ref: Mapping[str, Any], key: str, text: str) -> str:
+    """An optimum's figure for the closing line, with :data:`MARK` when it is not proven (as in the table)."""
+    return text + MARK if key in (ref.get("not_proven") or []) else text
+
+
 def _streams_cost(instance: Any, best: Mapping[str, Any], ref: Mapping[str, Any],
                   stages: Sequence[str] | None) -> str:
     """Each stage of the optimum, in its order: the assignor's figure and the optimum's; a later stage where
@@ -214,7 +267,7 @@ def _streams_cost(instance: Any, best: Mapping[str, Any], ref: Mapping[str, Any]
         what, unit = _STAGE_WORDS[st]
         unit = f" {unit}" if unit else ""
         parts.append(f"{what + ' ' if what else ''}{number(best.get(_STAGE_KEY[st]))}{unit} "
-                     f"(optimum {number(ref.get(_STAGE_KEY[st]))})")
+                     f"(optimum {_opt(ref, _STAGE_KEY[st], number(ref.get(_STAGE_KEY[st])))})")
     text = ", ".join(parts)
     worse = next((st for st in order if _n(best, _STAGE_KEY[st]) > _n(ref, _STAGE_KEY[st])), None)
     if worse is not None:
@@ -248,7 +301,8 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str,
         # that moves less than the strict optimum
         eps = str(tol["assignor"]).split("~", 1)[1]
         run = (f"deploy the optimum within {float(eps):.0%} of the best balance (moves "
-               f"{number(tol.get('moved'))} partitions, the strict optimum {number(ref.get('moved'))}): "
+               f"{_opt(tol, 'moved', number(tol.get('moved')))} partitions, the strict optimum "
+               f"{_opt(ref, 'moved', number(ref.get('moved')))}): "
                f"kassign assign {source} --assignor {optimum} --balance-tolerance {eps} -o assignment.json")
     kafka = [r for r in rows[1:] if shipped(str(r["assignor"])) and r.get("outcome") == "valid"]
     if not kafka:
@@ -278,11 +332,12 @@ def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str,
                               instance_units(instance)["weights"])
         cost = (f"busiest member {sc.with_unit(best.get('weighted_max_load'))}, "
                 f"{_ratio(best.get('weighted_max_load'), ref.get('weighted_max_load'))} the optimum's "
-                f"{sc.with_unit(ref.get('weighted_max_load'))}; moves {number(best.get('moved'))} partitions "
-                f"(optimum {number(ref.get('moved'))})")
+                f"{_opt(ref, 'weighted_max_load', sc.with_unit(ref.get('weighted_max_load')))}; moves "
+                f"{number(best.get('moved'))} partitions (optimum {_opt(ref, 'moved', number(ref.get('moved')))})")
     else:
-        cost = (f"busiest member {number(best.get('max_load'))} partitions (optimum {number(ref.get('max_load'))}), "
-                f"moves {number(best.get('moved'))} (optimum {number(ref.get('moved'))})")
+        cost = (f"busiest member {number(best.get('max_load'))} partitions (optimum "
+                f"{_opt(ref, 'max_load', number(ref.get('max_load')))}), moves {number(best.get('moved'))} "
+                f"(optimum {_opt(ref, 'moved', number(ref.get('moved')))})")
     needs = f", {s.needs}" if s.needs else ""  # what else deploying it takes (KIP-848's group.protocol=consumer)
     return (f"Best Kafka assignor here: {best['assignor']} ({s.setting}, Kafka {s.since}+{needs}): {cost}"
             f"{caveat}; {run}")
@@ -357,4 +412,5 @@ def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str
     return rows
 
 
-__all__ = ["columns", "metric_rows", "notes", "table_rows", "verdict_line"]
+__all__ = ["MARK", "NotProven", "columns", "marked_rows", "metric_rows", "notes", "proof_legend", "table_rows",
+           "verdict_line"]

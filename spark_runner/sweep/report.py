@@ -45,7 +45,18 @@ from spark_runner.sweep.evaluate import (
     check_row_parts,
     unreadable_rows,
 )
+from spark_runner.sweep.report_gaps import (
+    WEIGHT_KINDS,
+    gap_boxplots,
+    gap_table,
+    gap_unit,
+    kinds_present,
+    plain_axis,
+    proven_words,
+    weight_kind,
+)
 from spark_runner.sweep.verdict import Verdict, fmt_mean, verdicts, workload_class
+from spark_runner.units import number
 
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
 STREAMS_GAPS = ("active_balance_gap", "total_balance_gap", "restoration_gap")
@@ -87,6 +98,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "active_balance_gap": ("busiest thread's actives above the optimum's", "active tasks per thread"),
     "total_balance_gap": ("busiest thread's replicas above the optimum's", "tasks per thread"),
     "restoration_gap": ("state to restore above the optimum's", "offsets"),
+    "proven_steps": ("steps with a proven optimum", "the statistics are drawn from these"),
+    "unproven": ("steps whose optimum is not proven", "steps, left out of the gap statistics"),
     "event": ("event", "kind of rebalance"),
     "assignor": ("assignor", ""),
 }
@@ -126,7 +139,7 @@ REPORT_COLUMNS = ("scenario_id", "seed", "step", "event", "protocol", "members",
                   "moved_cost", "max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "balance_optimal",
                   "opt_status",
                   "not_caught_up_actives", "moved_actives", "warmups", "probing_rebalance", "restoration_cost",
-                  "kafka_version", *STREAMS_GAPS)
+                  "kafka_version", "param_weights", *STREAMS_GAPS)
 
 
 def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -240,29 +253,21 @@ def _by_assignor(df: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
         yield name, df[df["assignor"] == name]
 
 
-def _gap_stats(g: pd.DataFrame, gaps: Sequence[str]) -> dict[str, float]:
-    """``{gap}_{stat}`` of each gap column, for every statistic of :data:`STATS`."""
-    return {f"{gap}_{how}": _stat(g[gap], how) for gap in gaps for how in STATS}
-
-
-def _gap_stat_table(summary: pd.DataFrame, gap: str) -> pd.DataFrame:
-    """One gap's statistics from a summary table: ``assignor`` and the :data:`STATS` columns."""
-    return summary[["assignor", *(f"{gap}_{h}" for h in STATS)]].rename(columns={f"{gap}_{h}": h for h in STATS})
-
-
 def _positive(col: pd.Series) -> int:
     """Steps where a nullable count is above 0."""
     return int(pd.to_numeric(col).fillna(0).gt(0).sum())
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per assignor: steps, errors, validity, gap statistics, balance-optimal share, moves, rounds, time."""
+    """One row per assignor: steps, errors, validity, balance-optimal share, moves, rounds, time.
+
+    The gap statistics are per load unit and drawn from steps with a proven optimum: :func:`gap_tables`.
+    """
     out = []
     for name, g in _by_assignor(df):
         row: dict[str, Any] = {
             **_counts(name, g),
             "copartition_violations": _positive(g["copartition_violations"]),
-            **_gap_stats(g, GAPS),
         }
         row["balance_optimal_share"] = _true_share(g["balance_optimal"])
         row["moved_mean"] = _stat(g["moved"], "mean")
@@ -295,49 +300,6 @@ def event_table(df: pd.DataFrame, column: str, how: str = "mean") -> pd.DataFram
 # --------------------------------------------------------------------------- plots
 
 
-def gap_data(df: pd.DataFrame, heur: list[str], gap: str) -> tuple[list[np.ndarray], list[str]]:
-    """The values of ``gap`` plotted per assignor, and the labels (counting the steps left out).
-
-    Left out: invalid steps and steps that split co-partitioned units (a negative gap there is a broken
-    constraint, not a gain).
-    """
-    split = pd.to_numeric(df["copartition_violations"], errors="coerce").fillna(0) > 0
-    valid = (df["valid"] != False) & ~split  # noqa: E712 (nullable column)
-    data, names = [], []
-    for n in heur:
-        mine = df["assignor"] == n
-        data.append(pd.to_numeric(df.loc[mine & valid, gap], errors="coerce").dropna().to_numpy())
-        bad = int((mine & ~valid).sum())
-        names.append(f"{n}\n({bad} invalid or split, not shown)" if bad else n)
-    return data, names
-
-
-def _gap_boxplots(plt: Any, df: pd.DataFrame, heur: list[str], gaps: tuple[str, ...], title: str) -> Any:
-    """One horizontal box plot per gap column, one box per assignor; the figure (saved by the caller).
-
-    Steps with an invalid assignment, or one that splits co-partitioned units, are left out: breaking a
-    hard constraint the optimum keeps can look better than the optimum (a negative gap), which is no gain.
-    The assignor's label counts them.
-    """
-    fig, axes = plt.subplots(1, len(gaps), figsize=(5.6 * len(gaps), 0.45 * max(4, len(heur)) + 1.7))
-    for ax, gap in zip(np.atleast_1d(axes), gaps, strict=True):
-        data, names = gap_data(df, heur, gap)
-        if any(d.size for d in data):
-            ax.boxplot([d if d.size else np.array([np.nan]) for d in data], orientation="horizontal", widths=0.6,
-                       flierprops={"markersize": 2, "alpha": 0.4})
-            ax.set_yticks(range(1, len(heur) + 1), names)
-        else:
-            ax.text(0.5, 0.5, "not available", ha="center", va="center", transform=ax.transAxes)
-            ax.set_yticks([])
-        words, unit = label(gap)
-        ax.set_title(f"{words}\n({gap})", fontsize=10)
-        ax.set_xlabel(unit, fontsize=9)
-        ax.axvline(0, color="green", lw=0.8, ls=":")
-        ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(title)
-    return fig
-
-
 def _step_counts(df: pd.DataFrame) -> pd.Series:
     """Scenarios that reach each step (scenarios have different step counts)."""
     return df.groupby("step")["scenario_id"].nunique()
@@ -364,13 +326,15 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     made = []
     heur = [n for n in _order(df["assignor"].unique()) if n != OPTIMAL]
 
-    # 1. gap distributions
-    fig = _gap_boxplots(plt, df, heur, GAPS, "Gap to the optimum per step (0 = as good as the optimum)")
+    # 1. gap distributions: one row of panels per weight kind (no box mixes load units), proven steps only
+    fig = gap_boxplots(plt, df, heur, GAPS, OPTIMAL, "Gap to the optimum per step, at steps where the optimum is "
+                       "proven (0 = as good as the optimum)", label, kinds_present(df))
     fig.tight_layout()
     write_atomic(folder / "gaps.png", figure_bytes(fig, "gaps.png"))
     plt.close(fig)
-    made.append(("gaps.png", "Gap distributions per assignor (box: middle half of the steps; invalid steps left "
-                              "out and counted in the label)"))
+    made.append(("gaps.png", "Gap distributions per assignor and weight kind, each in its unit, at steps where the "
+                              "optimum is proven (box: middle half of the steps; invalid or split steps and those "
+                              "whose optimum is not proven left out and counted in the label)"))
 
     # 2. cumulative moves over steps: one small panel per assignor, the optimum in each (no line hides another)
     def curve(name: str) -> pd.Series:
@@ -391,6 +355,7 @@ def _plots(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
         c = curve(n)
         ax.plot(c.index, c.to_numpy(), marker="o", markersize=3, color="tab:blue", lw=1.6, label=n)
         ax.set_title(n, fontsize=10)
+        plain_axis(ax.yaxis)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
     for ax in list(axes.flat)[len(heur):]:
@@ -698,7 +663,7 @@ def _fmt(v: Any) -> str:
             return "0"
         if v.is_integer() and abs(v) < 1e12:
             return _int_fmt(int(v))
-        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return number(v)  # 4 significant digits, thousands separated, never an exponent (1.2e-05)
     return str(v)
 
 
@@ -723,13 +688,40 @@ def markdown_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
+#: Text columns of a table: left-aligned, and their long tokens may wrap (a config key=value is one token).
+_TEXT_COLUMNS = ("setting", "what", "point")
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped for HTML, with a line-break opportunity (``<wbr>``) after each ``.``, ``=``, ``_``, ``/``
+    and ``,`` of a long token, so that a config key=value or a raw column name wraps inside its cell instead of
+    pushing the table past the page; numbers (``1,234,567``) and short words are left whole.
+
+    Examples
+    --------
+    >>> breakable("partition.assignment.strategy=a.B")
+    'partition.<wbr>assignment.<wbr>strategy=<wbr>a.<wbr>B'
+    >>> breakable("balance_optimal_share"), breakable("1,234,567"), breakable("x<y")
+    ('balance_<wbr>optimal_<wbr>share', '1,234,567', 'x&lt;y')
+    """
+    out = []
+    for token in re.split(r"(\s+)", text):
+        esc = html.escape(token)
+        if len(token) > 12 and re.search(r"[A-Za-z]", token):
+            esc = re.sub(r"([.=_/,])(?!$)", r"\1<wbr>", esc)
+        out.append(esc)
+    return "".join(out)
+
+
 def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
-    """An HTML table (numbers right-aligned) in a box that scrolls sideways when wider than the page."""
+    """An HTML table (numbers right-aligned) that fits the page: headers and text cells wrap (long tokens at
+    their dots, underscores and equals signs, :func:`breakable`); its box scrolls sideways only as a last
+    resort."""
     def th(raw: str) -> str:
         words, unit = label(raw)
         if raw in ("assignor", "event") or words == raw:
             return f"<th>{html.escape(raw)}</th>"
-        return (f"<th>{html.escape(words)}<br><code>{html.escape(raw)}</code>"
+        return (f"<th{' class=t' if raw in _TEXT_COLUMNS else ''}>{html.escape(words)}<br><code>{breakable(raw)}</code>"
                 f"{'<br><small>' + html.escape(unit) + '</small>' if unit else ''}</th>")
 
     head = "".join(th(str(c)) for c in df.columns)
@@ -738,7 +730,12 @@ def html_table(df: pd.DataFrame, share_cols: Sequence[str] = ()) -> str:
         cells = []
         for i, c in enumerate(df.columns):
             text = _share_fmt(r[c]) if c in share_cols else _fmt(r[c])
-            cells.append(f"<td{' class=l' if i == 0 else ''}>{html.escape(text)}</td>")
+            if c in _TEXT_COLUMNS:
+                cells.append(f"<td class=t>{breakable(text)}</td>")
+            elif i == 0:
+                cells.append(f"<td class=l>{html.escape(text)}</td>")
+            else:
+                cells.append(f"<td>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<div class=scroll><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
             "</div>")
@@ -760,6 +757,61 @@ def md_inline_html(text: str) -> str:
     return re.sub(r"\*([^*\s][^*]*?)\*", r"<em>\1</em>", out)
 
 
+#: What each consumer gap is, for the sentence under its tables.
+_GAP_WHAT = {
+    "max_load_gap": "The busiest member's load minus the optimum's, per unit of capacity. 0 = as good as the optimum.",
+    "sum_sq_gap": "Sum of squared member loads minus the optimum's: how much less even the whole load vector is. "
+                  "0 = as even as the optimum.",
+    "excess_moves": "Moved cost above the fewest of any valid assignment at least as balanced (max load and sum "
+                    "of squares no higher). 0 = no move was wasted; the optimum's own value is 0 by definition "
+                    "(docs/format.md).",
+}
+
+
+def _proven_gap_rows(df: pd.DataFrame, gap: str, reference: str) -> pd.Series:
+    """Rows whose ``gap`` is measured against a proven optimum (the reference's own rows at such steps too)."""
+    from spark_runner.sweep.report_gaps import proven_steps, usable
+
+    _, proven = usable(df, gap, reference)
+    return proven | ((df["assignor"] == reference) & proven_steps(df, reference))
+
+
+def gap_tables(df: pd.DataFrame) -> list[tuple[str, str, str, pd.DataFrame]]:
+    """``(gap, weight kind, unit, table)`` per consumer gap and weight kind present: the :func:`gap_table` of the
+    heuristics at the steps of that kind, each in its own unit, drawn from steps whose optimum is proven."""
+    heur = [n for n in _order(df["assignor"].unique()) if n != OPTIMAL]
+    kinds = weight_kind(df)
+    out = []
+    for gap in GAPS:
+        for kind in kinds_present(df):
+            out.append((gap, kind, gap_unit(gap, kind), gap_table(df[kinds == kind], gap, OPTIMAL, heur)))
+    return out
+
+
+def gaps_csv(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`gap_tables` as one long table (``gaps.csv``): ``gap``, ``weights``, ``unit``, then the table's
+    columns, every statistic drawn from steps whose optimum is proven."""
+    parts = [t.assign(gap=gap, weights=kind, unit=unit) for gap, kind, unit, t in gap_tables(df)]
+    if not parts:
+        return pd.DataFrame()
+    t = pd.concat(parts, ignore_index=True)
+    return t[["gap", "weights", "unit", *[c for c in t.columns if c not in ("gap", "weights", "unit")]]]
+
+
+def gap_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str, ...]]]:
+    """One section per consumer gap and weight kind: no statistic adds loads of different units, and each is
+    drawn from steps whose optimum is proven (the steps left out are counted apart)."""
+    sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
+    kinds = weight_kind(df)
+    for gap, kind, unit, t in gap_tables(df):
+        words = label(gap)[0]
+        title = f"{words[:1].upper()}{words[1:]} ({gap}, {unit}): {WEIGHT_KINDS.get(kind, kind)}"
+        what = (f"{_GAP_WHAT[gap]} In {unit}. {proven_words(df[kinds == kind], gap, OPTIMAL)} A step that is "
+                "invalid or splits co-partitioned units has no gap (the overview counts them).")
+        sections.append((title, what, t, ()))
+    return sections
+
+
 def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str, ...]]]:
     s = summary_table(df)
     sections: list[tuple[str, str, pd.DataFrame, tuple[str, ...]]] = []
@@ -767,18 +819,7 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
     sections.append(("Overview", "Steps evaluated per assignor; *as balanced as the optimum* = "
                      "`max_load_gap` = `sum_sq_gap` = 0, over every step (a step that failed, is invalid or splits "
                      "co-partitioned units never counts).", s[cols], ("balance_optimal_share",)))
-    for gap, what in (("max_load_gap", "The busiest member's load minus the optimum's: topic-partitions per unit "
-                                       "of capacity (partition weights when the instance has weights). 0 = as good "
-                                       "as the optimum."),
-                      ("sum_sq_gap", "Sum of squared member loads minus the optimum's (same load unit, squared): "
-                                     "how much less even the whole load vector is. 0 = as even as the optimum."),
-                      ("excess_moves", "Moved cost (topic-partitions, or `move_costs` when the instance sets them) "
-                                       "above the fewest of any valid assignment at least as balanced (max load "
-                                       "and sum of squares no higher). 0 = no move was wasted; the optimum's own "
-                                       "value is 0 by definition (docs/format.md).")):
-        t = _gap_stat_table(s, gap)
-        sections.append((_title(gap), what + " Over the valid steps only: a step that is invalid or splits "
-                         "co-partitioned units has no gap (the overview counts them).", t, ()))
+    sections += gap_sections(df)
     t = s[["assignor", "moved_mean", "moved_total", "moved_cost_mean", "rounds_mean", "rounds_max", "ms_mean",
            "ms_p95", "ms_max"]]
     sections.append(("Moves, rounds and time", "Moved topic-partitions per step (mean; from the claims before the "
@@ -789,9 +830,11 @@ def _sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tuple[str,
     sections.append(("As balanced as the optimum, by event (balance_optimal, % of steps)",
                      "Share of steps as balanced as the optimum, per event kind (columns: assignors).",
                      share, tuple(c for c in share.columns if c != "event")))
+    proven = df[_proven_gap_rows(df, "excess_moves", OPTIMAL)]
     sections.append(("Moves beyond the fewest, by event (excess_moves, mean per step)",
-                     "Mean `excess_moves` per event kind, in topic-partitions (`move_costs` when set).",
-                     event_table(df, "excess_moves"), ()))
+                     "Mean `excess_moves` per event kind, in topic-partitions (`move_costs` when set), at the "
+                     f"{_plural(proven[proven['assignor'] == OPTIMAL].shape[0], 'step')} where the optimum is "
+                     "proven.", event_table(proven, "excess_moves"), ()))
     sections.append(("Moved partitions by event (moved, mean topic-partitions per step)",
                      "Mean moved topic-partitions per event kind.", event_table(df, "moved"), ()))
     return sections
@@ -874,10 +917,16 @@ def _negative_gap_notes(df: pd.DataFrame) -> list[str]:
     return out
 
 
+#: The page fits a 1280 px window (and narrower ones down to ~800 px): the body is at most 1200 px wide, tables
+#: take at most the body's width and wrap their headers and text cells (td.t: settings, descriptions) at the break
+#: opportunities :func:`breakable` adds; a table box scrolls sideways only when even that cannot fit.
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td.l{text-align:left;white-space:nowrap}th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+table{border-collapse:collapse;margin:.5em 0 1.5em;max-width:100%}
+th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}
+td.l{text-align:left;white-space:nowrap}td.t{text-align:left;min-width:12em;overflow-wrap:anywhere}th.t{text-align:left}
+th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{background:#fff8e0;padding:.4em .8em;border-left:4px solid #e0b000}code{background:#f5f5f5}
+p code,li code{overflow-wrap:anywhere}
 .scroll{overflow-x:auto;max-width:100%}th{vertical-align:bottom;font-weight:normal}th code{font-weight:bold}
 th small{color:#666}.answer{background:#eef6ee;padding:.6em 1em;border-left:4px solid #2a8a2a}"""
 
@@ -890,7 +939,6 @@ def streams_summary_table(df: pd.DataFrame) -> pd.DataFrame:
             **_counts(name, g),
             "not_caught_up": _positive(g["not_caught_up_actives"]),
             "balance_optimal_share": _true_share(g["balance_optimal"]),
-            **_gap_stats(g, STREAMS_GAPS),
         }
         row["moved_actives_mean"] = _stat(g["moved_actives"], "mean")
         row["moved_actives_total"] = float(pd.to_numeric(g["moved_actives"]).sum())
@@ -915,14 +963,15 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
                      "with a stateful active on a client that is not caught up while one is; *probing_share* = "
                      "steps that asked for a probing rebalance.",
                      s[cols], ("balance_optimal_share", "probing_share")))
+    heur = [n for n in _order(df["assignor"].unique()) if n != STREAMS_OPTIMAL]
     for gap, what in (("active_balance_gap", "max active tasks per thread minus the optimum's"),
                       ("total_balance_gap", "max replicas (actives, standbys, warm-ups) per thread minus the "
                                             "optimum's"),
                       ("restoration_gap", "state to restore (offsets) minus the optimum's; negative when the "
                                           "assignment restores less at the price of balance")):
-        t = _gap_stat_table(s, gap)
-        sections.append((f"Streams: {_title(gap)}", what + " (over the valid steps; invalid ones have no gap).", t,
-                         ()))
+        t = gap_table(df, gap, STREAMS_OPTIMAL, heur)
+        sections.append((f"Streams: {_title(gap)}", f"{what[:1].upper()}{what[1:]}, over the valid steps (invalid "
+                         f"ones have no gap). {proven_words(df, gap, STREAMS_OPTIMAL)}", t, ()))
     share = event_table(df, "balance_optimal", "share")
     sections.append(("Streams: as balanced as the optimum, by event (balance_optimal, % of steps)",
                      "Share of Streams steps as balanced as the optimum, per "
@@ -930,9 +979,11 @@ def _streams_sections(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame, tu
     sections.append(("Streams: moved active tasks by event (moved_actives, mean tasks per step)",
                      "Mean moved active tasks per event kind.",
                      event_table(df, "moved_actives"), ()))
+    proven = df[_proven_gap_rows(df, "restoration_gap", STREAMS_OPTIMAL)]
     sections.append(("Streams: state to restore above the optimum's, by event (restoration_gap, mean offsets)",
-                     "Mean `restoration_gap` per event kind.",
-                     event_table(df, "restoration_gap"), ()))
+                     "Mean `restoration_gap` per event kind, at the "
+                     f"{_plural(proven[proven['assignor'] == STREAMS_OPTIMAL].shape[0], 'step')} where the optimum "
+                     "is proven.", event_table(proven, "restoration_gap"), ()))
     return sections
 
 
@@ -943,12 +994,14 @@ def _streams_plot(df: pd.DataFrame, folder: Path) -> list[tuple[str, str]]:
     import matplotlib.pyplot as plt
 
     heur = [n for n in _order(df["assignor"].unique()) if n != STREAMS_OPTIMAL]
-    fig = _gap_boxplots(plt, df, heur, STREAMS_GAPS,
-                        f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step (0 = as good as the optimum)")
+    fig = gap_boxplots(plt, df, heur, STREAMS_GAPS, STREAMS_OPTIMAL,
+                       f"Kafka Streams: gap to {STREAMS_OPTIMAL} per step, at steps where it is proven "
+                       "(0 = as good as the optimum)", label)
     fig.tight_layout()
     write_atomic(folder / "streams_gaps.png", figure_bytes(fig, "streams_gaps.png"))
     plt.close(fig)
-    return [("streams_gaps.png", "Kafka Streams gap distributions per assignor")]
+    return [("streams_gaps.png", "Kafka Streams gap distributions per assignor, at steps where the optimum is "
+                                 "proven (steps left out counted in the label)")]
 
 
 def _streams_notes(df: pd.DataFrame) -> list[str]:
@@ -1016,6 +1069,7 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
                              "a stage hit the time limit, or the loads have no exact integer scale), per grid "
                              "point; gaps there are against the best solution found.", unproven_by_point(out), ()))
         write_atomic(folder / "summary.csv", summary_table(df).to_csv(index=False))
+        write_atomic(folder / "gaps.csv", gaps_csv(df).to_csv(index=False))
     if len(st):
         plots += _streams_plot(st, folder)
         sections += _streams_sections(st)

@@ -28,6 +28,8 @@ import pandas as pd
 from heuristics.shipped import shipped
 from solver.model.scoring import VALID
 from spark_runner.sweep.evaluate import EPS, OPTIMAL, STREAMS_OPTIMAL
+from spark_runner.sweep.report_gaps import proven_steps
+from spark_runner.units import number
 
 #: ``(key, title, protocol)`` of each workload class, in report order.
 CLASSES: tuple[tuple[str, str, str], ...] = (
@@ -151,9 +153,9 @@ def fmt_mean(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     x = float(x)
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.3g}" if x != int(x) else str(int(x))
+    if abs(x) < 1e-9:  # float noise around zero (-5.1e-17) is 0
+        return "0"
+    return number(x, 3)  # thousands separated, never an exponent (1.2e-05 reads 0.000012)
 
 
 @dataclass
@@ -208,15 +210,13 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
     for key, title, protocol in CLASSES:
         rows = df[cls == key]
         ref = STREAMS_OPTIMAL if protocol == "streams" else OPTIMAL
-        all_opt = rows[rows["assignor"] == ref]
         # drawn from the steps where the optimum is proven: elsewhere "as good as the optimum" is against the
         # best found only
-        proven = {(a, b) for a, b in all_opt.loc[all_opt["status"] == "optimal", ["scenario_id", "step"]]
-                  .itertuples(index=False, name=None)}
-        n_proven = len(proven)
-        if proven:
-            keep = [(a, b) in proven for a, b in rows[["scenario_id", "step"]].itertuples(index=False, name=None)]
-            rows = rows[pd.Series(keep, index=rows.index, dtype=bool)]
+        # (a row's own opt_status: a Streams row's reference is the optimum of the instance that assignor saw)
+        keep = proven_steps(rows, ref)
+        n_proven = len(set(rows.loc[keep, ["scenario_id", "step"]].itertuples(index=False, name=None)))
+        if keep.any():
+            rows = rows[keep]
         heur = rows[rows["assignor"] != ref]
         if heur.empty:
             continue

@@ -72,10 +72,11 @@ def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Conso
     if err is not None and opt.get("status") == "feasible":
         from solver.result import Result, Status
         from spark_runner.cli.common import unproven_note
+        from spark_runner.comparison import REFERENCE
 
-        note = unproven_note(doc.get("reference") or "optimal",
+        note = unproven_note(REFERENCE.get(str(doc.get("protocol")), "optimal"),
                              Result(None, Status.FEASIBLE, tuple(opt["objective"]), tuple(opt["bound"]),
-                                    extra={"stages": opt.get("stages"),
+                                    extra={"stages": opt.get("stages"), "stage_proven": opt.get("stage_proven"),
                                            **{k: opt[k] for k in ("notes", "restricted") if k in opt}}), instance)
         if note:
             err.print(note, markup=False)
@@ -123,7 +124,8 @@ def frontier_notes(instance: Any, doc: dict[str, Any]) -> list[str]:
 
 def proof_words(opt: dict[str, Any]) -> str:
     """How sure the optimum's row is, per stage in its order (the first stages are the ones that matter):
-    ``proven optimal``, or ``feasible, not proven: max_load gap 0.00007%, moves proven, ...``.
+    ``proven optimal``, or ``feasible, not proven: max_load gap 0.00007%, moves proven, ...``; a stage is proven
+    as ``stage_proven`` says (value = bound without it).
 
     Examples
     --------
@@ -142,10 +144,14 @@ def proof_words(opt: dict[str, Any]) -> str:
         gap = opt.get("gap")
         worst = "" if gap is None else f": worst stage gap {number(100 * float(gap), 3)}%"
         return f"{opt.get('status')}, not proven{worst}"
+    flags = opt.get("stage_proven")
+    if not isinstance(flags, list) or len(flags) != len(stages):
+        flags = [None] * len(stages)
     parts = []
-    for st, v, b in zip(stages, obj, bnd, strict=True):
+    for st, v, b, ok in zip(stages, obj, bnd, flags, strict=True):
         v, b = float(v), float(b)
-        if b >= v or abs(v - b) <= 1e-9 * max(1.0, abs(v)):
+        # the solver's own flag when it gives one (the table's marks and --json's not_proven read it too)
+        if ok if ok is not None else (b >= v or abs(v - b) <= 1e-9 * max(1.0, abs(v))):
             parts.append(f"{st} proven")
         else:
             parts.append(f"{st} gap {number(100 * (v - b) / abs(v), 3) if v else '100'}%")
@@ -197,7 +203,7 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(dumps(doc) + "\n")
             return
         opt = doc["optimal"]
-        from spark_runner.cli.compare_table import columns, notes, table_rows, verdict_line
+        from spark_runner.cli.compare_table import columns, marked_rows, notes, proof_legend, table_rows, verdict_line
 
         rows = table_rows(inst, doc)
         cols, cell = columns(inst, rows, opt.get("stages"))
@@ -207,13 +213,19 @@ def register(app: typer.Typer) -> None:
             cols = [Column("excess_moves") if c.key == "wasted" else c for c in cols]
         width = terminal_width()
         proof = proof_words(opt)
-        text = render(rows, cols, out_fmt, width=width, cell=cell,
+        # a figure that is not proven carries a mark (tsv: raw values; --json: not_proven)
+        shown = rows if out_fmt == "tsv" else marked_rows(rows)
+        text = render(shown, cols, out_fmt, width=width, cell=cell,
                       title=f"{inst.name or file.name}: every assignor against the optimum ({proof}"
                             f"{_releases(doc)})")
+        legend = proof_legend(opt, rows)
+        if out_fmt == "md" and legend:  # the mark's meaning under the table (escaped: not a Markdown bullet)
+            text += "\n\\" + legend + "\n"
         if out_fmt == "table":
             import textwrap
 
-            for line in [*notes(rows), verdict_line(inst, rows, str(file), opt.get("stages"))]:
+            for line in [*([legend] if legend else []), *notes(rows),
+                         verdict_line(inst, rows, str(file), opt.get("stages"))]:
                 # a word longer than the terminal (a setting's class name, a path) is never cut: copied from
                 # the screen it must still work
                 text += "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False)

@@ -27,7 +27,7 @@ def _row(sid: str, seed: int, step: int, assignor: str, **over: Any) -> dict[str
                members=4, topics=2, partitions=12 + 4 * seed, status="optimal" if assignor == OPTIMAL else "heuristic",
                seconds=0.01, rounds=1, valid=True, copartition_violations=0, moved=1, moved_cost=1.0,
                max_load_gap=0.0, sum_sq_gap=0.0, excess_moves=0.0, excess_moves_proven=True, balance_optimal=True,
-               opt_status="optimal", params_json=json.dumps(PARAMS), assignor=assignor)
+               opt_status="optimal", params_json=json.dumps(PARAMS), param_weights="uniform", assignor=assignor)
     row.update(over)
     return row
 
@@ -97,7 +97,8 @@ def test_the_report_answers_which_assignor_and_what_it_costs(tmp_path: Path) -> 
     assert "*" not in _text(page), "literal Markdown asterisks in the HTML"
     assert page.count("<table>") == page.count("<div class=scroll><table>") > 0
     # metric names a person reads, with the raw name and the unit beside
-    assert "## Moves beyond the fewest at that balance (excess_moves, topic-partitions, move_costs when set)" in md
+    assert ("## Moves beyond the fewest at that balance (excess_moves, topic-partitions (move_costs when set)): "
+            "unweighted groups (every partition counts 1)") in md
     assert "| moved partitions, mean (`moved_mean`, topic-partitions per step) |" in md
     # a total is labelled as one; times in milliseconds
     assert "| moved partitions, total (`moved_total`, topic-partitions over all steps) |" in md
@@ -136,7 +137,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs headless Chromium (apt-get install -y chromium)")
 def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
-    """Headless Chromium at 800 px: the page does not overflow (wide tables scroll in their box), every plot loads."""
+    """Headless Chromium at 800 px: the page does not overflow (wide tables scroll in their box), every plot loads;
+    at 1280 px no table scrolls."""
     out = _sweep(tmp_path)
     index = build_report(out)
     probe = index.with_name("probe.html")
@@ -148,7 +150,8 @@ window.addEventListener('load', () => {
     page: document.documentElement.scrollWidth, view: window.innerWidth,
     images: imgs.length, broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src),
     tables: document.querySelectorAll('table').length, boxed: boxes.length,
-    clipped: boxes.filter(b => getComputedStyle(b).overflowX !== 'auto').length}));
+    clipped: boxes.filter(b => getComputedStyle(b).overflowX !== 'auto').length,
+    scrolled: boxes.filter(b => b.scrollWidth > b.clientWidth + 1).length}));
 });
 </script></body>"""))
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=800,1200",
@@ -160,30 +163,47 @@ window.addEventListener('load', () => {
     assert probe_doc["page"] <= probe_doc["view"], probe_doc  # nothing cut or pushed off the page
     assert probe_doc["images"] == 3 and probe_doc["broken"] == [], probe_doc
     assert probe_doc["tables"] == probe_doc["boxed"] > 0 and probe_doc["clipped"] == 0
+    # at 1280 px every table fits: no box needs its sideways scroll (the "how to deploy it" column is on screen)
+    wide = [a.replace("--window-size=800,1200", "--window-size=1280,900") for a in args]
+    dom = subprocess.run([*wide, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r"data-probe=\"([^\"]+)\"", dom.stdout)
+    assert m, dom.stderr[-2000:]
+    probe_doc = json.loads(m.group(1).replace("&quot;", '"'))
+    assert probe_doc["view"] == 1280 and probe_doc["scrolled"] == 0, probe_doc
     shot = tmp_path / "shot.png"
     subprocess.run([*args, f"--screenshot={shot}", index.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
 
 
-def test_gap_plots_leave_invalid_steps_out_and_count_them(tmp_path: Path) -> None:
+def test_gap_plots_leave_invalid_and_unproven_steps_out_and_count_them(tmp_path: Path) -> None:
     import pandas as pd
 
-    from spark_runner.sweep.report import gap_data
+    from spark_runner.sweep.report_gaps import box_data
 
-    # a Streams assignor whose invalid step looks better than the optimum (negative gap)
-    df = pd.DataFrame([
-        {"assignor": "high-availability", "valid": True, "copartition_violations": None, "active_balance_gap": 1.0},
-        {"assignor": "high-availability", "valid": False, "copartition_violations": None, "active_balance_gap": -3.0},
-        {"assignor": "sticky-task", "valid": True, "copartition_violations": None, "active_balance_gap": 0.0},
-    ])
-    data, names = gap_data(df, ["high-availability", "sticky-task"], "active_balance_gap")
-    assert [d.tolist() for d in data] == [[1.0], [0.0]]
-    assert names == ["high-availability\n(1 invalid or split, not shown)", "sticky-task"]
+    # a Streams assignor whose invalid step looks better than the optimum (negative gap), and a step whose
+    # optimum is not proven
+    def r(step: int, name: str, valid: bool, gap: float | None, status: str = "heuristic") -> dict[str, Any]:
+        return {"scenario_id": "s", "step": step, "assignor": name, "status": status, "valid": valid,
+                "copartition_violations": None, "active_balance_gap": gap}
+
+    df = pd.DataFrame([r(0, "optimal-streams", True, 0.0, "optimal"), r(1, "optimal-streams", True, 0.0, "optimal"),
+                       r(2, "optimal-streams", True, 0.0, "feasible"),
+                       r(0, "high-availability", True, 1.0), r(1, "high-availability", False, -3.0),
+                       r(2, "high-availability", True, -1.0),
+                       r(0, "sticky-task", True, 0.0), r(1, "sticky-task", True, 0.0), r(2, "sticky-task", True, 2.0)])
+    data, names = box_data(df, ["high-availability", "sticky-task"], "active_balance_gap", "optimal-streams")
+    assert [d.tolist() for d in data] == [[1.0], [0.0, 0.0]]
+    assert names == ["high-availability\n(1 invalid or split, 1 not proven, not shown)",
+                     "sticky-task\n(1 not proven, not shown)"]
+    # a Streams row's reference is the optimum of its own instance: its opt_status decides
+    df.loc[(df["assignor"] == "sticky-task") & (df["step"] == 1), "opt_status"] = "feasible"
+    data, names = box_data(df, ["sticky-task"], "active_balance_gap", "optimal-streams")
+    assert [d.tolist() for d in data] == [[0.0]] and names == ["sticky-task\n(2 not proven, not shown)"]
     # consumer: a step that splits a co-partitioned unit is left out too
     out = _sweep(tmp_path)
     build_report(out)
     rows = load_rows(out)
-    data, names = gap_data(rows, ["cooperative-sticky"], "sum_sq_gap")
+    data, names = box_data(rows, ["cooperative-sticky"], "sum_sq_gap", OPTIMAL)
     assert min(data[0]) == 0.0 and names == ["cooperative-sticky\n(2 invalid or split, not shown)"]
 
 
@@ -372,3 +392,88 @@ def test_float_noise_prints_as_zero_and_negative_gaps_are_explained_per_stage() 
                                "optimum that is not proven there")
     assert notes[1].startswith("1 step(s) have a negative sum_sq_gap (1 of them at a proven optimum): sum of "
                                "squares is a later stage of the optimum than max load and moves")
+
+
+def test_gap_means_are_per_weight_kind_in_its_unit_and_drawn_from_proven_steps(tmp_path: Path) -> None:
+    """No mean adds loads of different units: each gap table is one weight kind, says its unit and what it is drawn
+    from (steps whose optimum is proven); a step against an unproven optimum is counted apart, never averaged."""
+    import pandas as pd
+
+    rows = []
+    # (weights, range's max_load_gap at the proven steps); an unproven step of each kind whose gap is 1,000
+    for kind, gap in (("uniform", 1.0), ("lognormal", 0.25), ("hot", 40.0)):
+        for step in range(3):
+            sid = f"s-{kind}"
+            proven = step < 2
+            rows.append(_row(sid, 0, step, OPTIMAL, param_weights=kind, status="optimal" if proven else "feasible",
+                             opt_status="optimal" if proven else "feasible"))
+            rows.append(_row(sid, 0, step, "range", param_weights=kind, max_load_gap=gap if proven else 1000.0,
+                             sum_sq_gap=3 * gap if proven else -7.0000001e-15, balance_optimal=False,
+                             opt_status="optimal" if proven else "feasible"))
+    out = tmp_path / "sweep"
+    _write(out, rows)
+    build_report(out)
+    md = (out / "report" / "summary.md").read_text()
+
+    def table(title_start: str) -> list[str]:
+        section = md.split(f"## {title_start}", 1)[1].split("\n## ", 1)[0]
+        return [line for line in section.splitlines() if line.startswith("| range ")]
+
+    busiest = "Busiest member above the optimum's (max_load_gap, "
+    # | assignor | proven_steps | mean | p50 | p95 | max | unproven |
+    assert table(busiest + "topic-partitions per capacity unit): unweighted") == ["| range | 2 | 1 | 1 | 1 | 1 | 1 |"]
+    assert table(busiest + "weight per capacity unit): lognormal") == ["| range | 2 | 0.25 | 0.25 | 0.25 | 0.25 | 1 |"]
+    assert table(busiest + "weight per capacity unit): hot partitions") == ["| range | 2 | 40 | 40 | 40 | 40 | 1 |"]
+    assert "(sum_sq_gap, (weight per capacity unit)²): lognormal" in md
+    assert ("Drawn from the 2 step(s) where the optimum is proven; 1 step(s) measured against an optimum that is "
+            "not proven are left out (per assignor in *unproven*).") in md
+    assert "1,000" not in md and "e-" not in md and "e+" not in md
+    gaps = pd.read_csv(out / "report" / "gaps.csv")
+    ml = gaps[gaps["gap"] == "max_load_gap"].set_index("weights")
+    assert ml.loc["hot", "mean"] == 40.0 and ml.loc["uniform", "unit"] == "topic-partitions per capacity unit"
+    assert set(ml["unproven"]) == {1} and set(ml["proven_steps"]) == {2}
+    assert "max_load_gap_mean" not in pd.read_csv(out / "report" / "summary.csv").columns
+
+
+#: The page width the report must fit without sideways scrolling: a 1280 px window less the body's margins
+#: (2em each side) and the answer box's border and padding.
+FIT_PX = 1280 - 2 * 32 - 2 * 20
+#: A conservative width of one character of the report's fonts (16 px system-ui, 13 px monospace) and a cell's
+#: padding and border.
+CHAR_PX, CELL_PX = 8.0, 14.0
+
+
+def min_content_px(table_html: str) -> float:
+    """The narrowest a table can be laid out: per column, the longest run of characters that cannot wrap in any
+    of its cells (a cell of class ``l`` does not wrap at all; elsewhere lines break at spaces, ``<br>`` and
+    ``<wbr>``; a ``td.t`` cell is at least 12em), summed over the columns."""
+    import html as html_mod
+
+    widths: dict[int, float] = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", table_html, flags=re.S):
+        for i, (_tag, attrs, body) in enumerate(re.findall(r"<(td|th)([^>]*)>(.*?)</\1>", row, flags=re.S)):
+            text = re.sub(r"<br>|<wbr>", "\n", body)
+            text = html_mod.unescape(re.sub(r"<[^>]+>", "", text))
+            runs = [text.replace("\n", " ")] if "class=l" in attrs else re.split(r"\s+", text)
+            px = max(len(r) for r in runs) * CHAR_PX + CELL_PX
+            if "class=t" in attrs:
+                px = max(px, 12 * 16 + CELL_PX)
+            widths[i] = max(widths.get(i, 0.0), px)
+    return sum(widths.values())
+
+
+def test_every_table_of_the_report_fits_a_1280_px_window(tmp_path: Path) -> None:
+    """The verdict table's "how to deploy it" column (a config key=value of 90 characters) and every other column
+    fit a 1280 px window: no table needs its sideways scroll there. A model of the browser's narrowest layout, so
+    the test runs without a browser; test_the_report_in_a_real_browser checks the same in Chromium."""
+    out = _sweep(tmp_path)
+    page = build_report(out).read_text()
+    css = re.search(r"<style>(.*?)</style>", page, flags=re.S)
+    assert css is not None
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", css.group(1)))
+    assert "max-width:1200px" in rules["body"]
+    assert "nowrap" not in rules.get("td.t", "") and "overflow-wrap:anywhere" in rules["td.t"]
+    tables = re.findall(r"<table>.*?</table>", page, flags=re.S)
+    assert any("partition.<wbr>assignment.<wbr>strategy=<wbr>" in t for t in tables)  # the setting wraps
+    widths = {re.sub(r"<[^>]+>", " ", t)[:60]: min_content_px(t) for t in tables}
+    assert all(w <= FIT_PX for w in widths.values()), {k: w for k, w in widths.items() if w > FIT_PX}
