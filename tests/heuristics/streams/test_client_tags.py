@@ -120,3 +120,30 @@ def test_every_task_gets_its_standbys_on_distinct_clients(n, standbys, n_tasks, 
         standby = [c for c in a.clients if tid in a.get(c).standby]
         assert len(active) == 1 and active[0] not in standby
         assert len(standby) == min(standbys, n - 1)
+
+
+def test_cli_refuses_bad_tags_with_65_and_assigns_good_ones(tmp_path):
+    import json
+
+    from tests.spark_runner.cli.test_cli import kassign
+
+    tags = [{"zone": "a"}, {"zone": "a"}, {"zone": "b"}]
+    good = _doc(tags, ["zone"], 1, 3, [1, 1, 1])
+    f = tmp_path / "tags.json"
+    f.write_text(json.dumps(good))
+    r = kassign("assign", str(f), "-a", "high-availability")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["assignment"]
+    zone = {f"c{i}": t["zone"] for i, t in enumerate(tags)}
+    for p in range(3):  # one standby each, never in the active's zone (the balancing keeps a standby's zone)
+        active = next(c for c, v in out.items() if f"0_{p}" in v["active"])
+        standby = [c for c, v in out.items() if f"0_{p}" in v.get("standby", [])]
+        assert len(standby) == 1
+        assert zone[standby[0]] != zone[active]
+    bad = dict(good, config={"num_standby_replicas": 1, "rack_aware_assignment_tags": ["zone", ""]})
+    bad["clients"][0]["client_tags"] = {"zone": "x" * 31}
+    f.write_text(json.dumps(bad))
+    r = kassign("assign", str(f), "-a", "high-availability")
+    assert r.returncode == 65 and "Traceback" not in r.stderr and r.stdout == ""
+    assert f"{f}: clients[0].client_tags.zone: tag value of 31 characters; Kafka allows at most 30" in r.stderr
+    assert f"{f}: config.rack_aware_assignment_tags[1]: blank tag key" in r.stderr
