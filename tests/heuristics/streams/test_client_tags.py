@@ -6,14 +6,20 @@ Kafka's jars at every release; these pin the rule's parts on cases small enough 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from heuristics._java import JavaHashMap
 from heuristics.streams.client_tags import ClientTagStandbys
 from heuristics.streams.common import ClientState
 from heuristics.streams.high_availability import high_availability
 from solver.io import parse_instance
 from solver.result import Params
+from tests.heuristics.differential.check import streams_answer
 
 PID = [f"00000000-0000-0000-0000-00000000000{i}" for i in range(1, 10)]
 
@@ -123,8 +129,6 @@ def test_every_task_gets_its_standbys_on_distinct_clients(n, standbys, n_tasks, 
 
 
 def test_cli_refuses_bad_tags_with_65_and_assigns_good_ones(tmp_path):
-    import json
-
     from tests.spark_runner.cli.test_cli import kassign
 
     tags = [{"zone": "a"}, {"zone": "a"}, {"zone": "b"}]
@@ -147,3 +151,26 @@ def test_cli_refuses_bad_tags_with_65_and_assigns_good_ones(tmp_path):
     assert r.returncode == 65 and "Traceback" not in r.stderr and r.stdout == ""
     assert f"{f}: clients[0].client_tags.zone: tag value of 31 characters; Kafka allows at most 30" in r.stderr
     assert f"{f}: config.rack_aware_assignment_tags[1]: blank tag key" in r.stderr
+
+
+# Three random groups (differential sample, seed 11) with Kafka's released answer, the same at 3.8.1 and
+# 4.4.0 (java/harness): each needs one part of the rule, and gets another answer without it.
+KAFKA_GROUPS = json.loads((Path(__file__).parent / "data" / "client_tags_kafka.json").read_text())
+
+
+def _ablate(rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if rule == "balance":  # balancing that ignores the tags
+        monkeypatch.setattr(ClientTagStandbys, "may_move", lambda self, s, d: True)
+    elif rule == "optimisation":  # KIP-925's standby optimisation that ignores the tags
+        monkeypatch.setattr(ClientTagStandbys, "may_move_task", lambda self, s, d, t, st: True)
+    else:  # waiting tasks in task order instead of Kafka's HashMap order
+        order = JavaHashMap.order
+        monkeypatch.setattr(JavaHashMap, "order", lambda self: sorted(order(self)))
+
+
+@pytest.mark.parametrize("case", KAFKA_GROUPS, ids=lambda c: c["rule"])
+def test_kafka_answers_need_each_part_of_the_rule(case: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    for release in ("3.8.1", "4.4.0"):
+        assert streams_answer("high-availability", case["instance"], release) == case["kafka"]
+    _ablate(case["rule"], monkeypatch)
+    assert streams_answer("high-availability", case["instance"], "4.4.0") != case["kafka"]
