@@ -61,6 +61,54 @@ def table_size_for(cap: int) -> int:
     return n
 
 
+#: The Java release whose collection sizing kassign reproduces unless told (``-O java=21``): Java 19 changed how
+#: ``new HashSet<>(collection)`` sizes its table.  17 is the release Kafka's fixtures and this project's reference
+#: harness run on (Kafka 4.x runs on 17 and later).
+DEFAULT_JAVA = 17
+#: Java releases a user can name with ``-O java`` (Kafka 3.0 runs on 8 and later).
+JAVA_RELEASES = range(8, 100)
+
+
+def copy_initial_capacity(n: int, java: int = DEFAULT_JAVA) -> int:
+    """The initial capacity ``new HashSet<>(collection)`` gives its table for ``n`` elements, on Java ``java``.
+
+    Up to Java 18 it is ``max((int) (n / .75f) + 1, 16)``; from Java 19 ``HashMap.newHashMap(max(n, 12))``,
+    that is ``ceil(max(n, 12) / 0.75)``.  The two differ where ``n`` is exactly three quarters of a power of two
+    (12, 24, 48, ...): Java 17's table is then twice as large, so elements from that table size up iterate in
+    another order.
+
+    Examples
+    --------
+    >>> [table_size_for(copy_initial_capacity(n, 17)) for n in (11, 12, 13, 24)]
+    [16, 32, 32, 64]
+    >>> [table_size_for(copy_initial_capacity(n, 21)) for n in (11, 12, 13, 24)]
+    [16, 16, 32, 32]
+    """
+    if java >= 19:
+        m = max(n, 12)
+        return -(-m * 4 // 3)  # ceil(m / 0.75), exact in integers
+    import numpy as np
+
+    return max(int(np.float32(n) / np.float32(0.75)) + 1, 16)
+
+
+def java_release(options: Any) -> int:
+    """The Java release in an assignor's ``-O java`` option (:data:`DEFAULT_JAVA` when absent)."""
+    value = options.get("java") if options else None
+    return DEFAULT_JAVA if value is None else int(value)
+
+
+def grown_capacity(n: int) -> int:
+    """Table size of a ``new HashSet<>()`` after ``n`` ``add`` calls (16, doubled past three quarters full).
+
+    Examples
+    --------
+    >>> [grown_capacity(n) for n in (0, 12, 13, 24, 25)]
+    [16, 16, 32, 32, 64]
+    """
+    return hashmap_capacity(n)
+
+
 def hashmap_capacity(n_entries: int, initial_capacity: int | None = None) -> int:
     """Table size of a ``HashMap`` after ``n_entries`` puts (load factor 0.75).
 

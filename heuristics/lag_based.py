@@ -21,8 +21,10 @@ which is the Java rule on lags all 0).  ``kassign capture --weights lag``
 writes exactly these lags: the end offset minus the group's committed offset,
 or, for a partition without a commit, every retained record -- the Java
 assignor's ``auto.offset.reset=earliest`` case (:func:`partition_lag`).  The
-Java assignor counts lags in whole records (``long``); a fractional weight is
-compared as the real number it is.
+Java assignor counts lags in whole records (``long``): weights the instance writes
+as integers (``0..2^63-1``) are compared exactly as such (:attr:`solver.model.Topic.lags`: 2^53 and
+2^53 + 1 differ) and a consumer's total lag wraps past 2^63 - 1 as a Java ``long`` sum does; a
+fractional weight is compared as the real number it is.
 
 Because the subscribers all reach ``k`` partitions before any gets ``k + 1``,
 a topic is dealt in rounds of one partition per subscriber; inside a round the
@@ -101,14 +103,18 @@ def assign_topic(lags: np.ndarray, sub_ranks: np.ndarray) -> np.ndarray:
     out = np.full(n, -1, dtype=np.int64)
     if n == 0 or k == 0:
         return out
-    # largest lag first, equal lags by partition ascending (a stable sort of the negated lags)
+    exact = np.issubdtype(lags.dtype, np.integer)
+    # largest lag first, equal lags by partition ascending (a stable sort of the negated lags; exact for int64
+    # lags, which are >= 0)
     order = np.argsort(-lags, kind="stable")
-    totals = np.zeros(k, dtype=np.float64)
+    # integer lags are Java longs: compared exactly, and a consumer's total wraps past 2^63 - 1 as Java's does
+    totals = np.zeros(k, dtype=np.int64 if exact else np.float64)
     for start in range(0, n, k):
         parts = order[start:start + k]
         takers = np.lexsort((sub_ranks, totals))[:parts.size]  # by (lag so far, member id)
         out[parts] = takers
-        totals[takers] += lags[parts]
+        with np.errstate(over="ignore"):
+            totals[takers] += lags[parts]
     return out
 
 
@@ -135,7 +141,9 @@ def lag_based_owners(instance: Instance) -> dict[str, np.ndarray]:
         if cand.size == 0:
             owners[t] = np.full(topic.partitions, -1, dtype=np.int64)
             continue
-        pos = assign_topic(np.asarray(topic.weight_array(), dtype=np.float64), rank[cand])
+        # exact integer lags when the instance wrote them as integers (2^53 and 2^53 + 1 differ, as Java longs)
+        lags = topic.lags if topic.lags is not None else np.asarray(topic.weight_array(), dtype=np.float64)
+        pos = assign_topic(lags, rank[cand])
         owners[t] = cand[pos]
     return owners
 

@@ -71,6 +71,10 @@ class Record:
     raw: Mapping[str, Any]
 
 
+#: The largest Java ``long``: the largest integer weight kept exact (:func:`exact_lags`).
+INT64_MAX = 2**63 - 1
+
+
 def _unwrap(data: Any) -> tuple[Any, tuple[str, ...]]:
     """Records carry the instance under ``instance``; returns (instance data, path prefix)."""
     if isinstance(data, dict) and "instance" in data and "format" not in data:
@@ -231,7 +235,7 @@ def parse_instance(data: Any, source: str = "<input>", prefix: tuple[str | int, 
     problems = structural + [p for p in semantic if p.path not in seen]
     if problems or spec is None:
         raise InstanceError(source, problems)
-    return _build_consumer(spec)
+    return _build_consumer(spec, data.get("topics"))
 
 
 def _n_partitions(value: Any) -> int | None:
@@ -368,14 +372,30 @@ def _total_problems(raw_topics: Any) -> list[tuple[tuple[str | int, ...], str]]:
     return out
 
 
-def _build_consumer(spec: ConsumerInstanceSpec) -> Instance:
-    """Build the immutable instance from a document that passed every check."""
+def exact_lags(values: Any) -> np.ndarray | None:
+    """``values`` as exact ``int64`` integers when every one is an integer of the document (a JSON number
+    without a fraction or exponent, which the decoder gives as ``int``) within ``0..2^63-1`` -- a Java ``long``
+    lag -- else ``None`` (the weights are then compared as the real numbers they are).
+
+    >>> exact_lags([2**53, 2**53 + 1]).tolist(), exact_lags([1, 2.0]), exact_lags([2**63])
+    ([9007199254740992, 9007199254740993], None, None)
+    """
+    if not isinstance(values, list) or not all(type(v) is int and 0 <= v <= INT64_MAX for v in values):
+        return None
+    return frozen_array(values, np.int64)
+
+
+def _build_consumer(spec: ConsumerInstanceSpec, raw_topics: Any = None) -> Instance:
+    """Build the immutable instance from a document that passed every check (``raw_topics``: the document's
+    ``topics``, where integer weights are still exact)."""
     topics: dict[str, Topic] = {}
     for name, t in spec.topics.items():
         weights = frozen_array(t.weights, np.float64) if t.weights is not None else None
         costs = frozen_array(t.move_costs, np.float64) if t.move_costs is not None else None
         racks = tuple(tuple(r) for r in t.racks) if t.racks is not None else None
-        topics[name] = Topic(name, t.partitions, t.id, weights, costs, racks)
+        raw = raw_topics.get(name) if isinstance(raw_topics, dict) else None
+        lags = exact_lags(raw.get("weights")) if isinstance(raw, dict) and t.weights is not None else None
+        topics[name] = Topic(name, t.partitions, t.id, weights, costs, racks, lags)
     members = []
     for m in spec.members:
         members.append(
@@ -408,7 +428,9 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         obj: dict[str, Any] = {"partitions": t.partitions}
         if t.id is not None:
             obj["id"] = t.id
-        if t.weights is not None:
+        if t.lags is not None:  # integers as written (2^53 + 1 is not a float)
+            obj["weights"] = t.lags.tolist()
+        elif t.weights is not None:
             obj["weights"] = [_clean_float(x) for x in t.weights.tolist()]
         if t.move_costs is not None:
             obj["move_costs"] = [_clean_float(x) for x in t.move_costs.tolist()]

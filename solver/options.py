@@ -166,8 +166,14 @@ _SOLVER_OPTIONS: dict[str, Option] = {
     "max_vars": Number("-O max_vars", 1, JAVA_INT_MAX, integer=True),
     "backend": Choice("-O backend", ("cpsat", "highs", "scip")),
 }
+#: ``-O java=N``: the Java release running Kafka's assignor, for assignors whose answer depends on how the JVM
+#: sizes a copied ``HashSet`` (Java 19 changed it); Kafka 3.0 runs on Java 8 and later.
+JAVA = Number("-O java", 8, 99, integer=True)
 #: ``-O KEY=VALUE`` options by assignor (the others take none).
 ASSIGNOR_OPTIONS: Mapping[str, Mapping[str, Option]] = {
+    "uniform": {"java": JAVA},
+    "sticky-task": {"java": JAVA},
+    "kip924-sticky": {"java": JAVA},
     "optimal": _SOLVER_OPTIONS,
     "optimal-cpsat": _SOLVER_OPTIONS,
     "optimal-streams": {

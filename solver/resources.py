@@ -252,6 +252,54 @@ def solver_base(workers: int = 1) -> int:
     return SOLVER_BASE + SOLVER_PER_WORKER * max(1, workers)
 
 
+#: Bytes one more CP-SAT worker needs per model variable or constraint (measured: a second worker on a
+#: 60,000-variable model adds about 19 MB).
+BYTES_PER_WORKER_ITEM = 512
+#: Under an address-space limit (``ulimit -v``), per CP-SAT worker besides its thread stack: the worker's copy of
+#: the model and its search state, per model variable or constraint (measured: four workers on a Streams plan's
+#: 10,935-item packing model took 65 MB of address space, 16 MB each, 8 MiB of it the stack), and what the solve
+#: keeps free for the rest of the process (presolve copies grow the peak past the estimate).
+AS_BYTES_PER_WORKER_ITEM = 1500
+AS_RESERVE_SHARE = 0.25
+
+
+def _thread_stack() -> int:
+    """Address space glibc reserves for a new thread's stack (the ``RLIMIT_STACK`` soft limit, 8 MiB at most)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    except (ImportError, ValueError, OSError):
+        return 8 << 20
+    return 8 << 20 if soft == resource.RLIM_INFINITY or soft <= 0 else min(int(soft), 8 << 20)
+
+
+def cpsat_workers(items: int, wanted: int, source: str = "instance") -> int:
+    """How many CP-SAT workers (at most ``wanted``) fit in the memory left, for a model of ``items`` variables and
+    constraints; raises :class:`TooLargeError` when not even one does.
+
+    Under an address-space limit every thread reserves its stack and copies the model, and a C++ allocation
+    that fails ends the process (``std::bad_alloc``): the workers are counted at what they reserve, and a
+    quarter of what is left stays free for the rest of the process.
+    """
+    avail = available_memory()
+    if _rlimits():
+        per_worker = _thread_stack() + (1 << 20) + AS_BYTES_PER_WORKER_ITEM * items
+        usable = int(avail * (1 - AS_RESERVE_SHARE)) - SOLVER_BASE
+    else:
+        per_worker = SOLVER_PER_WORKER + BYTES_PER_WORKER_ITEM * items
+        usable = avail - SOLVER_BASE
+    if usable < per_worker:
+        need = SOLVER_BASE + per_worker
+        if _rlimits():  # with the quarter kept free
+            need = int(need / (1 - AS_RESERVE_SHARE))
+        raise TooLargeError(source, [Problem("", (
+            f"a CP-SAT solve of {items:,} variables and constraints needs about {human(need)} of memory; "
+            f"{human(max(0, avail))} is available (set {MEMORY_ENV} to change what kassign assumes, see "
+            f"docs/format.md#limits)"))])
+    return int(max(1, min(wanted, usable // per_worker)))
+
+
 @dataclass(frozen=True)
 class Need:
     """An estimate: bytes needed, what for, and the JSON path of the largest contributor."""

@@ -46,6 +46,9 @@ _signum: int | None = None
 _hooks: dict[int, Callable[[], Any]] = {}
 _ids = itertools.count()
 _temps: set[str] = set()
+#: Told of every temporary file created (``True``) and published or removed (``False``): the process that
+#: removes them if this one is killed (``spark_runner/cli/watchdog.py``).
+_temp_listener: Callable[[str, bool], Any] | None = None
 
 
 #: Seconds after a stop request at which the hooks still registered are called again: a solver whose
@@ -122,16 +125,26 @@ def stoppable(stop: Callable[[], Any]) -> Iterator[None]:
     check()
 
 
+def listen_temps(listener: Callable[[str, bool], Any] | None) -> None:
+    """Tell ``listener(path, live)`` of every temporary file tracked (``live``) and forgotten from now on."""
+    global _temp_listener
+    _temp_listener = listener
+
+
 def track_temp(path: str) -> None:
     """Remember a temporary file, so that a hard exit on a signal removes it."""
     with _lock:
         _temps.add(path)
+    if _temp_listener is not None:
+        _temp_listener(os.path.abspath(path), True)
 
 
 def untrack_temp(path: str) -> None:
     """Forget a temporary file (renamed into place or removed)."""
     with _lock:
         _temps.discard(path)
+    if _temp_listener is not None:
+        _temp_listener(os.path.abspath(path), False)
 
 
 def remove_temps() -> None:
@@ -158,10 +171,11 @@ def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:
     ``max_memory_in_mb`` (CP-SAT ends its search when it is crossed, instead of failing to allocate) is
     set to what this process may still use (:func:`solver.resources.solver_memory_mb`); the workers are
     as many as the memory left holds (each thread has its stack and its own copy of the model: under
-    ``ulimit -v`` eight of them do not fit where one does); and a stop request ends the search at once
-    (``stop_search``) and raises :class:`~solver.errors.Interrupted`.
+    ``ulimit -v`` eight of them do not fit where one does; :func:`solver.resources.cpsat_workers`, which
+    refuses with :class:`~solver.resources.TooLargeError` when not one fits); and a stop request ends the
+    search at once (``stop_search``) and raises :class:`~solver.errors.Interrupted`.
     """
-    from solver.resources import SOLVER_BASE, SOLVER_PER_WORKER, available_memory, solver_memory_mb
+    from solver.resources import cpsat_workers, solver_memory_mb
 
     prm = solver.parameters
     prm.max_memory_in_mb = min(int(prm.max_memory_in_mb), solver_memory_mb())
@@ -169,20 +183,17 @@ def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:
     # Python): signals are the process's business, a stop reaches the search through stop_search
     prm.catch_sigint_signal = False
     proto = model.proto
-    per_worker = SOLVER_PER_WORKER + BYTES_PER_WORKER_ITEM * (len(proto.variables) + len(proto.constraints))
-    fit = max(1, (available_memory() - SOLVER_BASE) // per_worker)
     wanted = int(prm.num_workers) or DEFAULT_WORKERS
+    # TooLargeError (exit 65) when not even one worker fits: a refusal, not std::bad_alloc mid-search
+    fit = cpsat_workers(len(proto.variables) + len(proto.constraints), wanted)
     if wanted > fit:
-        prm.num_workers = int(fit)
+        prm.num_workers = fit
     with stoppable(solver.stop_search):
         return solver.solve(model, callback) if callback is not None else solver.solve(model)
 
 
 #: CP-SAT's own worker count when ``num_workers`` is 0 (it uses the cores, at most 8 on this size of machine).
 DEFAULT_WORKERS = 8
-#: Bytes one more CP-SAT worker needs per model variable or constraint (measured: a second worker on a
-#: 60,000-variable model adds about 19 MB).
-BYTES_PER_WORKER_ITEM = 512
 
 
 def run_mip(lp: Any) -> Any:
@@ -204,5 +215,5 @@ def run_mathopt(solve: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return solve(*args, interrupter=interrupter, **kwargs)
 
 
-__all__ = ["check", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip", "stop_requested",
-           "stoppable", "track_temp", "untrack_temp"]
+__all__ = ["check", "listen_temps", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip",
+           "stop_requested", "stoppable", "track_temp", "untrack_temp"]

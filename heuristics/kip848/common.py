@@ -22,7 +22,7 @@ from itertools import chain
 
 import numpy as np
 
-from heuristics._java import hashmap_capacity, hashmap_order
+from heuristics._java import DEFAULT_JAVA, copy_initial_capacity, hashmap_capacity, hashmap_order
 from solver.model import Instance, OwnedMap
 
 _MASK64 = (1 << 64) - 1
@@ -94,7 +94,7 @@ def uuid_compare_key(value: int) -> tuple[int, int]:
     return (msb - (1 << 64) if msb >= 1 << 63 else msb, lsb - (1 << 64) if lsb >= 1 << 63 else lsb)
 
 
-def uuid_hashset_order(values: Sequence[int], *, copied: bool = True) -> list[int]:
+def uuid_hashset_order(values: Sequence[int], *, copied: bool = True, java: int = DEFAULT_JAVA) -> list[int]:
     """Iteration order of a ``HashSet<Uuid>`` holding ``values`` (inserted in this order).
 
     Parameters
@@ -104,10 +104,12 @@ def uuid_hashset_order(values: Sequence[int], *, copied: bool = True) -> list[in
     copied
         ``True`` for ``new HashSet<>(collection)`` (table sized for the
         collection up front), ``False`` for a default set grown by ``add``.
+    java
+        The Java release running Kafka (:func:`heuristics._java.copy_initial_capacity`).
     """
     cap = None
     if copied:
-        cap = hashmap_capacity(len(values), max(int(len(values) / 0.75) + 1, 16))
+        cap = hashmap_capacity(len(values), copy_initial_capacity(len(values), java))
     return hashmap_order(values, uuid_hash, capacity=cap)
 
 
@@ -123,11 +125,11 @@ def member_map_order(instance: Instance) -> list[int]:
     return [pos[m] for m in hashmap_order(ids)]
 
 
-def int_hashset_order(parts: np.ndarray) -> list[int]:
+def int_hashset_order(parts: np.ndarray, java: int = DEFAULT_JAVA) -> list[int]:
     """Iteration order of a ``HashSet<Integer>`` built from ``parts``.
 
-    The set is built with ``new HashSet<>(collection)``: its table holds
-    ``max(n / 0.75 + 1, 16)`` rounded up to a power of two, and ``Integer``
+    The set is built with ``new HashSet<>(collection)``: its table size follows
+    from the size on Java ``java`` (:func:`heuristics._java.copy_initial_capacity`), and ``Integer``
     hashes are the values, so iteration runs by ``(p ^ p >>> 16) & (cap - 1)``,
     ties in insertion (ascending) order.
 
@@ -137,7 +139,7 @@ def int_hashset_order(parts: np.ndarray) -> list[int]:
     [1, 17, 5, 30]
     """
     n = int(parts.size)
-    cap = hashmap_capacity(n, max(int(n / 0.75) + 1, 16))
+    cap = hashmap_capacity(n, copy_initial_capacity(n, java))
     p = parts.astype(np.int64)
     bucket = (p ^ (p >> 16)) & (cap - 1)
     order = np.lexsort((np.arange(n), bucket))
@@ -201,7 +203,8 @@ def subscribed(instance: Instance, member_index: int) -> list[str]:
     return [t for t in dict.fromkeys(instance.members[member_index].topics) if t in instance.topics]
 
 
-def subscribed_id_order(instance: Instance, member_index: int, topic_ids: dict[str, int]) -> list[str]:
+def subscribed_id_order(instance: Instance, member_index: int, topic_ids: dict[str, int],
+                        java: int = DEFAULT_JAVA) -> list[str]:
     """A member's subscribed topics in the order of ``new HashSet<>(subscribedTopicIds())``.
 
     The coordinator keeps subscriptions as a ``HashSet<String>`` of names and
@@ -210,9 +213,9 @@ def subscribed_id_order(instance: Instance, member_index: int, topic_ids: dict[s
     that name order.
     """
     names = subscribed(instance, member_index)
-    name_cap = hashmap_capacity(len(names), max(int(len(names) / 0.75) + 1, 16))
+    name_cap = hashmap_capacity(len(names), copy_initial_capacity(len(names), java))
     by_uuid = {topic_ids[t]: t for t in hashmap_order(names, capacity=name_cap)}
-    return [by_uuid[u] for u in uuid_hashset_order(list(by_uuid))]
+    return [by_uuid[u] for u in uuid_hashset_order(list(by_uuid), java=java)]
 
 
 def is_homogeneous(instance: Instance, members: Iterable[int]) -> bool:
@@ -292,13 +295,15 @@ def owned_entries(
     return members, np.concatenate(tops), parts
 
 
-def hashset_rank(segment: np.ndarray, parts: np.ndarray) -> np.ndarray:
+def hashset_rank(segment: np.ndarray, parts: np.ndarray, copied_on: int | None = None) -> np.ndarray:
     """Positions that sort each run of ``segment`` into ``HashSet<Integer>`` order.
 
     ``segment`` labels consecutive runs (one run per member and topic, parts in
-    insertion order inside); each run is a ``new HashSet<>(collection)``, whose
-    table size follows from the run length; colliding parts keep their order.  Returns a permutation of
-    ``arange(len(parts))``.
+    insertion order inside).  Each run is a set grown by ``add`` in that order (``copied_on=None``: the
+    coordinator's in-memory target assignment, built by the assignor's ``add`` calls, and the fixtures'
+    convention), or ``new HashSet<>(list)`` on Java ``copied_on`` (:func:`heuristics._java.copy_initial_capacity`;
+    a copy differs from a grown set only on Java 18 and older, at 12, 24, 48... parts).  Colliding parts keep
+    their order.  Returns a permutation of ``arange(len(parts))``.
 
     Examples
     --------
@@ -308,8 +313,11 @@ def hashset_rank(segment: np.ndarray, parts: np.ndarray) -> np.ndarray:
     if parts.size == 0:
         return np.zeros(0, dtype=np.int64)
     lengths = np.unique(segment, return_counts=True)[1]
-    # table size: tableSizeFor(max((int)(n / .75f) + 1, 16))
-    want = np.maximum((lengths.astype(np.float32) / np.float32(0.75)).astype(np.int64) + 1, 16)
+    if copied_on is None or copied_on >= 19:  # grown: tableSizeFor(ceil(max(n, 12) / 0.75)) gives the same
+        m = np.maximum(lengths.astype(np.int64), 12)
+        want = -(-m * 4 // 3)
+    else:  # Java 17's copy: tableSizeFor(max((int)(n / .75f) + 1, 16))
+        want = np.maximum((lengths.astype(np.float32) / np.float32(0.75)).astype(np.int64) + 1, 16)
     cap = np.left_shift(1, np.ceil(np.log2(want)).astype(np.int64))
     cap = np.where(cap < want, cap * 2, cap)
     run_cap = np.repeat(cap, lengths)

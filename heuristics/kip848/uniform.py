@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from heuristics._java import DEFAULT_JAVA, java_release
 from heuristics.kip848.common import (
     TopicHashes,
     hashset_rank,
@@ -90,7 +91,8 @@ class _Flat:
         return Assignment.from_lists(data)
 
 
-def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool = True) -> _Flat:
+def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool = True,
+                       java: int = DEFAULT_JAVA) -> _Flat:
     """``UniformHomogeneousAssignmentBuilder.build``; member numbers are positions in ``order``.
 
     Parameters
@@ -105,9 +107,12 @@ def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool 
         partitions it keeps fill it, or when it is one of the last members
         walked that must take the slots still left.  ``False``: Kafka 4.0.0,
         the first ``total % members`` members walked take them.
+    java
+        The Java release running the coordinator: it sizes the copied sets whose order Kafka walks
+        (:func:`heuristics._java.copy_initial_capacity`).
     """
     ids = topic_id_map(instance)
-    topic_order = subscribed_id_order(instance, order[0], ids)
+    topic_order = subscribed_id_order(instance, order[0], ids, java)
     flat = _Flat(instance, topic_order)
     if not topic_order:
         return flat
@@ -115,7 +120,7 @@ def homogeneous_assign(instance: Instance, order: list[int], stable_extra: bool 
     mem, top, part = owned_entries(instance, order, pos, TopicHashes(instance, ids))
     # each (member, topic) run iterates as a HashSet<Integer>
     run = np.concatenate(([0], np.cumsum((np.diff(mem) != 0) | (np.diff(top) != 0))))
-    perm = hashset_rank(run, part)
+    perm = hashset_rank(run, part)  # grown by add in the listed order
     mem, top, part = mem[perm], top[perm], part[perm]
     idx = flat.offset[top] + part
 
@@ -385,13 +390,15 @@ def _balance_topic(members: np.ndarray, own: np.ndarray, balancer: _Balancer) ->
     return moved
 
 
-def uniform_assign(instance: Instance, stable_extra: bool = True) -> Assignment:
+def uniform_assign(instance: Instance, stable_extra: bool = True, java: int = DEFAULT_JAVA) -> Assignment:
     """The group coordinator's ``UniformAssignor.assign`` on ``instance``.
 
     Members' ``owned`` partitions are their current assignment; topic ``id`` s
     (UUIDs) decide orders where Kafka iterates or sorts topics.
     ``stable_extra``: Kafka 4.0.1 and later (KAFKA-18688, see
     :func:`homogeneous_assign`); ``False`` gives Kafka 4.0.0's answer.
+    ``java``: the Java release running the coordinator (``-O java``, default
+    :data:`heuristics._java.DEFAULT_JAVA`).
 
     Examples
     --------
@@ -404,16 +411,17 @@ def uniform_assign(instance: Instance, stable_extra: bool = True) -> Assignment:
     """
     if not instance.members:
         return Assignment.from_lists({})
-    order, flat = uniform_flat(instance, stable_extra)
+    order, flat = uniform_flat(instance, stable_extra, java)
     ids = instance.member_ids
     return flat.assignment([ids[i] for i in order])
 
 
-def uniform_flat(instance: Instance, stable_extra: bool = True) -> tuple[list[int], _Flat]:
+def uniform_flat(instance: Instance, stable_extra: bool = True, java: int = DEFAULT_JAVA
+                 ) -> tuple[list[int], _Flat]:
     """Run the builder Kafka picks; returns the member map order and the flat owner layout."""
     order = member_map_order(instance)
     if is_homogeneous(instance, order):
-        return order, homogeneous_assign(instance, order, stable_extra)
+        return order, homogeneous_assign(instance, order, stable_extra, java)
     return order, heterogeneous_assign(instance, order)
 
 
@@ -428,4 +436,5 @@ def uniform_flat(instance: Instance, stable_extra: bool = True) -> tuple[list[in
 def uniform_assignor(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`uniform_assign` at the release in ``params.kafka_version``."""
     version = release(params.kafka_version)
-    return Result(assignment=uniform_assign(instance, stable_extra=version >= KAFKA_18688))
+    return Result(assignment=uniform_assign(instance, stable_extra=version >= KAFKA_18688,
+                                            java=java_release(params.options)))

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from heuristics._java import JavaHashMap
+from heuristics._java import DEFAULT_JAVA, JavaHashMap, copy_initial_capacity, java_release
 from heuristics.streams.common import StreamsContext, best_client
 from heuristics.streams.rack_aware import RackAwareTasks
 from heuristics.streams.sticky_task import task_java_hash
@@ -53,20 +53,16 @@ from solver.result import Params, Result
 from solver.streams.model import StreamsAssignment
 
 
-def _copy_capacity(n: int) -> int:
-    """``new HashSet<>(collection)``: ``max((int) (n / .75f) + 1, 16)``."""
-    return max(int(n / 0.75) + 1, 16)
-
-
 class _Sticky:
     """One run of the assignor over a :class:`~heuristics.streams.common.StreamsContext`.
 
     Clients are numbered by the context (process-id order), tasks by task order.
     """
 
-    def __init__(self, ctx: StreamsContext, proportional: bool) -> None:
+    def __init__(self, ctx: StreamsContext, proportional: bool, java: int = DEFAULT_JAVA) -> None:
         self.ctx = ctx
         self.proportional = proportional
+        self.java = java
         n_tasks = len(ctx.tasks)
         self.keys = [t.key for t in ctx.tasks]
         self.capacity = [c.capacity for c in ctx.clients]
@@ -154,7 +150,7 @@ class _Sticky:
         ids = self.prev_standby.get(task, [])
         inside = set(within)
         # new HashSet<>(ids).retainAll(clientsWithin)
-        constrained = [c for c in self._pid_set(ids, _copy_capacity(len(ids))) if c in inside]
+        constrained = [c for c in self._pid_set(ids, copy_initial_capacity(len(ids), self.java)) if c in inside]
         return self._least_loaded(task, constrained)
 
     def _should_balance(self, c: int) -> bool:
@@ -179,7 +175,7 @@ class _Sticky:
         all_table = JavaHashMap(self._task_hash)
         for t in range(n_tasks):
             all_table.put(t)
-        unassigned_table = JavaHashMap(self._task_hash, _copy_capacity(n_tasks))
+        unassigned_table = JavaHashMap(self._task_hash, copy_initial_capacity(n_tasks, self.java))
         for t in all_table.order():
             unassigned_table.put(t)
         unassigned = unassigned_table.order()
@@ -213,8 +209,9 @@ class _Sticky:
                 self._finalize(t, self._best_client(t, without), False)
 
 
-def kip924_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) -> StreamsAssignment:
-    """KIP-924's ``StickyTaskAssignor`` at Kafka ``version`` (see the module docstring).
+def kip924_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT, java: int = DEFAULT_JAVA
+                         ) -> StreamsAssignment:
+    """KIP-924's ``StickyTaskAssignor`` at Kafka ``version`` on Java ``java`` (see the module docstring).
 
     Examples
     --------
@@ -239,7 +236,7 @@ def kip924_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) ->
         raise UnsupportedInstanceError(
             "kip924-sticky: KIP-924's rack-aware optimisation (TaskAssignmentUtils) is not modelled; "
             "set config.rack_aware_assignment_strategy to 'none' to run it without")
-    run = _Sticky(ctx, proportional=version >= KAFKA_20198)
+    run = _Sticky(ctx, proportional=version >= KAFKA_20198, java=java)
     run.assign_active()
     if cfg.num_standby_replicas > 0:
         order = ctx.spec.standby_task_order
@@ -265,5 +262,5 @@ def kip924_sticky(instance: Instance, params: Params) -> Result:
     """Registry entry for :func:`kip924_sticky_assign` at the release in ``params.kafka_version``."""
     version = release(params.kafka_version)
     order = "given" if instance.streams is not None and instance.streams.standby_task_order is not None else "task"
-    return Result(kip924_sticky_assign(instance, version),
+    return Result(kip924_sticky_assign(instance, version, java_release(params.options)),
                   extra={"probing_rebalance": False, "standby_task_order": order})

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from heuristics._java import hashmap_order
+from heuristics._java import DEFAULT_JAVA, copy_initial_capacity, hashmap_order, java_release
 from heuristics.streams.common import ClientState, StreamsContext, best_client
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
 from heuristics.versions import STICKY_TASK
@@ -54,8 +54,9 @@ def task_java_hash(task: tuple[int, int]) -> int:
 
 
 class _Sticky:
-    def __init__(self, ctx: StreamsContext) -> None:
+    def __init__(self, ctx: StreamsContext, java: int = DEFAULT_JAVA) -> None:
         self.ctx = ctx
+        self.java = java
         self.states = ctx.fresh_states()
         n = len(ctx.tasks)
         self.keys = [t.key for t in ctx.tasks]
@@ -88,8 +89,8 @@ class _Sticky:
         return hashmap_order(list(clients), lambda c: self.ctx.java_hash[c], initial_capacity=initial_capacity)
 
     def _copy_set(self, items: list[int], order_fn: Callable[[list[int], int], list[int]]) -> list[int]:
-        # new HashSet<>(collection): capacity max(size / .75 + 1, 16), filled in the source's order
-        return order_fn(items, max(int(len(items) / 0.75) + 1, 16))
+        # new HashSet<>(collection): sized for the collection as the Java release does, filled in the source's order
+        return order_fn(items, copy_initial_capacity(len(items), self.java))
 
     # ---------------------------------------------------------------- load helpers
 
@@ -195,8 +196,9 @@ class _Sticky:
                 self._allocate(t, without, False)
 
 
-def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
-    """Run the assignor; returns the client states (Kafka's process-id order)."""
+def sticky_task_assign(ctx: StreamsContext, java: int = DEFAULT_JAVA) -> list[ClientState]:
+    """Run the assignor on Java ``java`` (its copied sets' sizes); returns the client states (Kafka's process-id
+    order)."""
     if ctx.n_clients == 0:
         return []
     cfg = ctx.spec.config
@@ -205,7 +207,7 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
     traffic = 1 if cfg.rack_aware_assignment_traffic_cost is None else cfg.rack_aware_assignment_traffic_cost
     non_overlap = (10 if cfg.rack_aware_assignment_non_overlap_cost is None
                    else cfg.rack_aware_assignment_non_overlap_cost)
-    s = _Sticky(ctx)
+    s = _Sticky(ctx, java)
     s.assign_active()
     if rack.enabled:
         rack.optimize_active(ctx.stateful(), s.states, traffic, non_overlap)
@@ -227,6 +229,6 @@ def sticky_task_assign(ctx: StreamsContext) -> list[ClientState]:
 def sticky_task(instance: Instance, params: Params) -> Result:
     """Kafka Streams' sticky task assignor (see the module docstring)."""
     ctx = StreamsContext.of(instance)
-    states = sticky_task_assign(ctx)
+    states = sticky_task_assign(ctx, java_release(params.options))
     return Result(ctx.to_assignment(states, None, False), extra={"probing_rebalance": False})
 

@@ -66,6 +66,11 @@ class Topic:
         Per-partition cost of moving that partition's state, or ``None`` for 1.
     racks
         Per-partition tuple of racks holding a replica, or ``None``.
+    lags
+        The weights as exact ``int64`` integers when the document wrote every one as an integer within a Java
+        ``long`` (``0..2^63-1``, :func:`solver.io.exact_lags`), else ``None``.  ``weights`` holds them as
+        floats, where 2^53 and 2^53 + 1 are one number; assignors that compare lags as Kafka does (``long``)
+        read these.
     """
 
     name: str
@@ -74,6 +79,7 @@ class Topic:
     weights: FloatArray | None = None
     move_costs: FloatArray | None = None
     racks: tuple[tuple[str, ...], ...] | None = None
+    lags: IntArray | None = None
 
     def weight_array(self) -> FloatArray:
         """Per-partition weights, ones when none are given."""
@@ -95,6 +101,7 @@ class Topic:
             and self.partitions == other.partitions
             and self.id == other.id
             and _arr_eq(self.weights, other.weights)
+            and (self.lags is None or other.lags is None or _arr_eq(self.lags, other.lags))
             and _arr_eq(self.move_costs, other.move_costs)
             and self.racks == other.racks
         )

@@ -117,6 +117,7 @@ class ConfigSpec(_Strict):
     rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = "none"
     rack_aware_assignment_traffic_cost: JavaInt | None = None
     rack_aware_assignment_non_overlap_cost: JavaInt | None = None
+    active_on_caught_up: StrictBool = True
     rack_aware_assignment_tags: list[StrictStr] = Field(default_factory=list)
 
 
@@ -209,7 +210,7 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
     config = StreamsConfig(c.num_standby_replicas, c.acceptable_recovery_lag, c.max_warmup_replicas,
                            c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
                            c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost,
-                           tuple(c.rack_aware_assignment_tags))
+                           c.active_on_caught_up, tuple(c.rack_aware_assignment_tags))
     streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies, order)
     meta = meta_of(spec)
     return Instance(spec.name, "streams", {}, (), (), streams, meta, spec.kafka_version)
@@ -549,6 +550,8 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
         config["rack_aware_assignment_traffic_cost"] = cfg.rack_aware_assignment_traffic_cost
     if cfg.rack_aware_assignment_non_overlap_cost is not None:
         config["rack_aware_assignment_non_overlap_cost"] = cfg.rack_aware_assignment_non_overlap_cost
+    if not cfg.active_on_caught_up:
+        config["active_on_caught_up"] = False
     if cfg.rack_aware_assignment_tags:
         config["rack_aware_assignment_tags"] = list(cfg.rack_aware_assignment_tags)
     out["config"] = config

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.consumer.frontier import budget_steps, dominating, plot_panels, point_at, run_each
+from solver.errors import InfeasibleError
 from solver.model import Instance
 from solver.result import Params
 from solver.runtime import run_cpsat
@@ -40,7 +41,9 @@ def forced_moves(p: StreamsProblem) -> int:
                if p.prev_active[t] and not set(p.prev_active[t]) & set(p.allowed_active[t]))
 
 
-def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict[str, Any]:
+def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict[str, Any] | None:
+    """The frontier's point at ``budget`` moved actives; ``None`` when a stage finds no assignment in its time
+    (fewer CP-SAT workers under a memory limit, a loaded machine): the point is left out, and said so."""
     from ortools.sat.python import cp_model
 
     m = _Model(p)
@@ -58,7 +61,7 @@ def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict
         solver.parameters.random_seed = params.seed
         code = run_cpsat(solver, m.model)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise RuntimeError(f"internal: no assignment within {budget} moved actives ({solver.status_name(code)})")
+            return None
         active, standby = m.read(solver)
         proven = proven and code == cp_model.OPTIMAL
         values[stage] = int(solver.value(expr))
@@ -114,9 +117,23 @@ def compute_streams_frontier(instance: Instance, params: Params, max_points: int
     top = int(opt.objective[opt.extra["stages"].index("movement")])
     lo = forced_moves(p)
     limit = params.time_limit if params.time_limit is not None else DEFAULT_POINT_LIMIT
-    points = [_point(p, b, params, limit) for b in budget_steps(lo, max(lo, top), max_points)]
-    return {"instance": instance.name, "protocol": "streams", "engine": "cpsat", "optimum_moves": top,
-            "optimum_status": opt.status.value, "points": points, "seconds": round(time.perf_counter() - t0, 3)}
+    points: list[dict[str, Any]] = []
+    unsolved: list[int] = []
+    for b in budget_steps(lo, max(lo, top), max_points):
+        point = _point(p, b, params, limit)
+        if point is None:
+            unsolved.append(int(b))
+        else:
+            points.append(point)
+    if not points:
+        raise InfeasibleError(f"{instance.name or 'instance'}: no frontier point found within the time limit "
+                              f"({limit:g} s per point; raise --time-limit)")
+    doc: dict[str, Any] = {"instance": instance.name, "protocol": "streams", "engine": "cpsat", "optimum_moves": top,
+                           "optimum_status": opt.status.value, "points": points,
+                           "seconds": round(time.perf_counter() - t0, 3)}
+    if unsolved:
+        doc["unsolved_budgets"] = unsolved
+    return doc
 
 
 def place_streams(instance: Instance, doc: dict[str, Any], specs: Sequence[Any], params: Params,

@@ -344,6 +344,15 @@ class StreamsConfig:
         ``HighAvailabilityTaskAssignor`` then reads 10).
     rack_aware_assignment_non_overlap_cost
         ``rack.aware.assignment.non_overlap_cost``, or ``None`` (read as 1).
+    active_on_caught_up
+        The optimum's rule that a stateful active goes to a caught-up client
+        whenever the task has one (default ``True``: KIP-441, where the assignor
+        itself moves state through warm-ups and probing rebalances).  ``False``
+        for a KIP-1071 group assigned by a broker-side KIP-1357 assignor: its
+        assignment is the *target*, the coordinator stages the moves (Kafka
+        4.4's ``AssignmentRefiner``), and the assignor can hand out neither
+        warm-ups nor probing rebalances, so the rule would keep a joining
+        instance without actives; restoration still costs (stage 3).
     rack_aware_assignment_tags
         ``rack.aware.assignment.tags`` (KIP-708): the client tag keys over whose values
         ``high-availability`` spreads each task's standbys (Kafka's ``ClientTagAwareStandbyTaskAssignor``);
@@ -358,6 +367,7 @@ class StreamsConfig:
     rack_aware_assignment_strategy: str = "none"
     rack_aware_assignment_traffic_cost: int | None = None
     rack_aware_assignment_non_overlap_cost: int | None = None
+    active_on_caught_up: bool = True
     rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @property

@@ -86,7 +86,7 @@ class StreamsProblem:
                 cost.append([0] * m)
                 continue
             costs, up = task_placement(spec, t, full_restore_lag)
-            caught = [c for c in range(m) if up[c]]
+            caught = [c for c in range(m) if up[c]] if cfg.active_on_caught_up else []
             allowed.append(caught or list(range(m)))
             cost.append(costs)
         caps = [cl.capacity for cl in clients]

@@ -95,6 +95,9 @@ def main() -> None:
         if takes_over(sig, signal.getsignal(sig)):
             signal.signal(sig, _early_exit)
     reserve_std_fds()
+    from spark_runner.cli.watchdog import fork
+
+    fork()  # returns in the child, which runs the command; the parent owns the signals (watchdog.py)
     limited = _address_space_limited()
     if limited:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

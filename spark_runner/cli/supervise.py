@@ -41,6 +41,7 @@ from typing import Any
 
 from solver import runtime
 from solver.errors import Interrupted, OutputError
+from spark_runner.cli import watchdog
 from spark_runner.cli.signals import takes_over
 
 #: Seconds a command gets to end by itself after a signal before the process exits anyway (solvers seldom stop
@@ -55,13 +56,20 @@ _grace: float | Callable[[], float] = GRACE
 _hard_exit_note: Callable[[], str] | None = None
 
 
-def set_grace(seconds: float | Callable[[], float], note: Callable[[], str] | None = None) -> None:
+def set_grace(seconds: float | Callable[[], float], note: Callable[[], str] | None = None, *,
+              at_most: float | None = None, killed_note: str | None = None) -> None:
     """Give the running command ``seconds`` to stop by itself (a sweep stopping Spark; a callable is asked when
     the signal comes: what there is to wait for depends on what the command is doing); ``note()`` is printed
-    if it does not and the process exits anyway."""
+    if it does not and the process exits anyway.
+
+    The parent process (:mod:`spark_runner.cli.watchdog`) is told ``at_most`` (needed with a callable): the
+    longest the command may take, after which it kills this process and prints ``killed_note``.
+    """
     global _grace, _hard_exit_note
     _grace = seconds
     _hard_exit_note = note
+    bound = at_most if at_most is not None else (GRACE if callable(seconds) else float(seconds))
+    watchdog.tell_grace(bound, killed_note)
 
 
 def _grace_now() -> float:
@@ -240,10 +248,27 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
         threading.Thread(target=runtime.request_stop, args=(signum,), name="kassign-stop", daemon=True).start()
 
     previous: dict[int, Any] = {}
+    if watchdog.supervised():
+        # the parent owns the signals and passes each on (a notice on a pipe); a signal of the child's own is a
+        # copy of what the parent got (a process group's), unless the parent is gone
+        def on_own(signum: int, frame: Any) -> None:
+            if watchdog.orphaned():
+                on_signal(signum, frame)
+
+        def on_notice(_signum: int, frame: Any) -> None:
+            for signum in watchdog.take_stops():
+                on_signal(signum, frame)
+
+        runtime.listen_temps(watchdog.tell_temp)
+        with contextlib.suppress(ValueError, OSError):
+            previous[watchdog.NOTICE] = signal.signal(watchdog.NOTICE, on_notice)
+        handler: Callable[[int, Any], None] = on_own
+    else:
+        handler = on_signal
     for sig in STOP_SIGNALS:
         with contextlib.suppress(ValueError, OSError):
             if takes_over(sig, signal.getsignal(sig)):
-                previous[sig] = signal.signal(sig, on_signal)
+                previous[sig] = signal.signal(sig, handler)
     box: list[int] = []
 
     def work() -> None:

@@ -1,14 +1,14 @@
 """Read-only access to a Kafka cluster for ``kassign capture`` (kafka-python's admin client).
 
 Everything here only *reads*: ApiVersions, Metadata, FindCoordinator,
-DescribeGroups, OffsetFetch, ListOffsets and DescribeLogDirs.  Nothing joins a
+DescribeGroups, ConsumerGroupDescribe (KIP-848 groups), OffsetFetch, ListOffsets and DescribeLogDirs.  Nothing joins a
 group or commits an offset.  Failures become :class:`CaptureError` subclasses
 whose exit codes are documented in docs/cli.md:
 
 ====  =====================================================================
 66    unknown group, or a group without members
 69    broker unreachable, or the broker / group cannot be captured (missing API,
-      KIP-848 group, not a consumer group)
+      not a consumer group)
 75    timed out (the group kept rebalancing, a request did not answer)
 77    not authorised (group, topic or cluster ACLs)
 ====  =====================================================================
@@ -31,6 +31,10 @@ DESCRIBE_GROUPS = 15
 #: KIP-848's own group protocol is ConsumerGroupHeartbeat (68): a broker that answers it runs KIP-848 groups.
 #: (ConsumerGroupDescribe, 69, alone says nothing: Tansu 0.6 lists it without running KIP-848 groups.)
 CONSUMER_GROUP_HEARTBEAT = 68
+#: KIP-848 groups are described by ConsumerGroupDescribe.
+CONSUMER_GROUP_DESCRIBE = 69
+#: KIP-1071 Streams groups (StreamsGroupHeartbeat): a broker that answers it runs them.
+STREAMS_GROUP_HEARTBEAT = 88
 REQUIRED_APIS = {3: "Metadata", 9: "OffsetFetch", 2: "ListOffsets", DESCRIBE_GROUPS: "DescribeGroups"}
 
 # Kafka error codes that need a specific message.
@@ -57,6 +61,10 @@ class GroupNotFound(CaptureError):
     """Unknown group, or a group without members (exit 66)."""
 
     exit_code = 66
+
+
+class NoClassicGroup(GroupNotFound):
+    """DescribeGroups knows no classic group of that name (it may be a KIP-848 group: exit 66 if not)."""
 
 
 class CaptureTimeout(CaptureError):
@@ -250,6 +258,35 @@ class GroupDescription:
 
 
 @dataclass(frozen=True)
+class ConsumerGroupMember:
+    """A KIP-848 member as ConsumerGroupDescribe reports it; assignments are ``(topic, topic id, partitions)``
+    in the broker's order (its maps' iteration order)."""
+
+    member_id: str
+    instance_id: str | None
+    rack: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    topics: tuple[str, ...]
+    regex: str | None
+    assignment: tuple[tuple[str, str, tuple[int, ...]], ...]
+    target: tuple[tuple[str, str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    """A KIP-848 consumer-protocol group as ConsumerGroupDescribe reports it."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ConsumerGroupMember, ...]
+
+
+@dataclass(frozen=True)
 class TopicInfo:
     """A topic's partitions with the brokers holding their replicas; ``error`` is Kafka's error code."""
 
@@ -257,6 +294,8 @@ class TopicInfo:
     error: int
     replicas: tuple[tuple[int, ...], ...]
     leaders: tuple[int, ...]
+    #: Kafka's topic id (Metadata v10+), when the broker gives one.
+    topic_id: str | None = None
 
 
 def _kafka_error_name(code: int) -> str:
@@ -387,8 +426,7 @@ class Broker:
         if code in (_GROUP_AUTHORIZATION_FAILED, _CLUSTER_AUTHORIZATION_FAILED):
             raise NotAuthorized(f"not authorised to describe group {group!r} ({_kafka_error_name(code)})")
         if code == _GROUP_ID_NOT_FOUND:
-            raise GroupNotFound(f"group {group!r} not found (or it is not a classic group: "
-                                "KIP-848 groups are not captured yet)")
+            raise NoClassicGroup(f"group {group!r} does not exist: nothing to capture")
         if code in _RETRIABLE_GROUP:
             return GroupDescription(group, "CoordinatorNotReady", "", "", ())
         if code:
@@ -398,6 +436,50 @@ class Broker:
                         str(m.client_host), bytes(m.member_metadata or b""), bytes(m.member_assignment or b""))
             for m in g.members)
         return GroupDescription(group, str(g.group_state), str(g.protocol_type), str(g.protocol_data), members)
+
+    def describe_consumer_group(self, group: str) -> ConsumerGroup | None:
+        """ConsumerGroupDescribe (KIP-848) for one group; ``None`` when the broker has no such group (or its
+        coordinator is not ready yet)."""
+        import kafka.errors as errors
+
+        from spark_runner.live.protocol.messages import ConsumerGroupDescribeRequest
+
+        admin = self.admin
+
+        async def ask() -> Any:
+            try:
+                node = await admin._find_coordinator_id(group)
+            except (errors.CoordinatorNotAvailableError, errors.CoordinatorLoadInProgressError,
+                    errors.NotCoordinatorError):
+                return None
+            req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False,
+                                               max_version=0)
+            return await self._manager.send(req, node_id=node)
+
+        resp = self._run(f"ConsumerGroupDescribe {group!r}", ask)
+        if resp is None:
+            return None
+        g = resp.groups[0]
+        code = int(g.error_code)
+        if code in (_GROUP_AUTHORIZATION_FAILED, _CLUSTER_AUTHORIZATION_FAILED, _TOPIC_AUTHORIZATION_FAILED):
+            raise NotAuthorized(f"not authorised to describe group {group!r} ({_kafka_error_name(code)})")
+        if code == _GROUP_ID_NOT_FOUND or code in _RETRIABLE_GROUP:
+            return None
+        if code:
+            raise BrokerUnavailable(f"ConsumerGroupDescribe {group!r} failed: {_kafka_error_name(code)}"
+                                    f"{': ' + g.error_message if g.error_message else ''}")
+
+        def parts(a: Any) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
+            return tuple((str(t.topic_name), str(t.topic_id), tuple(int(p) for p in t.partitions))
+                         for t in (a.topic_partitions if a is not None else []))
+
+        members = tuple(
+            ConsumerGroupMember(str(m.member_id), m.instance_id, m.rack_id, int(m.member_epoch), str(m.client_id),
+                                str(m.client_host), tuple(str(t) for t in m.subscribed_topic_names),
+                                m.subscribed_topic_regex, parts(m.assignment), parts(m.target_assignment))
+            for m in g.members)
+        return ConsumerGroup(str(g.group_id), str(g.group_state), int(g.group_epoch), int(g.assignment_epoch),
+                             str(g.assignor_name), members)
 
     def topics(self, names: Iterable[str]) -> tuple[dict[str, TopicInfo], dict[int, str | None]]:
         """Metadata for ``names``: per-topic replicas and leaders, and each broker's rack."""
@@ -409,9 +491,15 @@ class Broker:
             if code == _TOPIC_AUTHORIZATION_FAILED:
                 raise NotAuthorized(f"not authorised to describe topic {t['name']!r}")
             parts = sorted(t["partitions"] or [], key=lambda p: p["partition_index"])
+            tid = t.get("topic_id")
             out[t["name"]] = TopicInfo(t["name"], code, tuple(tuple(p["replica_nodes"]) for p in parts),
-                                       tuple(int(p["leader_id"]) for p in parts))
+                                       tuple(int(p["leader_id"]) for p in parts),
+                                       str(tid) if tid is not None and int(getattr(tid, "int", 1)) else None)
         return out, racks
+
+    def topic_names(self) -> list[str]:
+        """Every topic's name in the cluster (Metadata for all topics)."""
+        return sorted(self._call("Metadata", lambda: self.admin.list_topics()))
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets (OffsetFetch); partitions without a commit are absent."""

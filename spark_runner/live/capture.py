@@ -14,7 +14,12 @@ Where each field comes from
   over ``--sample`` seconds of each partition's leader log size
   (DescribeLogDirs, bytes/s), or of its end offset (records/s) when the broker
   does not report sizes.
-* ``members``: DescribeGroups.  ``topics`` and ``rack`` from the member's
+* KIP-848 groups (``group.protocol=consumer``): ConsumerGroupDescribe.  ``topics`` the subscribed names (a
+  subscription pattern matched in full against the cluster's topics), ``rack`` the member's ``client.rack``,
+  ``owned`` its **target** assignment (what the coordinator's assignor gave it last and passes to it next),
+  topics and partitions in the broker's order (its maps' iteration order, which re-inserted gives the same
+  iteration order); ``topics[T].id`` the topic ids.
+* ``members`` (classic groups): DescribeGroups.  ``topics`` and ``rack`` from the member's
   subscription (consumer protocol v0-v3), ``owned`` from its current
   assignment, ``generation`` from the subscription (v2+; for
   ``kassign-optimal`` members from their user data), else -1;
@@ -35,13 +40,17 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from spark_runner.live.broker import (
+    CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
+    STREAMS_GROUP_HEARTBEAT,
     Broker,
     BrokerUnavailable,
     CaptureError,
     CaptureTimeout,
+    ConsumerGroup,
     GroupDescription,
     GroupNotFound,
+    NoClassicGroup,
     TopicInfo,
 )
 from spark_runner.live.wire import WireDecodeError, decode_assignment, decode_subscription, decode_user_data
@@ -56,6 +65,8 @@ KAFKA_ASSIGNORS = {
     "kassign-optimal": "optimal",
     "stream": "high-availability",
 }
+#: The group coordinator's KIP-848 assignor names -> kassign's.
+SERVER_ASSIGNORS = {"uniform": "uniform", "range": "server-range"}
 #: Group protocol name of Kafka Streams' StreamsPartitionAssignor.
 STREAMS_PROTOCOL = "stream"
 _REBALANCING = {"PreparingRebalance", "CompletingRebalance", "CoordinatorNotReady"}
@@ -74,6 +85,8 @@ class Observed:
     rates: dict[tuple[str, int], float] = field(default_factory=dict)
     rate_unit: str = ""
     sample: float = 0.0
+    #: A KIP-848 group (ConsumerGroupDescribe); ``group`` then has no members of its own.
+    kip848: ConsumerGroup | None = None
 
 
 # --------------------------------------------------------------------------- the live part
@@ -82,14 +95,15 @@ class Observed:
 def wait_stable(broker: Broker, group: str, deadline: float, kip848: bool = False) -> GroupDescription:
     """DescribeGroups until the group is Stable (a rebalance in flight has no assignments yet).
 
-    ``kip848``: the broker runs KIP-848 groups, which DescribeGroups does not show.
+    ``kip848``: the broker runs KIP-848 groups, which DescribeGroups does not show (the caller asks
+    ConsumerGroupDescribe next).
     """
     while True:
         desc = broker.describe_group(group)
-        if desc.state == "Dead" or (desc.state == "Empty" and not desc.members):
-            what = "has no members (state Empty)" if desc.state == "Empty" else "does not exist"
-            hint = " (or it is a KIP-848 group: those are not captured yet)" if kip848 else ""
-            raise GroupNotFound(f"group {group!r} {what}: nothing to capture{hint}")
+        if desc.state == "Dead":
+            raise NoClassicGroup(f"group {group!r} does not exist: nothing to capture")
+        if desc.state == "Empty" and not desc.members:
+            raise GroupNotFound(f"group {group!r} has no members (state Empty): nothing to capture")
         if desc.protocol_type not in ("consumer", ""):
             raise BrokerUnavailable(f"group {group!r} uses protocol type {desc.protocol_type!r}; kassign captures "
                                     "consumer groups and Kafka Streams applications")
@@ -133,12 +147,29 @@ def observe(broker: Broker, group: str, *, weights: Weights = "none", sample: fl
     """Read everything a capture needs from the cluster (read-only)."""
     deadline = time.monotonic() + timeout
     versions = broker.check_apis()
-    desc = wait_stable(broker, group, deadline, kip848=CONSUMER_GROUP_HEARTBEAT in versions)
-    check_member_metadata(desc, broker.bootstrap)
-    names = subscribed_topics(desc)
+    kip848 = CONSUMER_GROUP_HEARTBEAT in versions and CONSUMER_GROUP_DESCRIBE in versions
+    cg: ConsumerGroup | None = None
+    try:
+        desc = wait_stable(broker, group, deadline, kip848=kip848)
+    except NoClassicGroup as e:
+        if not kip848:
+            raise
+        cg = wait_stable_kip848(broker, group, deadline)
+        if cg is None:
+            hint = (" (KIP-1071 Streams groups, group.protocol=streams, are not captured yet)"
+                    if STREAMS_GROUP_HEARTBEAT in versions else "")
+            raise GroupNotFound(f"group {group!r} does not exist, neither as a classic nor as a KIP-848 consumer "
+                                f"group: nothing to capture{hint}") from e
+        desc = GroupDescription(cg.group_id, cg.state, "consumer", cg.assignor, ())
+    if cg is None:
+        check_member_metadata(desc, broker.bootstrap)
+        names = subscribed_topics(desc)
+    else:
+        cg = _resolve_patterns(broker, cg)
+        names = sorted({t for m in cg.members for t in m.topics})
     extra = sorted({t for ts in (changelogs or {}).values() for t in ts} - set(names))
     topics, racks = broker.topics(names + extra)
-    obs = Observed(desc, topics, racks)
+    obs = Observed(desc, topics, racks, kip848=cg)
     parts = [(t, p) for t in names + extra if t in topics and not topics[t].error
              for p in range(len(topics[t].replicas))]
     if weights == "lag" or desc.protocol == STREAMS_PROTOCOL:
@@ -167,6 +198,46 @@ def observe(broker: Broker, group: str, *, weights: Weights = "none", sample: fl
         obs.sample = span
         obs.end = end1
     return obs
+
+
+def wait_stable_kip848(broker: Broker, group: str, deadline: float) -> ConsumerGroup | None:
+    """ConsumerGroupDescribe until the KIP-848 group is Stable (every member holds its target assignment);
+    ``None`` when there is no such group."""
+    while True:
+        cg = broker.describe_consumer_group(group)
+        if cg is None:
+            return None
+        state = cg.state.lower()
+        if state in ("empty", "dead") or not cg.members:
+            raise GroupNotFound(f"KIP-848 group {group!r} has no members (state {cg.state}): nothing to capture")
+        if state == "stable":
+            return cg
+        if time.monotonic() >= deadline:
+            raise CaptureTimeout(f"KIP-848 group {group!r} is still rebalancing (state {cg.state}); try again "
+                                 "later or give --timeout more seconds")
+        time.sleep(0.2)
+
+
+def _resolve_patterns(broker: Broker, cg: ConsumerGroup) -> ConsumerGroup:
+    """Members subscribed by pattern (``subscribe(Pattern)``) get the topics it matches in full, as the
+    coordinator resolves them (Kafka matches with RE2/J; Python's ``re`` agrees on the patterns people write)."""
+    import re
+    from dataclasses import replace
+
+    if not any(m.regex for m in cg.members):
+        return cg
+    every = broker.topic_names()
+    members = []
+    for m in cg.members:
+        if m.regex:
+            try:
+                pat = re.compile(m.regex)
+            except re.error as e:
+                raise CaptureError(f"member {m.member_id}: its subscription pattern {m.regex!r} is not one kassign "
+                                   f"can read ({e})") from None
+            m = replace(m, topics=tuple(sorted(set(m.topics) | {t for t in every if pat.fullmatch(t)})))
+        members.append(m)
+    return replace(cg, members=tuple(members))
 
 
 # --------------------------------------------------------------------------- to an instance
@@ -201,24 +272,8 @@ def _racks(info: TopicInfo, racks: Mapping[int, str | None]) -> list[list[str]] 
     return [sorted({racks[b] for b in reps if racks.get(b)}) for reps in info.replicas]  # type: ignore[misc]
 
 
-def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = "none") -> dict[str, Any]:
-    """The consumer-protocol instance document of an observed group.
-
-    Parameters
-    ----------
-    obs
-        What :func:`observe` read.
-    bootstrap
-        Recorded in ``source``.
-    weights
-        Which per-partition weights to write (``none``: none).
-
-    Returns
-    -------
-    dict
-        A ``kassign/v1`` consumer instance (``parse_instance`` validates it).
-    """
-    notes: list[str] = []
+def _classic_members(obs: Observed, notes: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
+    """A classic group's members (DescribeGroups: subscriptions and assignments as the members sent them)."""
     members: list[dict[str, Any]] = []
     subscribed: set[str] = set()
     for m in sorted(obs.group.members, key=lambda m: m.member_id):
@@ -245,6 +300,56 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
             entry["rack"] = sub.rack
         members.append(entry)
         subscribed.update(sub.topics)
+    return members, subscribed
+
+
+def _kip848_members(obs: Observed) -> tuple[list[dict[str, Any]], set[str], dict[str, str]]:
+    """A KIP-848 group's members: subscriptions, racks and **target** assignments, in the broker's order."""
+    assert obs.kip848 is not None
+    members: list[dict[str, Any]] = []
+    subscribed: set[str] = set()
+    ids: dict[str, str] = {}
+    for m in sorted(obs.kip848.members, key=lambda m: m.member_id):
+        entry: dict[str, Any] = {"id": m.member_id, "topics": sorted(set(m.topics))}
+        owned: dict[str, list[int]] = {}
+        for t, tid, ps in m.target:
+            ids[t] = tid
+            if ps:
+                owned.setdefault(t, []).extend(ps)
+        if owned:
+            entry["owned"] = owned  # the broker's order: uniform walks these sets in it
+        if m.instance_id:
+            entry["instance_id"] = m.instance_id
+        if m.rack:
+            entry["rack"] = m.rack
+        members.append(entry)
+        subscribed.update(m.topics)
+    return members, subscribed, ids
+
+
+def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = "none") -> dict[str, Any]:
+    """The consumer-protocol instance document of an observed group.
+
+    Parameters
+    ----------
+    obs
+        What :func:`observe` read.
+    bootstrap
+        Recorded in ``source``.
+    weights
+        Which per-partition weights to write (``none``: none).
+
+    Returns
+    -------
+    dict
+        A ``kassign/v1`` consumer instance (``parse_instance`` validates it).
+    """
+    notes: list[str] = []
+    if obs.kip848 is not None:
+        members, subscribed, topic_ids = _kip848_members(obs)
+    else:
+        members, subscribed = _classic_members(obs, notes)
+        topic_ids = {}
     topics: dict[str, Any] = {}
     uncommitted: list[str] = []
     for t in sorted(subscribed):
@@ -256,11 +361,13 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
             continue
         n = len(info.replicas)
         spec: dict[str, Any] = {"partitions": n}
+        if obs.kip848 is not None and (topic_ids.get(t) or info.topic_id):
+            spec["id"] = topic_ids.get(t) or info.topic_id  # uniform's orders follow the real ids
         rk = _racks(info, obs.racks)
         if rk is not None:
             spec["racks"] = rk
         if weights == "lag":
-            spec["weights"] = [float(_lag(obs, t, p, uncommitted)) for p in range(n)]
+            spec["weights"] = [int(_lag(obs, t, p, uncommitted)) for p in range(n)]  # whole records, exact
         elif weights == "rate":
             spec["weights"] = [round(obs.rates.get((t, p), 0.0), 6) for p in range(n)]
         topics[t] = spec if len(spec) > 1 else n
@@ -290,8 +397,17 @@ def consumer_instance(obs: Observed, *, bootstrap: str = "", weights: Weights = 
     if weights == "rate":
         notes.append(f"weights are {obs.rate_unit} over a {obs.sample:.2f} s sample")
     source = _source(obs, bootstrap, weights)
-    source["clients"] = {m.member_id: {"client_id": m.client_id, "host": m.client_host}
-                         for m in sorted(obs.group.members, key=lambda m: m.member_id)}
+    if obs.kip848 is not None:
+        cg = obs.kip848
+        source.update({"group_protocol": "consumer (KIP-848)", "kassign_assignor": SERVER_ASSIGNORS.get(cg.assignor),
+                       "group_epoch": cg.group_epoch, "assignment_epoch": cg.assignment_epoch,
+                       "owned_is": "each member's target assignment (the coordinator's assignor input)"})
+        source["clients"] = {m.member_id: {"client_id": m.client_id, "host": m.client_host,
+                                           "member_epoch": m.member_epoch}
+                             for m in sorted(cg.members, key=lambda m: m.member_id)}
+    else:
+        source["clients"] = {m.member_id: {"client_id": m.client_id, "host": m.client_host}
+                             for m in sorted(obs.group.members, key=lambda m: m.member_id)}
     doc: dict[str, Any] = {"format": "kassign/v1", "name": obs.group.group_id, "protocol": "consumer",
                            "topics": topics, "members": members, "source": source}
     if weights == "lag":
@@ -388,6 +504,6 @@ def capture(bootstrap: str, group: str, *, weights: Weights = "none", sample: fl
     with Broker(bootstrap, config, timeout=timeout, api_version=api_version) as broker:
         obs = observe(broker, group, weights=weights, sample=sample, timeout=timeout, changelogs=changelogs,
                       progress=progress)
-    if obs.group.protocol == STREAMS_PROTOCOL:
+    if obs.group.protocol == STREAMS_PROTOCOL and obs.kip848 is None:
         return streams_instance(obs, changelogs=changelogs, bootstrap=bootstrap)
     return consumer_instance(obs, bootstrap=bootstrap, weights=weights)

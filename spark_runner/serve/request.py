@@ -345,6 +345,9 @@ class WeightsFile:
 def apply_weights(instance: dict[str, Any], weights: Weights) -> dict[str, Any]:
     """A copy of a consumer instance whose topics weigh what ``weights`` says.
 
+    A topic is found in the file by its name, else by its ``id`` (Kafka's topic id:
+    the broker-side KIP-848 plug-in names every topic by its id, so a file for
+    such groups lists topics by id).
     A partition the file does not list weighs the mean of the listed weights of
     the instance's partitions (as the live assignor treats a partition no member
     reported: its load is unknown); when the file lists none of them the instance
@@ -358,16 +361,23 @@ def apply_weights(instance: dict[str, Any], weights: Weights) -> dict[str, Any]:
     {'T': {'partitions': 3, 'weights': [6.0, 2.0, 4.0]}, 'U': {'partitions': 1, 'weights': [4.0]}}
     >>> out["units"]
     {'weights': 'records'}
+    >>> by_id = {"format": "kassign/v1", "topics": {"x": {"partitions": 2, "id": "T"}}, "members": []}
+    >>> apply_weights(by_id, w)["topics"]
+    {'x': {'partitions': 2, 'id': 'T', 'weights': [6.0, 2.0]}}
     """
     topics = instance.get("topics")
     if not isinstance(topics, dict):
         return instance  # the worker names what is wrong with it
     counts: dict[str, int] = {}
+    per_topic: dict[str, Mapping[int, float]] = {}
     for t, spec in topics.items():
         n = spec if isinstance(spec, int) else spec.get("partitions") if isinstance(spec, dict) else None
         if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 10**7:
             counts[t] = n
-    listed = [w for t, n in counts.items() for p, w in weights.topics.get(t, {}).items() if p < n]
+            # by name, else by the topic's id (the KIP-848 plug-in names topics by their ids)
+            tid = spec.get("id") if isinstance(spec, dict) else None
+            per_topic[t] = weights.topics.get(t) or (weights.topics.get(tid, {}) if isinstance(tid, str) else {})
+    listed = [w for t, n in counts.items() for p, w in per_topic[t].items() if p < n]
     if not listed:
         return instance
     mean = math.fsum(listed) / len(listed)
@@ -376,7 +386,7 @@ def apply_weights(instance: dict[str, Any], weights: Weights) -> dict[str, Any]:
         if t not in counts:
             new_topics[t] = spec
             continue
-        per = weights.topics.get(t, {})
+        per = per_topic[t]
         entry = dict(spec) if isinstance(spec, dict) else {"partitions": spec}
         entry["weights"] = [per.get(p, mean) for p in range(counts[t])]
         new_topics[t] = entry

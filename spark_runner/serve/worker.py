@@ -79,6 +79,7 @@ def solve(job: dict[str, Any], send: Send) -> None:
         Where the messages go.
     """
     from solver.io import parse_instance
+    from solver.options import ASSIGNOR_OPTIONS
     from solver.result import Params, Status
     from spark_runner.assignors import get
     from spark_runner.cli.output import result_document
@@ -111,8 +112,11 @@ def solve(job: dict[str, Any], send: Send) -> None:
         send(_fallback(fb_doc, "the deadline left no time for the optimum", fb_error))
         return
     try:
-        # what `kassign assign --assignor NAME --time-limit T [--balance-tolerance EPS]` runs (seed 0)
-        res = get(job["assignor"]).run(inst, Params(time_limit=limit, seed=0,
+        # what `kassign assign --assignor NAME --time-limit T [--balance-tolerance EPS] -O deterministic=0` runs
+        # (seed 0): a request has a deadline on the clock, so the engine's budgets are wall-clock shares
+        # (docs/algorithms.md, "Time and determinism": the service opts out of work budgets for latency)
+        opts = {"deterministic": False} if "deterministic" in ASSIGNOR_OPTIONS.get(job["assignor"], {}) else {}
+        res = get(job["assignor"]).run(inst, Params(time_limit=limit, seed=0, options=opts,
                                                     balance_tolerance=job["balance_tolerance"]))
     except InstanceError as e:  # too large for this machine's memory, located by the engine
         send(("invalid", e.problems))
@@ -143,9 +147,11 @@ def _show(c: tuple[float, ...]) -> str:
     return "(" + ", ".join(f"{v:,.6g}" for v in c[1:]) + ")"
 
 
-#: A small weighted group: solving it once imports and initialises every engine a request may use.
-_WARM_UP = {"format": "kassign/v1", "topics": {"T": {"partitions": 3, "weights": [3, 2, 1]}},
-            "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0]}, "generation": 1},
+#: A small weighted group: solving it once imports and initialises every engine a request may use.  Its
+#: unequal loads and the member that owns everything take the exact engine through its CP-SAT stages (the first
+#: import of CP-SAT, which loads pandas, costs seconds: a first weighted request paid them at its deadline).
+_WARM_UP = {"format": "kassign/v1", "topics": {"T": {"partitions": 6, "weights": [100, 1, 1, 1, 1, 1]}},
+            "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2, 3, 4, 5]}, "generation": 1},
                         {"id": "b", "topics": ["T"]}]}
 
 
@@ -154,7 +160,9 @@ def warm_up() -> None:
     from spark_runner.assignors import load_all
 
     load_all()
-    unit = {**_WARM_UP, "topics": {"T": 3}}
+    from ortools.sat.python import cp_model  # noqa: F401  (also when the instance below needs no CP-SAT)
+
+    unit = {**_WARM_UP, "topics": {"T": 6}}
     delay = os.environ.pop(DELAY_ENV, None)  # the fault is for requests
     try:
         for instance in (_WARM_UP, unit):

@@ -945,7 +945,10 @@ def sweep_lock(out: Path) -> Iterator[None]:
             raise BusyError(f"{out}: another sweep is writing to this directory ({holder}); wait for it to "
                             f"finish, or give another --out") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+        from spark_runner.cli.watchdog import kassign_pid
+
+        # the process the user started (and would signal), not its command's worker
+        os.pwrite(fd, f"pid {kassign_pid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock

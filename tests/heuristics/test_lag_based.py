@@ -81,15 +81,21 @@ def naive(inst: Instance) -> dict[str, dict[str, list[int]]]:
         consumers = [m.id for m in inst.members if t in m.topics]
         if not consumers:
             continue
-        lags = topic.weight_array().tolist()
+        # integer lags are Java longs (exact; a total wraps past 2^63 - 1); fractional ones are real numbers
+        exact = topic.lags is not None
+        lags = topic.lags.tolist() if topic.lags is not None else topic.weight_array().tolist()
         count = dict.fromkeys(consumers, 0)
-        total = dict.fromkeys(consumers, 0.0)
+        total: dict[str, Any] = dict.fromkeys(consumers, 0 if exact else 0.0)
         for p in sorted(range(topic.partitions), key=lambda p: (-lags[p], p)):
             who = min(consumers, key=lambda c: (count[c], total[c], java_string_key(c)))
             out[who].setdefault(t, []).append(p)
             count[who] += 1
-            total[who] += lags[p]
+            total[who] = _java_long(total[who] + lags[p]) if exact else total[who] + lags[p]
     return {m: {t: sorted(ps) for t, ps in sorted(tps.items())} for m, tps in out.items()}
+
+
+def _java_long(v: int) -> int:
+    return (v + 2**63) % 2**64 - 2**63
 
 
 @st.composite
@@ -99,7 +105,9 @@ def instances(draw: Any) -> Instance:
     topics: dict[str, Any] = {}
     for i in range(draw(st.integers(1, 3))):
         n = draw(st.integers(0, 12))
-        lag = st.sampled_from([0, 1, 7, 100]) if draw(st.booleans()) else st.integers(0, 10**6)
+        lag = draw(st.sampled_from([st.sampled_from([0, 1, 7, 100]), st.integers(0, 10**6),
+                                    st.sampled_from([2**53 - 1, 2**53, 2**53 + 1, 2**63 - 2, 2**63 - 1]),
+                                    st.integers(2**53, 2**63 - 1), st.sampled_from([0.5, 1.0, 2.5])]))
         topics[f"t{i}"] = ({"partitions": n, "weights": draw(st.lists(lag, min_size=n, max_size=n))}
                            if draw(st.booleans()) else n)
     members = [{"id": m, "topics": draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True))}
@@ -111,6 +119,46 @@ def instances(draw: Any) -> Instance:
 @given(instances())
 def test_rounds_equal_the_sources_loop(inst: Instance) -> None:
     assert run(inst) == naive(inst)
+
+
+def _two(weights: list[Any]) -> Instance:
+    return parse_instance({"format": "kassign/v1", "topics": {"t": {"partitions": len(weights), "weights": weights}},
+                           "members": [{"id": "a", "topics": ["t"]}, {"id": "b", "topics": ["t"]}]})
+
+
+def test_lags_past_2_53_are_compared_as_the_longs_they_are() -> None:
+    """2^53 and 2^53 + 1 are one float64: the larger lag goes first (to ``a``), as Java's Long.compare says."""
+    assert run(_two([2**53, 2**53 + 1])) == {"a": {"t": [1]}, "b": {"t": [0]}}
+    assert run(_two([2**53 + 1, 2**53])) == {"a": {"t": [0]}, "b": {"t": [1]}}
+    # written as a fraction, the same numbers are real numbers: a tie, by partition
+    assert run(_two([2.0**53, 2.0**53 + 2])) == {"a": {"t": [1]}, "b": {"t": [0]}}
+    assert run(_two([9007199254740992.0, 9007199254740993.0])) == {"a": {"t": [0]}, "b": {"t": [1]}}
+
+
+def test_lags_up_to_2_63_minus_1_with_java_long_totals() -> None:
+    m = 2**63 - 1
+    # round 2: totals m and m - 1 compared exactly: b (smaller) takes the larger of the round's lags
+    assert run(_two([m, m - 1, 1, 0])) == {"a": {"t": [0, 3]}, "b": {"t": [1, 2]}}
+    # a's total m + 1 wraps to -2^63 as a Java long sum does, so a is "least lag so far" in round 3
+    assert run(_two([m, m, 1, 0, 0, 0])) == {"a": {"t": [0, 2, 4]}, "b": {"t": [1, 3, 5]}}
+
+
+def test_integer_lags_survive_writing_and_reading_an_instance() -> None:
+    from solver.io import instance_to_dict
+
+    inst = _two([2**53 + 1, 2**63 - 1, 0])
+    doc = instance_to_dict(inst)
+    assert doc["topics"]["t"]["weights"] == [2**53 + 1, 2**63 - 1, 0]
+    assert all(type(v) is int for v in doc["topics"]["t"]["weights"])
+    again = parse_instance(json.loads(json.dumps(doc)))
+    assert again == inst and again.topics["t"].lags is not None
+    assert again.topics["t"].lags.tolist() == [2**53 + 1, 2**63 - 1, 0]
+    assert inst != _two([2**53, 2**63 - 1, 0])  # 2^53 + 1 and 2^53: different instances
+
+
+def test_integers_past_a_long_and_fractions_stay_real_numbers() -> None:
+    assert _two([2**63, 1]).topics["t"].lags is None
+    assert _two([1.0, 2]).topics["t"].lags is None
 
 
 def test_in_list_compare_score_and_sweeps(tmp_path: Path) -> None:

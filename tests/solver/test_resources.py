@@ -208,3 +208,33 @@ def test_streams_heuristics_that_scan_every_client_per_replica_have_a_work_limit
     with pytest.raises(TooLargeError, match=r"scans every client for every replica it places"):
         get(name).run(streams(20_000, 2_000))
     assert time.monotonic() - t0 < 10
+
+
+def test_cpsat_workers_count_what_threads_reserve_under_an_address_space_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: a Streams plan's packing (10,935 variables and constraints) got 4 workers with 77 MB of address space
+    left under ``ulimit -v 512M`` and the process died in std::bad_alloc (SIGABRT) during the search."""
+    import solver.resources as res
+
+    monkeypatch.setattr(res, "available_memory", lambda: 77 << 20)
+    monkeypatch.setattr(res, "_rlimits", lambda: [77 << 20])
+    monkeypatch.setattr(res, "_thread_stack", lambda: 8 << 20)
+    # each worker: 8 MiB stack + 1 MiB + 1,500 B x 10,935 = 24.6 MB; usable: 3/4 of 77 MiB - 16 MiB = 41.75 MiB
+    assert res.cpsat_workers(10_935, 8) == 1
+    monkeypatch.setattr(res, "available_memory", lambda: 400 << 20)
+    assert res.cpsat_workers(10_935, 8) == 8 and res.cpsat_workers(10_935, 2) == 2
+    monkeypatch.setattr(res, "available_memory", lambda: 40 << 20)
+    with pytest.raises(TooLargeError, match=r"a CP-SAT solve of 10,935 variables and constraints needs about "
+                                            r"54\.\d MB of memory; 40\.0 MB is available"):
+        res.cpsat_workers(10_935, 8)
+
+
+def test_cpsat_workers_without_an_address_space_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import solver.resources as res
+
+    monkeypatch.setattr(res, "_rlimits", lambda: [])
+    monkeypatch.setattr(res, "available_memory", lambda: 200 << 20)
+    # 8 MiB + 512 B x 60,000 per worker (38.7 MB) within 200 MiB - 16 MiB
+    assert res.cpsat_workers(60_000, 8) == 4
+    monkeypatch.setattr(res, "available_memory", lambda: 20 << 20)
+    with pytest.raises(TooLargeError):
+        res.cpsat_workers(60_000, 8)

@@ -121,7 +121,9 @@ def register(app: typer.Typer) -> None:
             return (f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches stay under {out}/rows: run "
                     f"the same command again to resume")
 
-        supervise.set_grace(lambda: STARTING_GRACE if spark_starting() else SIGNAL_GRACE, note)
+        supervise.set_grace(lambda: STARTING_GRACE if spark_starting() else SIGNAL_GRACE, note, at_most=SIGNAL_GRACE,
+                            killed_note=f"the sweep did not stop within {SIGNAL_GRACE:g} s; committed batches stay "
+                                        f"under {out}/rows: run the same command again to resume")
         summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
                             batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
         if report and summary.rows_total:

@@ -45,12 +45,13 @@ def releases_of(assignor: str, releases: Iterable[str]) -> list[str]:
 NPE = {"error": "NullPointerException"}
 
 
-def consumer_answer(assignor: str, instance: Mapping[str, Any], release: str) -> dict[str, Any]:
+def consumer_answer(assignor: str, instance: Mapping[str, Any], release: str,
+                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """kassign's answer (one round, as Kafka's classes give one), members, topics and partitions sorted;
-    :data:`NPE` where kassign reproduces Kafka's NullPointerException."""
+    :data:`NPE` where kassign reproduces Kafka's NullPointerException.  ``options``: the assignor's ``-O``."""
     inst = parse_instance(dict(instance))
     try:
-        res = get(assignor).run(inst, Params(kafka_version=release))
+        res = get(assignor).run(inst, Params(kafka_version=release, options=dict(options or {})))
     except KafkaNullPointerError:
         return NPE
     return res.assignment.canonical(inst.member_ids)
@@ -131,10 +132,11 @@ def streams_view(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def streams_answer(assignor: str, instance: Mapping[str, Any], release: str) -> dict[str, Any]:
-    """kassign's Streams answer at ``release`` as :func:`streams_view` shows it."""
+def streams_answer(assignor: str, instance: Mapping[str, Any], release: str,
+                   options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """kassign's Streams answer at ``release`` as :func:`streams_view` shows it (``options``: the ``-O``)."""
     inst = parse_instance(dict(instance))
-    res = get(assignor).run(inst, Params(kafka_version=release))
+    res = get(assignor).run(inst, Params(kafka_version=release, options=dict(options or {})))
     doc = dict(res.assignment.to_json_dict())
     if "rack_aware" in res.extra:
         doc["rack_aware"] = res.extra["rack_aware"]

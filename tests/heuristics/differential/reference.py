@@ -47,6 +47,29 @@ def declared_matrix() -> list[str]:
     return sorted((p.name.removeprefix("kafka-") for p in RELEASES.glob("kafka-*") if p.is_dir()), key=_release_key)
 
 
+def java_feature(java: str) -> int | None:
+    """The feature release (17, 21, 25...) of the JDK whose ``bin/java`` is ``java``, from its ``release`` file."""
+    release_file = Path(java).resolve().parent.parent / "release"
+    try:
+        for line in release_file.read_text().splitlines():
+            if line.startswith("JAVA_VERSION="):
+                return int(line.split("=", 1)[1].strip('"').split(".")[0])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def newer_java(at_least: int = 19) -> str | None:
+    """A ``java`` binary of release ``at_least`` or newer: ``KASSIGN_NEWER_JAVA``, else the newest JDK under
+    /usr/lib/jvm (the project's machines carry a second JDK beside Java 17); ``None`` when there is none."""
+    import os
+
+    given = os.environ.get("KASSIGN_NEWER_JAVA")
+    found = [given] if given else [str(p) for p in Path("/usr/lib/jvm").glob("*/bin/java")]
+    best = max(((java_feature(j) or 0, j) for j in found), default=(0, ""))
+    return best[1] if best[0] >= at_least else None
+
+
 class KafkaJars:
     """One JVM running the harness on one release's classpath.
 
@@ -54,9 +77,12 @@ class KafkaJars:
     ----------
     release
         A release of the matrix (``"4.3.1"``).
+    java
+        The ``java`` binary to run it with (default: the one on ``PATH``, Java 17 here); the answer can depend on
+        the JVM's release (``-O java``, docs/algorithms.md).
     """
 
-    def __init__(self, release: str) -> None:
+    def __init__(self, release: str, java: str = "java") -> None:
         cp_file = RELEASES / f"kafka-{release}" / "target" / "classpath.txt"
         if not HARNESS_CLASSES.is_dir() or not cp_file.is_file():
             raise HarnessNotBuilt(f"Kafka {release}: {cp_file} or {HARNESS_CLASSES} missing; run "
@@ -65,7 +91,7 @@ class KafkaJars:
         self.release = release
         self._lock = threading.Lock()
         self._proc = subprocess.Popen(
-            ["java", "-Xss8m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
+            [java, "-Xss8m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
              "dev.kassign.harness.Harness"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
             bufsize=1)

@@ -387,7 +387,8 @@ def test_colliding_partitions_iterate_in_listed_order() -> None:
 
 def test_assignment_map_iteration_equals_java() -> None:
     """40 maps printed by OpenJDK 17 (HashMap of Uuid-hashed keys, HashSet<Integer> values; colliding
-    ids, resizes and colliding partitions included) against TopicHashes / hashset_rank."""
+    ids, resizes and colliding partitions included) against TopicHashes / hashset_rank for copies on Java 17
+    (the maps were built with ``new HashSet<>(list)``)."""
     import json
     from pathlib import Path
 
@@ -399,5 +400,17 @@ def test_assignment_map_iteration_equals_java() -> None:
         got = []
         for k in perm:
             parts = np.array(case["inserted"][k][1], dtype=np.int64)
-            got.append([k, parts[kip848.hashset_rank(np.zeros(parts.size, dtype=np.int64), parts)].tolist()])
+            rank = kip848.hashset_rank(np.zeros(parts.size, dtype=np.int64), parts, copied_on=17)
+            got.append([k, parts[rank].tolist()])
         assert got == case["java_iteration"]
+
+
+def test_a_grown_set_and_a_java_17_copy_iterate_differently_at_twelve() -> None:
+    """12 partitions: a set grown by ``add`` (and a Java 19+ copy) has 16 buckets, where partition 16 shares
+    partition 0's bucket; Java 17's ``new HashSet<>(list)`` has 32 and iterates them ascending."""
+    parts = np.array([*range(11), 16], dtype=np.int64)
+    zeros = np.zeros(parts.size, dtype=np.int64)
+    grown = parts[kip848.hashset_rank(zeros, parts)].tolist()
+    assert grown == [0, 16, *range(1, 11)]
+    assert parts[kip848.hashset_rank(zeros, parts, copied_on=21)].tolist() == grown
+    assert parts[kip848.hashset_rank(zeros, parts, copied_on=17)].tolist() == sorted(parts.tolist())

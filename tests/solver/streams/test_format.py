@@ -191,6 +191,8 @@ def streams_docs(draw):
         if draw(st.booleans()):
             config[key] = draw(st.integers(-(2**31), 2**31 - 1))
     if draw(st.booleans()):
+        config["active_on_caught_up"] = draw(st.booleans())
+    if draw(st.booleans()):
         config["rack_aware_assignment_tags"] = draw(st.lists(st.sampled_from(["zone", "cluster", "rack"]),
                                                              max_size=3, unique=True))
     return {"format": "kassign/v1", "name": "h", "protocol": "streams", "tasks": tasks, "clients": clients,

@@ -56,7 +56,8 @@ def small(draw):
             for c in range(n_clients):
                 if c != owner and draw(st.booleans()):
                     clients[c]["lags"][t["id"]] = draw(st.sampled_from([0, 5, 50, 500]))
-    cfg = {"num_standby_replicas": draw(st.integers(0, 2)), "acceptable_recovery_lag": 10}
+    cfg = {"num_standby_replicas": draw(st.integers(0, 2)), "acceptable_recovery_lag": 10,
+           "active_on_caught_up": draw(st.booleans())}
     return parse_instance({"format": "kassign/v1", "protocol": "streams", "tasks": tasks, "clients": clients,
                            "config": cfg})
 
@@ -112,6 +113,28 @@ def test_balance_per_thread_and_caught_up_rule():
     assert a.get("small").active == ("0_3", "0_4", "0_5")
     assert res.objective[:2] == (3.0, 3.0)
     assert res.status is Status.OPTIMAL and res.extra["engine"] == "flow"
+
+
+def test_without_the_caught_up_rule_balance_comes_first_and_restoration_counts():
+    """``config.active_on_caught_up: false`` (a KIP-1071 target): a joining client without state gets its share."""
+    doc = {"format": "kassign/v1", "protocol": "streams", "tasks": [{"id": f"0_{p}"} for p in range(6)],
+           "clients": [{"id": "a", "process_id": "00000000-0000-0000-0000-000000000001",
+                        "active": ["0_0", "0_1", "0_2"]},
+                       {"id": "b", "process_id": "00000000-0000-0000-0000-000000000002",
+                        "active": ["0_3", "0_4", "0_5"]},
+                       {"id": "new", "process_id": "00000000-0000-0000-0000-000000000003"}],
+           "config": {"num_standby_replicas": 0}}
+    kept = solve_streams(parse_instance(doc), Params())
+    assert kept.objective == (3.0, 3.0, 0, 0) and kept.assignment.get("new").active == ()
+    doc["config"]["active_on_caught_up"] = False
+    inst = parse_instance(doc)
+    res = solve_streams(inst, Params())
+    # 2 actives each; the two that move restore in full (acceptable_recovery_lag + 1 each), one from each client
+    assert res.objective == (2.0, 2.0, 20002, 2) and res.status is Status.OPTIMAL
+    assert len(res.assignment.get("new").active) == 2
+    assert {len(set(res.assignment.get(c).active) & set(doc["clients"][i]["active"]))
+            for i, c in enumerate("ab")} == {2}
+    assert score_streams(inst, res.assignment)["not_caught_up_actives"] == 2  # the scorer still says so
 
 
 def test_full_restore_option_and_stage_order():

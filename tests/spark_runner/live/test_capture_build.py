@@ -145,7 +145,7 @@ class _FakeResponse:
 
 @pytest.mark.parametrize(("code", "kind", "exit_code", "match"), [
     (30, "NotAuthorized", 77, "not authorised to describe group 'g'"),
-    (69, "GroupNotFound", 66, "KIP-848"),
+    (69, "GroupNotFound", 66, "does not exist"),
     (16, None, None, None),  # NOT_COORDINATOR: retried by the caller until its deadline
 ])
 def test_describe_group_error_codes_become_exit_codes(code: int, kind: str | None, exit_code: int | None,
@@ -177,6 +177,9 @@ class _StubBroker:
 
     def describe_group(self, group: str) -> GroupDescription:
         return self.group
+
+    def describe_consumer_group(self, group: str) -> None:
+        return None  # no KIP-848 group of that name either
 
 
 @pytest.mark.parametrize(("apis", "hint"), [({15, 68, 69}, True), ({15, 69}, False), ({15}, False)])
@@ -226,3 +229,47 @@ def test_a_bootstrap_server_that_is_not_host_port_is_a_usage_error(text: str) ->
 
 def test_bootstrap_servers_kafka_accepts() -> None:
     assert check_bootstrap("b1:9092, [::1]:9093 ,b3,ä:1") == "b1:9092,[::1]:9093,b3,ä:1"
+
+
+def test_a_kip848_group_becomes_an_instance_with_its_targets_in_the_brokers_order() -> None:
+    """ConsumerGroupDescribe: ``owned`` is the target assignment, topics and partitions as the broker lists them
+    (the coordinator's iteration order, which ``uniform`` walks), every topic with its id, the assignor mapped."""
+    from solver.io import parse_instance
+    from spark_runner.live.broker import ConsumerGroup, ConsumerGroupMember
+
+    a_id, b_id = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
+    m1 = ConsumerGroupMember("m1", None, "r1", 7, "c1", "/127.0.0.1", ("b", "a"), None,
+                             assignment=(("b", b_id, (17, 1)),), target=(("b", b_id, (17, 1)), ("a", a_id, (2, 0))))
+    m2 = ConsumerGroupMember("m2", "static-2", None, 7, "c2", "/127.0.0.1", ("a",), None,
+                             assignment=(), target=(("a", a_id, (1,)),))
+    cg = ConsumerGroup("g", "Stable", 7, 7, "uniform", (m2, m1))
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "uniform", ()),
+                   {"a": _topic("a", 3), "b": _topic("b", 18)}, {1: None}, kip848=cg)
+    doc = consumer_instance(obs)
+    assert doc["members"] == [
+        {"id": "m1", "topics": ["a", "b"], "owned": {"b": [17, 1], "a": [2, 0]}, "rack": "r1"},
+        {"id": "m2", "topics": ["a"], "owned": {"a": [1]}, "instance_id": "static-2"},
+    ]
+    assert list(doc["members"][0]["owned"]) == ["b", "a"]
+    assert doc["topics"] == {"a": {"partitions": 3, "id": a_id}, "b": {"partitions": 18, "id": b_id}}
+    assert doc["source"]["group_protocol"] == "consumer (KIP-848)" and doc["source"]["kassign_assignor"] == "uniform"
+    assert doc["source"]["clients"]["m1"] == {"client_id": "c1", "host": "/127.0.0.1", "member_epoch": 7}
+    inst = parse_instance(doc)
+    assert inst.members[0].owned.listed("b").tolist() == [17, 1]  # the order reaches the model
+
+
+def test_lags_are_written_as_exact_integers_up_to_a_java_long() -> None:
+    """Was: ``float(lag)``: 2^53 + 1 records behind became 2^53 (and the file said ``9007199254740992.0``)."""
+    import json
+
+    big = 2**63 - 1
+    obs = Observed(GroupDescription("g", "Stable", "consumer", "range", (_member("m", ["t"], {"t": [0, 1, 2]}),)),
+                   {"t": _topic("t", 3)}, {1: None}, committed={("t", 0): 0, ("t", 1): 1, ("t", 2): 7},
+                   end={("t", 0): 2**53 + 1, ("t", 1): big, ("t", 2): 7})
+    doc = consumer_instance(obs, weights="lag")
+    weights = doc["topics"]["t"]["weights"]
+    assert weights == [2**53 + 1, big - 1, 0] and all(type(w) is int for w in weights)
+    text = json.dumps(doc)
+    assert "9007199254740993" in text and ".0" not in json.dumps(weights)
+    inst = parse_instance(json.loads(text))
+    assert inst.topics["t"].lags is not None and inst.topics["t"].lags.tolist() == [2**53 + 1, big - 1, 0]

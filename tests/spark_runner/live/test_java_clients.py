@@ -13,12 +13,11 @@ What the state before a step cannot tell, and how the test supplies it:
   (KIP-848: a random ``Uuid``) draws it when the member joins.  Range orders members by id and the sticky and
   uniform assignors walk them in Java ``HashMap`` order of their ids, so the prediction uses the id the new
   member reports after it joined (its only input taken from after the step).
-- **KIP-848 groups: the state itself.**  ``kassign capture`` reads classic groups through DescribeGroups;
-  KIP-848 groups need ConsumerGroupDescribe, which it does not send yet (it stops with exit 66 naming
-  KIP-848 groups, asserted below).  For them the state before a step is the coordinator's target assignment
-  per member as Kafka's own ``Admin.describeConsumerGroups`` reads it (the driver's
-  ``describe_consumer_group``; on a settled group also what every member holds, asserted), the members'
-  subscriptions, and the topics' ids from Metadata.
+- **KIP-848 groups: the target assignment.**  ``kassign capture`` reads classic groups through DescribeGroups
+  and KIP-848 groups through ConsumerGroupDescribe; for the latter ``owned`` is each member's target assignment
+  (the coordinator's assignor input), checked against Kafka's own ``Admin.describeConsumerGroups`` (the
+  driver's ``describe_consumer_group``; on a settled group also what every member holds), with the
+  subscriptions and the topics' ids.
 - **KIP-848: the insertion order of a member's assignment map.**  ``uniform`` walks a member's partitions in
   ``HashMap<Uuid, ...>`` order, which for two topic ids sharing a bucket is the order the coordinator inserted
   them, seen by nobody outside it.  The test draws topics until their ids fall in distinct buckets.
@@ -37,7 +36,6 @@ from typing import Any
 
 import pytest
 
-from spark_runner.live.broker import GroupNotFound
 from spark_runner.live.capture import capture
 from tests.kafka_broker import REPO, die_with_parent, java_binary, maven_classpath
 from tests.spark_runner.cli.test_cli import kassign
@@ -191,17 +189,17 @@ def _state_before(broker: Broker, group: str, protocol: str, views: dict[str, An
             name = doc["source"]["clients"][m["id"]]["client_id"]
             assert m["topics"] == sorted(subs[name])
         return doc
-    # DescribeGroups shows no classic group of that name: the capture stops (exit 66) naming KIP-848 groups
-    with pytest.raises(GroupNotFound, match="KIP-848 group: those are not captured yet") as e:
-        capture(broker.bootstrap, group, timeout=10)
-    assert e.value.exit_code == 66
+    # a KIP-848 group: capture reads it with ConsumerGroupDescribe; the coordinator's target assignments it
+    # writes as ``owned`` are what Kafka's own Admin.describeConsumerGroups reads (and, settled, what every
+    # member holds)
+    doc = capture(broker.bootstrap, group, timeout=30)
     targets = _kip848_targets(clients, broker, group, views)
-    return {"format": "kassign/v1", "protocol": "consumer",
-            "topics": {t: {"partitions": n, "id": topic_ids[t]} for t, n in sizes.items()},
-            "members": [{"id": v["member_id"], "topics": sorted(subs[n]),
-                         "owned": {t: sorted(p for tt, p in targets[v["member_id"]] if tt == t)
-                                   for t in sorted({t for t, _ in targets[v["member_id"]]})}}
-                        for n, v in views.items()]}
+    assert doc["source"]["group_protocol"] == "consumer (KIP-848)"
+    assert {m["id"]: {(t, p) for t, ps in m.get("owned", {}).items() for p in ps} for m in doc["members"]} == targets
+    assert {m["id"]: m["topics"] for m in doc["members"]} == {v["member_id"]: sorted(subs[n]) for n, v in views.items()}
+    assert {t: spec["id"] for t, spec in doc["topics"].items()} == {t: topic_ids[t] for t in doc["topics"]}
+    assert {t: spec["partitions"] for t, spec in doc["topics"].items()} == {t: sizes[t] for t in doc["topics"]}
+    return doc
 
 
 def _predict(tmp: Path, instance: dict[str, Any], assignor: str) -> dict[str, set[TP]]:

@@ -31,11 +31,13 @@ and matched against the real logs (numbers, ids and ports as patterns).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
 import socket
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,8 +56,9 @@ from tests.spark_runner.live.test_java_clients import (
     _state_before,
     _step_instance,
     _streams_settled,
+    _topic_ids,
 )
-from tests.spark_runner.live.test_kafka_capture import _create
+from tests.spark_runner.live.test_kafka_capture import _create, _produce
 from tests.spark_runner.serve.serve_harness import Serve
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -83,17 +86,31 @@ def plugins_jar() -> Path:
 
 
 class Service:
-    """``kassign serve`` on one fixed port of 127.0.0.1 (the broker's ``kassign.service.url``), restartable."""
+    """``kassign serve`` on one fixed port of 127.0.0.1 (the broker's ``kassign.service.url``), restartable.
 
-    def __init__(self) -> None:
+    It reads partition weights from ``weights`` (``--weights-file``), which lists no topic until a test writes lag
+    into it: the broker's plug-in asks for the file's weights (``kassign.weights.source=file``), and a group whose
+    topics the file does not list is assigned as sent (unit weights).
+    """
+
+    def __init__(self, weights: Path) -> None:
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.serve: Serve | None = None
         self.silent: socket.socket | None = None
+        self.weights = weights
+        self.write_weights({})
+
+    def write_weights(self, topics: dict[str, list[float]]) -> None:
+        """Replace the weights file (atomically, by renaming, as docs/serve.md says a job should)."""
+        tmp = self.weights.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"format": "kassign-weights/v1", "unit": "records", "topics": topics}))
+        tmp.replace(self.weights)
 
     def start(self, env: dict[str, str] | None = None) -> Serve:
         self.stop()
-        self.serve = Serve("--port", str(self.port), "--workers", "1", "--spare-workers", "1", env=env)
+        self.serve = Serve("--port", str(self.port), "--workers", "1", "--spare-workers", "1",
+                           "--weights-file", str(self.weights), env=env)
         assert self.serve.port == self.port
         return self.serve
 
@@ -115,8 +132,8 @@ class Service:
 
 
 @pytest.fixture(scope="module")
-def service() -> Iterator[Service]:
-    svc = Service()
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    svc = Service(tmp_path_factory.mktemp("kassign-serve") / "weights.json")
     svc.start()
     try:
         yield svc
@@ -132,7 +149,8 @@ def plugin_broker(tmp_path_factory: pytest.TempPathFactory, service: Service) ->
         config={"group.consumer.assignors": "dev.kassign.plugins.KassignConsumerGroupAssignor,uniform,range",
                 "group.streams.assignors": "sticky,dev.kassign.plugins.KassignStreamsTaskAssignor",
                 "group.streams.initial.rebalance.delay.ms": "0",
-                "kassign.service.url": service.url, "kassign.deadline.ms": str(DEADLINE_MS)},
+                "kassign.service.url": service.url, "kassign.deadline.ms": str(DEADLINE_MS),
+                "kassign.weights.source": "file"},
         loggers={"dev.kassign": "INFO"})
     try:
         # The Streams applications' input topics, created well before their first member joins: Kafka 4.4.0's
@@ -291,6 +309,99 @@ def test_kip848_consumers_settle_on_kassigns_optimum(plugin_broker: KafkaBroker,
     assert_documented("serve-start", service.serve.stderr)
 
 
+def _kafka_topic_id(hex_id: str) -> str:
+    """A topic id as Kafka prints it (``Uuid.toString()``: URL-safe base64, no padding), the plug-in's topic name."""
+    return base64.urlsafe_b64encode(uuid.UUID(hex_id).bytes).rstrip(b"=").decode()
+
+
+def _max_load(assignment: dict[str, dict[str, list[int]]], weights: dict[str, list[float]]) -> float:
+    """The busiest member's load: the sum of its partitions' weights."""
+    return max((sum(weights[t][p] for t, ps in tps.items() for p in ps) for tps in assignment.values()), default=0.0)
+
+
+def test_kip848_consumers_on_a_lagging_topic_beat_uniform(plugin_broker: KafkaBroker, service: Service,
+                                                          clients: JavaClients, tmp_path: Path) -> None:
+    """A weighted group: lag from the Admin API, written into the service's weights file, on the real broker.
+
+    One topic of 6 partitions, 100 records in partition 0 and 1 in each of the others, read by a group that has
+    committed nothing: each partition lags by its record count (``log end - log start``, docs/serve.md).  The lag
+    is read with the service's own Admin API lookup (``AdminLag``, ``kassign capture --weights lag``'s rule) and
+    written into the service's ``--weights-file`` keyed by topic id (the broker's plug-in names topics by id), as
+    a job would; the broker asks for it (``kassign.weights.source=file``).  Two, then three KIP-848 consumers join.
+    After each join the settled assignment must be kassign's proven optimum for that weighted state (max load 100:
+    partition 0 alone) and its max load strictly below ``uniform``'s on the same state: Kafka's ``uniform`` balances
+    partition *counts* (3 + 3, then 2 + 2 + 2), so partition 0 always shares its member with others (102, then
+    101).  The consumers then read the records and commit, so the real lag falls to 0 while the file keeps the
+    snapshot: the assignment is computed on the file's numbers, which the test reads back from the file.
+    """
+    from spark_runner.serve.admin import AdminLag
+    from spark_runner.serve.request import RequestError
+
+    topic, group = "lagging", "lagging"
+    sizes = {topic: 6}
+    counts = {(topic, 0): 100, **{(topic, p): 1 for p in range(1, 6)}}
+    _create(plugin_broker, sizes)
+    _produce(plugin_broker, counts)
+    admin = AdminLag(plugin_broker.bootstrap)
+    try:
+        for attempt in range(30):
+            try:
+                lag = admin.lag(group, sorted(counts), 30.0)
+                break
+            except RequestError as e:
+                # on a fresh broker the first lookup may come before the offsets topic has a coordinator
+                # (FindCoordinator: COORDINATOR_NOT_AVAILABLE), as for any admin client: try again
+                if "CoordinatorNotAvailable" not in str(e) or attempt == 29:
+                    raise
+                time.sleep(1.0)
+    finally:
+        admin.close()
+    assert lag == {tp: float(n) for tp, n in counts.items()}, lag  # nothing committed: every record lags
+    weights = {topic: [lag[(topic, p)] for p in range(6)]}
+    (hex_id,) = _topic_ids(plugin_broker, [topic]).values()
+    service.write_weights({_kafka_topic_id(hex_id): weights[topic]})
+    all_tps = set(counts)
+    log = LogTail(plugin_broker.log)
+    config = {"group.protocol": "consumer", "group.remote.assignor": "kassign"}
+    running: set[str] = set()
+    try:
+        views: dict[str, Any] = {}
+        for name in ("lag-m0", "lag-m1", "lag-m2"):
+            before = _kip848_state(views, {n: [topic] for n in views}, sizes)
+            clients.request(op="consumer", name=name, bootstrap=plugin_broker.bootstrap, group=group,
+                            topics=[topic], config=config)
+            running.add(name)
+            after = _settled(clients, running, all_tps)
+            lines = log.new_lines()
+            assigned = [m for m in map(ASSIGNED.search, lines) if m]
+            assert assigned and all(m.group(4) == "optimal" and not m.group(5) for m in assigned), lines
+            assert not any(FALLING.search(line) for line in lines), lines
+            if not views:  # the first member takes everything
+                views = after
+                continue
+            inst = _step_instance(before, add=(after[name]["member_id"], [topic]))
+            inst["topics"][topic]["weights"] = weights[topic]
+            inst["units"] = {"weights": "records"}
+            got = {v["member_id"]: _held(v) for v in after.values()}
+            opt = _assert_optimal(tmp_path, inst, got, f"weighted join {name}")
+            ipath = tmp_path / f"weighted-{name}.json"
+            ipath.write_text(json.dumps(inst))
+            r = kassign("assign", str(ipath), "--assignor", "uniform", "--kafka-version", "4.4")
+            assert r.returncode == 0, r.stderr
+            uniform = json.loads(r.stdout)["assignment"]
+            settled = {m: {topic: sorted(p for _t, p in tps)} for m, tps in got.items()}
+            settled_max, uniform_max = _max_load(settled, weights), _max_load(uniform, weights)
+            assert settled_max == opt["stats"]["objective"][0] == 100.0, (settled, opt["stats"])
+            assert settled_max < uniform_max, (settled, uniform)
+            logger.warning("weighted join %s: settled max load %s records (proven optimal), uniform %s",
+                           name, settled_max, uniform_max)
+            views = after
+    finally:
+        for name in sorted(running):
+            clients.request(op="stop", name=name)
+        service.write_weights({})
+
+
 def test_with_the_service_stopped_the_group_forms_with_uniform(plugin_broker: KafkaBroker, service: Service,
                                                               clients: JavaClients) -> None:
     sizes = {"down-a": 4}
@@ -381,18 +492,19 @@ def test_a_streams_group_is_cut_at_the_deadline(plugin_broker: KafkaBroker, serv
 
 def test_a_streams_group_settles_on_kassigns_optimum(plugin_broker: KafkaBroker, service: Service,
                                                       clients: JavaClients, tmp_path: Path) -> None:
-    """A healthy service: a Streams group (KIP-1071 protocol, ``streams.assignor.name=kassign``) gains an instance.
+    """A healthy service: a Streams group (KIP-1071 protocol, ``streams.assignor.name=kassign``) through a join, a
+    leave and a restart.
 
-    The state before the join is what ``Admin.describeStreamsGroups`` shows (``_kip1071_instance``), plus the
-    joining member (its ids only seen after it joined) with nothing assigned.  The group's first assignment is
-    kassign's optimum (``status optimal`` in the broker's log).  For the join, the service answers either its
-    optimum -- then the coordinator's target must be as good as ``kassign assign --assignor optimal-streams`` on
-    that state (proven; no gap in active balance, total balance or restoration cost by ``kassign score
-    --optimum``) -- or, when the coordinator's sticky is better on (the busiest thread's actives, replicas,
-    restoration), sticky's answer -- then the target must be exactly ``kassign assign --assignor
-    streams-server-sticky`` on that state.  (Seen here: the latter.  The joining instance reports no task offsets,
-    so in the request it is not caught up on any task: the optimum keeps every active where its state is, with
-    3 actives per instance, and sticky's 2 per instance wins on the first criterion.)
+    The state before each step is what ``Admin.describeStreamsGroups`` shows (``_kip1071_instance``): members,
+    process ids, target assignments, reported task offsets; a joining member (its ids only seen after it joined)
+    is added with nothing assigned, a leaving one dropped.  The plug-in sends ``config.active_on_caught_up:
+    false`` (under KIP-1071 the assignor gives the target and the coordinator stages moves of state: docs/deploy.md),
+    so the state is that too.  After every step the broker logs one ``kassign assigned`` line, ``status optimal``
+    and no fallback of the service, and the coordinator's target is as good as ``kassign assign --assignor
+    optimal-streams`` on that state: proven optimal, no gap in active balance, total balance, restoration or moves
+    (``kassign score --optimum``).  A joining instance reports no task offsets: it has no state, so each task
+    moved to it costs a full restore (the optimum's stage 3), and balance (stages 1 and 2) still comes first:
+    the new instance gets its share of actives, as the coordinator's own ``sticky`` would give it.
     """
     app = "healthy"
     source = f"{app}-in"
@@ -418,50 +530,71 @@ def test_a_streams_group_settles_on_kassigns_optimum(plugin_broker: KafkaBroker,
             time.sleep(0.5)
         raise AssertionError(f"the streams group did not reconcile: {desc}")
 
-    running: set[str] = set()
-    try:
-        start(f"{app}-s0")
-        start(f"{app}-s1")
-        before = _kip1071_instance(reconciled(), tasks)
-        formed = [m for m in map(ASSIGNED.search, tail.new_lines()) if m]
-        assert formed and formed[-1].group(4) == "optimal" and not formed[-1].group(5), formed
-        start(f"{app}-s2")
-        desc = reconciled()
+    def state(desc: dict[str, Any]) -> dict[str, Any]:
+        inst = _kip1071_instance(desc, tasks)
+        inst["config"]["active_on_caught_up"] = False  # as the plug-in sends it
+        return inst
+
+    def check(what: str, inst: dict[str, Any] | None, desc: dict[str, Any]) -> None:
         lines = tail.new_lines()
         assigned = [m for m in map(ASSIGNED.search, lines) if m]
-        assert len(assigned) == 1, lines
-        status, note = assigned[0].group(4), assigned[0].group(5)
-        new = next(m for m in desc["members"] if m["user_endpoint"] == f"{app}-s2:8080")
-        before["clients"].append({"id": new["user_endpoint"], "process_id": new["process_id"],
-                                  "members": [{"id": new["member_id"], "active": [], "standby": []}]})
-        ipath, opath, apath = tmp_path / "instance.json", tmp_path / "optimum.json", tmp_path / "settled.json"
-        ipath.write_text(json.dumps(before))
-        settled = {m["user_endpoint"]: {"active": m["target_assignment"]["active"],
-                                        "standby": m["target_assignment"]["standby"]} for m in desc["members"]}
-        if status != "optimal":
-            # The service compares its optimum with the coordinator's sticky on (the busiest thread's actives,
-            # its replicas, restoration cost) and answered sticky's: the group must hold exactly what kassign's
-            # model of the coordinator's sticky gives for that state.
-            assert note.startswith("; the service answered with its own fallback: streams-server-sticky is better "
-                                   "on (max load, moved cost)"), assigned[0].group(0)
-            logger.warning("streams join: the service answered the coordinator's sticky: %s", note)
-            r = kassign("assign", str(ipath), "--assignor", "streams-server-sticky", "--kafka-version", "4.4")
-            assert r.returncode == 0, r.stderr
-            want = {c: a["active"] for c, a in json.loads(r.stdout)["assignment"].items()}
-            assert {c: a["active"] for c, a in settled.items()} == want
+        assert assigned, f"{what}: no `kassign assigned` line: {lines}"
+        assert all(m.group(4) == "optimal" and not m.group(5) for m in assigned), (what, lines)
+        assert not any(FALLING.search(line) for line in lines), (what, lines)
+        if inst is None:
             return
-        assert not note, assigned[0].group(0)
+        stamp = time.monotonic_ns()
+        ipath, opath, apath = (tmp_path / f"{kind}-{stamp}.json" for kind in ("instance", "optimum", "settled"))
+        ipath.write_text(json.dumps(inst))
         r = kassign("assign", str(ipath), "--assignor", "optimal-streams", "-o", str(opath))
         assert r.returncode == 0, r.stderr
         opt = json.loads(opath.read_text())
         assert opt["stats"]["status"] == "optimal" and all(opt["stats"]["proven"]), opt["stats"]
+        settled = {m["user_endpoint"]: {"active": m["target_assignment"]["active"],
+                                        "standby": m["target_assignment"]["standby"]} for m in desc["members"]}
         apath.write_text(json.dumps(settled))
         r = kassign("score", str(ipath), str(apath), "--optimum", str(opath), "--json")
         assert r.returncode == 0, r.stderr
         score = json.loads(r.stdout)
-        assert score["valid"], score
-        assert (score["active_balance_gap"], score["total_balance_gap"], score["restoration_gap"]) == (0, 0, 0), (
-            f"settled {settled} is not optimal (optimum {opt['assignment']}): {score}")
+        assert score["valid"], (what, score)
+        gaps = {k: v for k, v in score.items() if k.endswith("_gap")}
+        gaps["moves_gap"] = score["moved_actives"] - opt["stats"]["objective"][opt["stats"]["stages"].index("movement")]
+        assert gaps and not any(gaps.values()), (
+            f"{what}: settled {settled} is not optimal (optimum {opt['assignment']}): {score}")
+        logger.warning("streams %s: settled %s, proven optimal (%s)", what,
+                       {c: a["active"] for c, a in settled.items()}, gaps)
+
+    def joined(before: dict[str, Any], desc: dict[str, Any], name: str) -> dict[str, Any]:
+        new = next(m for m in desc["members"] if m["user_endpoint"] == f"{name}:8080")
+        assert new["process_id"] not in {c["process_id"] for c in before["clients"]}, new
+        before["clients"].append({"id": new["user_endpoint"], "process_id": new["process_id"],
+                                  "members": [{"id": new["member_id"], "active": [], "standby": []}]})
+        return before
+
+    running: set[str] = set()
+    try:
+        start(f"{app}-s0")
+        start(f"{app}-s1")
+        desc = reconciled()
+        check("formed", None, desc)
+        # a join
+        before = state(desc)
+        start(f"{app}-s2")
+        desc = reconciled()
+        check("join s2", joined(before, desc, f"{app}-s2"), desc)
+        assert sorted(len(m["target_assignment"]["active"]) for m in desc["members"]) == [2, 2, 2]
+        # a leave
+        before = state(desc)
+        clients.request(op="stop", name=f"{app}-s0")
+        running.discard(f"{app}-s0")
+        desc = reconciled()
+        before["clients"] = [c for c in before["clients"] if c["id"] != f"{app}-s0:8080"]
+        check("leave s0", before, desc)
+        # a restart: s0 again, under the same name (a new process: its in-memory state is gone)
+        before = state(desc)
+        start(f"{app}-s0")
+        desc = reconciled()
+        check("restart s0", joined(before, desc, f"{app}-s0"), desc)
     finally:
         for name in sorted(running):
             clients.request(op="stop", name=name)

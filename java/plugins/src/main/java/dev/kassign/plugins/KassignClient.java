@@ -96,6 +96,9 @@ public final class KassignClient {
         if (fallback != null) {
             body.put("fallback", fallback);
         }
+        if (!"request".equals(config.weights()) && !"streams".equals(instance.get("protocol"))) {
+            body.put("weights", Map.of("source", config.weights()));
+        }
         String text = Json.write(body);
         long left = remainingMs(startNanos);
         if (left <= 0) {

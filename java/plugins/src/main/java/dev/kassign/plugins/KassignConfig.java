@@ -19,13 +19,18 @@ import java.util.Map;
  *   <li>{@code kassign.service.margin.ms} (default a fifth of the deadline, at least 50): the service is asked
  *       to answer within the deadline minus this margin (request field {@code deadline_ms}, never below the
  *       service's minimum of 50), so that its best-at-the-deadline answer still arrives in time.</li>
+ *   <li>{@code kassign.weights.source} (default {@code request}): where the service takes a consumer group's
+ *       partition weights from: {@code request} (none sent: unit weights) or {@code file} (the service's
+ *       {@code --weights-file}, e.g. lag written by a job; request field {@code weights.source}). Streams groups
+ *       always send their own task offsets.</li>
  * </ul>
  *
  * @param url         the service's base URL
  * @param deadlineMs  the plug-in's deadline
  * @param serviceMs   the {@code deadline_ms} sent to the service
+ * @param weights     the {@code weights.source} of consumer groups' requests ({@code request} or {@code file})
  */
-public record KassignConfig(URI url, long deadlineMs, long serviceMs) {
+public record KassignConfig(URI url, long deadlineMs, long serviceMs, String weights) {
 
     /** {@code kassign serve}'s default address. */
     public static final String DEFAULT_URL = "http://127.0.0.1:8736";
@@ -42,6 +47,8 @@ public record KassignConfig(URI url, long deadlineMs, long serviceMs) {
     public static final String DEADLINE_CONFIG = "kassign.deadline.ms";
     /** Setting: the margin. */
     public static final String MARGIN_CONFIG = "kassign.service.margin.ms";
+    /** Setting: the weights' source. */
+    public static final String WEIGHTS_CONFIG = "kassign.weights.source";
 
     /**
      * Read the settings.
@@ -70,7 +77,11 @@ public record KassignConfig(URI url, long deadlineMs, long serviceMs) {
         if (margin < 0) {
             throw new IllegalArgumentException(MARGIN_CONFIG + ": expected milliseconds >= 0, got " + margin);
         }
-        return new KassignConfig(uri, deadline, Math.max(SERVICE_MIN_MS, deadline - margin));
+        String weights = lookup(configs, WEIGHTS_CONFIG, "request").trim();
+        if (!weights.equals("request") && !weights.equals("file")) {
+            throw new IllegalArgumentException(WEIGHTS_CONFIG + ": expected 'request' or 'file', got '" + weights + "'");
+        }
+        return new KassignConfig(uri, deadline, Math.max(SERVICE_MIN_MS, deadline - margin), weights);
     }
 
     private static long number(Map<String, ?> configs, String key, long dflt) {

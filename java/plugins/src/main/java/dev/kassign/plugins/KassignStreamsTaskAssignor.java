@@ -38,7 +38,9 @@ import java.util.UUID;
  * active, the smallest {@code end offset - offset} its members reported ({@code null} when no end offset is known).
  * Subtopology ids that are not non-negative integers are numbered by their position in the topology.
  * {@code num.standby.replicas} becomes {@code config.num_standby_replicas}; rack-aware assignment tags are not
- * sent (kassign's Streams model has one rack per client).
+ * sent (kassign's Streams model has one rack per client). {@code config.active_on_caught_up} is false: under
+ * KIP-1071 the assignor's answer is the target assignment and the coordinator stages moves of state (warm-ups),
+ * so actives may go to a process without state, which the optimum's restoration stage still counts.
  *
  * <p>The answer's per-member assignment is checked (every task active exactly once, standbys only of stateful
  * tasks, never on the process that runs the task or twice on one process, only members of the group); warm-ups
@@ -210,6 +212,10 @@ public final class KassignStreamsTaskAssignor implements TaskAssignor, Configura
         }
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("num_standby_replicas", spec.configs().numStandbyReplicas());
+        // KIP-1071: the assignor computes the target assignment and the coordinator stages the moves (4.4's
+        // AssignmentRefiner, warm-ups); an assignor can give neither warm-ups nor a probing rebalance, so the
+        // optimum must not keep actives on caught-up processes only (a joining instance would get none).
+        config.put("active_on_caught_up", false);
         Map<String, Object> instance = new LinkedHashMap<>();
         instance.put("format", "kassign/v1");
         instance.put("protocol", "streams");

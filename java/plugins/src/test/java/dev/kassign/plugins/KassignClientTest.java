@@ -39,4 +39,22 @@ class KassignClientTest {
             assertEquals(4000L, request.get("deadline_ms"));
         }
     }
+
+    @Test
+    void asksForTheWeightsFileWhenConfigured() throws Exception {
+        try (StubService service = new StubService()) {
+            service.body = "{\"format\":\"kassign/v1\",\"assignment\":{}}";
+            KassignClient client = new KassignClient(KassignConfig.from(Map.of(KassignConfig.URL_CONFIG,
+                service.url(), KassignConfig.WEIGHTS_CONFIG, "file")));
+            client.assign(Map.of("format", "kassign/v1", "protocol", "consumer"), "optimal", System.nanoTime());
+            Map<?, ?> request = (Map<?, ?>) Json.parse(service.requests.get(0));
+            assertEquals(Map.of("source", "file"), request.get("weights"));
+            // a Streams group carries its own task offsets: never the file
+            client.assign(Map.of("format", "kassign/v1", "protocol", "streams"), "optimal-streams", System.nanoTime());
+            assertEquals(null, ((Map<?, ?>) Json.parse(service.requests.get(1))).get("weights"));
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> KassignConfig.from(Map.of(KassignConfig.WEIGHTS_CONFIG, "admin")));
+        assertEquals("kassign.weights.source: expected 'request' or 'file', got 'admin'", e.getMessage());
+    }
 }

@@ -74,7 +74,7 @@ class KassignStreamsTaskAssignorTest {
         + "{\"id\":\"m2\",\"active\":[\"1_0\"],\"standby\":[]}]},"
         + "{\"id\":\"" + P2 + "\",\"process_id\":\"" + P2 + "\",\"lags\":{\"0_0\":30},\"members\":["
         + "{\"id\":\"m3\",\"active\":[\"0_1\"],\"standby\":[\"0_0\"],\"task_offsets\":{\"0_0\":50}}]}],"
-        + "\"config\":{\"num_standby_replicas\":1}}";
+        + "\"config\":{\"num_standby_replicas\":1,\"active_on_caught_up\":false}}";
 
     static String answer(String members) {
         return "{\"format\":\"kassign/v1\",\"assignor\":\"optimal-streams\",\"assignment\":{},\"members\":" + members
@@ -103,7 +103,7 @@ class KassignStreamsTaskAssignorTest {
         assertEquals("{\"format\":\"kassign/v1\",\"protocol\":\"streams\",\"tasks\":["
             + "{\"id\":\"0_0\",\"stateful\":false},{\"id\":\"1_0\",\"stateful\":false}],\"clients\":["
             + "{\"id\":\"not-a-uuid\",\"process_id\":\"" + uuid + "\",\"members\":["
-            + "{\"id\":\"m\",\"active\":[\"1_0\"],\"standby\":[]}]}],\"config\":{\"num_standby_replicas\":0}}",
+            + "{\"id\":\"m\",\"active\":[\"1_0\"],\"standby\":[]}]}],\"config\":{\"num_standby_replicas\":0,\"active_on_caught_up\":false}}",
             Json.write(t.instance()));
         GroupAssignment read = KassignStreamsTaskAssignor.read((Map<?, ?>) Json.parse(
             answer("{\"m\":{\"active\":[\"0_0\",\"1_0\"],\"standby\":[],\"warmup\":[]}}")), t);
@@ -218,7 +218,7 @@ class KassignStreamsTaskAssignorTest {
             + "{\"id\":\"" + P1 + "\",\"process_id\":\"" + P1 + "\",\"lags\":{\"0_1\":null},\"members\":["
             + "{\"id\":\"m1\",\"active\":[\"0_0\"],\"standby\":[]},"
             + "{\"id\":\"m2\",\"active\":[],\"standby\":[\"0_1\"],\"task_offsets\":{\"0_1\":7}}]}],"
-            + "\"config\":{\"num_standby_replicas\":1}}",
+            + "\"config\":{\"num_standby_replicas\":1,\"active_on_caught_up\":false}}",
             Json.write(KassignStreamsTaskAssignor.translate(spec, TOPOLOGY).instance()));
     }
 }

@@ -137,17 +137,21 @@ public final class ServerAssignors implements Handler {
             distinct.add(nameSet);
             Set<Uuid> subscribed = new LinkedHashSet<>();
             nameSet.forEach(t -> subscribed.add(ids.get(t)));
-            // As the coordinator's Assignment.fromRecord builds a member's assignment: a HashMap filled by
-            // put in the record's topic order (a key that shares a bucket goes to the bucket's tail; with
-            // computeIfAbsent it would go to the head), each topic's partitions copied into a HashSet
-            // (new HashSet<>(list): the copy constructor sizes the table from the list's length).
+            // A member's current assignment as the coordinator holds it in memory: a HashMap filled by put in
+            // the listed topic order (a key that shares a bucket goes to the bucket's tail; with
+            // computeIfAbsent it would go to the head), each topic's partitions added one by one to a new
+            // HashSet in the listed order, as the assignor that made the assignment built it (the fixtures'
+            // convention). Assignment.fromRecord's copy (new HashSet<>(list)) sizes the table the same way on
+            // Java 19 and later; on Java 17 it is twice as large at 12, 24, 48... partitions.
             Map<Uuid, Set<Integer>> current = new HashMap<>();
             m.owned().forEach((topic, ps) -> {
                 Uuid id = ids.get(topic);
                 if (id == null || current.containsKey(id)) {
                     return;
                 }
-                current.put(id, new HashSet<>(ps));
+                Set<Integer> set = new HashSet<>();
+                set.addAll(ps);
+                current.put(id, set);
                 for (Integer p : ps) {
                     inverted.computeIfAbsent(id, k -> new HashMap<>()).put(p, m.id());
                 }
