@@ -82,7 +82,8 @@ COOPERATIVE_STICKY = STICKY
 _STREAMS_BEFORE = ("kassign models Kafka Streams' classic assignors as they stand from 3.8.0 to 4.4 (after KIP-924 "
                    "reworked their inputs); earlier releases differ: 3.6-3.7 in code kassign has not checked "
                    "line by line, and before 3.6.0 there is no rack awareness (KIP-925)")
-HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925)"),), before=_STREAMS_BEFORE)
+HIGH_AVAILABILITY = VersionRules("3.8.0", (("3.8.0", "one rule (KIP-441, KIP-925, KIP-708 client tags)"),),
+                                 before=_STREAMS_BEFORE)
 STICKY_TASK = VersionRules("3.8.0", (("3.8.0", "one rule (LegacyStickyTaskAssignor, KIP-925)"),),
                            before=_STREAMS_BEFORE)
 
@@ -124,8 +125,8 @@ DIFFERENTIAL_MATRIX: tuple[str, ...] = (
 #: fixed-seed sample (200 per release, on every run; docs/benchmarks.md has the campaign's figures).
 CAMPAIGN_CASES: dict[str, int] = {
     "range": 2000, "roundrobin": 2000, "sticky": 2000, "cooperative-sticky": 1000, "uniform": 1000,
-    "server-range": 1000, "high-availability": 1000, "streams-server-sticky": 1000, "sticky-task": 200,
-    "kip924-sticky": 200,
+    "server-range": 1000, "high-availability": 1000, "streams-server-sticky": 1000, "sticky-task": 1000,
+    "kip924-sticky": 1000,
 }
 #: When :data:`CAMPAIGN_CASES` was measured.
 CAMPAIGN_DATE = "2026-11-27"

@@ -12,7 +12,10 @@ instance turns it on (:mod:`heuristics.streams.rack_aware`: strategy not
    for each stateful task, each replica goes to the client with the fewest
    assigned tasks per thread that does not hold the task yet (ties: lower
    process id; Kafka's live-key ``PriorityQueue`` reproduced exactly), then the
-   same thread balancing over standbys.
+   same thread balancing over standbys.  With ``rack_aware_assignment_tags``
+   (KIP-708) Kafka's ``ClientTagAwareStandbyTaskAssignor`` places them instead,
+   spread over client tag values, and the balancing moves a standby only to a
+   client with the source's tags (:mod:`heuristics.streams.client_tags`).
 3. **Caught-up ranking**: a client is *caught up* on a task when it ran it as
    an active (lag = ``LATEST_OFFSET``) or its lag is at most
    ``acceptable_recovery_lag``; clients are also ranked by lag, then process id.
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from heuristics.streams.client_tags import client_tag_standbys
 from heuristics.streams.common import ClientState, StreamsContext
 from heuristics.streams.java import ConstrainedPrioritySet, JavaPriorityQueue
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
@@ -60,11 +64,13 @@ def _assigned_load(states: list[ClientState]) -> Callable[[int], float]:
     return load
 
 
-def balance_tasks_over_threads(states: list[ClientState], kind: str) -> None:
+def balance_tasks_over_threads(states: list[ClientState], kind: str,
+                               allowed: Callable[[int, int], bool] | None = None) -> None:
     """Kafka's ``balanceTasksOverThreads`` for ``kind`` in ``{"active", "standby"}``.
 
     Every ordered pair (source, destination) in client order is visited until
     a whole pass moves nothing; the source's tasks are tried in task order.
+    ``allowed(source, destination)``: the standby assignor's ``isAllowedTaskMovement`` (client tags).
     """
     keep = True
     while keep:
@@ -78,7 +84,7 @@ def balance_tasks_over_threads(states: list[ClientState], kind: str) -> None:
                     task = next(pending, None)
                     if task is None:
                         break
-                    if not dst.has(task):
+                    if not dst.has(task) and (allowed is None or allowed(s, d)):
                         getattr(src, kind).discard(task)
                         getattr(dst, kind).add(task)
                         keep = True
@@ -269,10 +275,19 @@ def high_availability_assign(ctx: StreamsContext) -> tuple[list[ClientState], li
     if rack.enabled:
         rack.optimize_active(stateful, states, rack.traffic_cost, rack.non_overlap_cost)
     if cfg.num_standby_replicas > 0:
-        assign_standbys_least_loaded(ctx, states, stateful, cfg.num_standby_replicas)
-        balance_tasks_over_threads(states, "standby")
-        if rack.enabled:
-            rack.optimize_standby(states, rack.traffic_cost, rack.non_overlap_cost)
+        tagged = client_tag_standbys([c.client_tags for c in ctx.clients], cfg.rack_aware_assignment_tags,
+                                     ctx.java_hash, [t.key for t in ctx.tasks])
+        if tagged is None:
+            assign_standbys_least_loaded(ctx, states, stateful, cfg.num_standby_replicas)
+            balance_tasks_over_threads(states, "standby")
+            if rack.enabled:
+                rack.optimize_standby(states, rack.traffic_cost, rack.non_overlap_cost)
+        else:
+            tagged.assign(states, stateful, cfg.num_standby_replicas)
+            balance_tasks_over_threads(states, "standby", tagged.may_move)
+            if rack.enabled:
+                rack.optimize_standby(states, rack.traffic_cost, rack.non_overlap_cost,
+                                      lambda s, d, t: tagged.may_move_task(s, d, t, states))
     mv = _Movements(ctx, states, cfg.max_warmup_replicas, cfg.acceptable_recovery_lag)
     needed = mv.actives() + mv.standbys()
     stateless = ctx.stateless()

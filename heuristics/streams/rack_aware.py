@@ -255,8 +255,13 @@ class RackAwareTasks:
         g.solve_min_cost_flow()
         builder.assign_from_flow(g, clients, tasks, states, task_client, "active")
 
-    def optimize_standby(self, states: list[ClientState], traffic: int, non_overlap: int) -> None:
-        """``optimizeStandbyTasks``: min-cost swaps between clients on different racks."""
+    def optimize_standby(self, states: list[ClientState], traffic: int, non_overlap: int,
+                         can_move: Callable[[int, int, int], bool] | None = None) -> None:
+        """``optimizeStandbyTasks``: min-cost swaps between clients on different racks.
+
+        ``can_move(source, destination, task)``: the standby assignor's per-task ``isAllowedTaskMovement``
+        (client tags), read on the assignment as it stands; ``None``: every move is allowed.
+        """
         builder = _MinTraffic()
         n = len(states)
 
@@ -273,8 +278,8 @@ class RackAwareTasks:
                     if self.racks[i] == self.racks[j]:
                         continue
                     a, b = states[i], states[j]
-                    mov1 = [t for t in a.standby if not b.has(t)]
-                    mov2 = [t for t in b.standby if not a.has(t)]
+                    mov1 = [t for t in a.standby if not b.has(t) and (can_move is None or can_move(i, j, t))]
+                    mov2 = [t for t in b.standby if not a.has(t) and (can_move is None or can_move(j, i, t))]
                     if not mov1 or not mov2:
                         continue
                     tasks = sorted(mov1 + mov2)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
 from solver.model.schema import INT32_MAX, KafkaVersionField, UnitsSpec, meta_of, pydantic_problems
+from solver.streams.client_tags import check_client_tags, check_tag_config
 from solver.streams.model import (
     Client,
     StreamsAssignment,
@@ -102,6 +103,7 @@ class ClientSpec(_Strict):
     standby: list[StrictStr] = Field(default_factory=list)
     lags: dict[str, NonNegLong | None] = Field(default_factory=dict)
     members: list[MemberSpec] | None = None
+    client_tags: dict[str, StrictStr] = Field(default_factory=dict)
 
 
 class ConfigSpec(_Strict):
@@ -116,6 +118,7 @@ class ConfigSpec(_Strict):
     rack_aware_assignment_traffic_cost: JavaInt | None = None
     rack_aware_assignment_non_overlap_cost: JavaInt | None = None
     active_on_caught_up: StrictBool = True
+    rack_aware_assignment_tags: list[StrictStr] = Field(default_factory=list)
 
 
 class StreamsInstanceSpec(_Strict):
@@ -200,13 +203,14 @@ def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
 
     clients = _clients(spec.clients, by_id, bad)
     order = _standby_task_order(spec.standby_task_order, tasks, bad)
+    check_tag_config(spec.config.rack_aware_assignment_tags, ("config", "rack_aware_assignment_tags"), bad)
     if problems:
         raise InstanceError(source, problems)
     c = spec.config
     config = StreamsConfig(c.num_standby_replicas, c.acceptable_recovery_lag, c.max_warmup_replicas,
                            c.balance_factor, c.probing_rebalance_interval_ms, c.rack_aware_assignment_strategy,
                            c.rack_aware_assignment_traffic_cost, c.rack_aware_assignment_non_overlap_cost,
-                           c.active_on_caught_up)
+                           c.active_on_caught_up, tuple(c.rack_aware_assignment_tags))
     streams = StreamsSpec(tuple(sorted(tasks, key=lambda t: t.key)), tuple(clients), config, subtopologies, order)
     meta = meta_of(spec)
     return Instance(spec.name, "streams", {}, (), (), streams, meta, spec.kafka_version)
@@ -376,8 +380,9 @@ def _clients(specs: list[ClientSpec], tasks: Mapping[str, Task], bad: Any) -> li
                 bad(lag_at, "a stateless task has no lag")
             elif held.get(tid) == "active":
                 bad(lag_at, "task is in active (an active task is caught up: give no lag)")
+        check_client_tags(c.client_tags, ("clients", i, "client_tags"), bad)
         clients.append(Client(c.id, pid, c.capacity, c.rack, tuple(c.active), tuple(c.standby),
-                              {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}, members))
+                              {t: c.lags[t] for t in sorted(c.lags, key=_safe_key)}, members, c.client_tags))
     _synthetic_clash(specs, ids, member_ids, bad)
     return clients
 
@@ -526,6 +531,8 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
         obj.update({"active": list(c.active), "standby": list(c.standby), "lags": dict(c.lags)})
         if c.members is not None:
             obj["members"] = [_member_dict(m) for m in c.members]
+        if c.client_tags:
+            obj["client_tags"] = dict(c.client_tags)
         clients.append(obj)
     out["clients"] = clients
     cfg = spec.config
@@ -545,6 +552,8 @@ def streams_instance_to_dict(instance: Instance) -> dict[str, Any]:
         config["rack_aware_assignment_non_overlap_cost"] = cfg.rack_aware_assignment_non_overlap_cost
     if not cfg.active_on_caught_up:
         config["active_on_caught_up"] = False
+    if cfg.rack_aware_assignment_tags:
+        config["rack_aware_assignment_tags"] = list(cfg.rack_aware_assignment_tags)
     out["config"] = config
     if spec.standby_task_order is not None:
         out["standby_task_order"] = list(spec.standby_task_order)

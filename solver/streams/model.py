@@ -268,6 +268,10 @@ class Client:
         (``capacity`` is then the thread count and ``active`` / ``standby`` the
         process's previous tasks).  When given, ``capacity`` is their number and
         ``active`` / ``standby`` the union of their targets.
+    client_tags
+        The client's ``client.tag.*`` configs (KIP-708): tag key -> value.  Kafka Streams spreads
+        standbys over clients with other values of the keys ``config.rack_aware_assignment_tags``
+        names (``high-availability``).
     """
 
     id: str
@@ -278,12 +282,14 @@ class Client:
     standby: tuple[str, ...] = ()
     lags: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({}))
     members: tuple[StreamsMember, ...] | None = None
+    client_tags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # set views of active / standby: lag_for runs once per (task, client), tuples made it quadratic
     _active_set: frozenset[str] = field(init=False, repr=False, compare=False)
     _standby_set: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lags", MappingProxyType(dict(self.lags)))
+        object.__setattr__(self, "client_tags", MappingProxyType(dict(self.client_tags)))
         object.__setattr__(self, "_active_set", frozenset(self.active))
         object.__setattr__(self, "_standby_set", frozenset(self.standby))
 
@@ -306,8 +312,9 @@ class Client:
         if not isinstance(other, Client):
             return NotImplemented
         return (self.id, self.process_id, self.capacity, self.rack, self.active, self.standby,
-                dict(self.lags), self.members) == (other.id, other.process_id, other.capacity, other.rack,
-                                                   other.active, other.standby, dict(other.lags), other.members)
+                dict(self.lags), self.members, dict(self.client_tags)) == (
+                    other.id, other.process_id, other.capacity, other.rack, other.active, other.standby,
+                    dict(other.lags), other.members, dict(other.client_tags))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -346,6 +353,10 @@ class StreamsConfig:
         4.4's ``AssignmentRefiner``), and the assignor can hand out neither
         warm-ups nor probing rebalances, so the rule would keep a joining
         instance without actives; restoration still costs (stage 3).
+    rack_aware_assignment_tags
+        ``rack.aware.assignment.tags`` (KIP-708): the client tag keys over whose values
+        ``high-availability`` spreads each task's standbys (Kafka's ``ClientTagAwareStandbyTaskAssignor``);
+        empty (default): the least-loaded standby placement.
     """
 
     num_standby_replicas: int = 0
@@ -357,6 +368,7 @@ class StreamsConfig:
     rack_aware_assignment_traffic_cost: int | None = None
     rack_aware_assignment_non_overlap_cost: int | None = None
     active_on_caught_up: bool = True
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     @property
     def traffic_cost(self) -> int:

@@ -456,7 +456,8 @@ def subscriptions_to_instance(
 
     Subscriptions with the same process id are the threads of one client:
     its ``capacity`` is their number (Kafka counts consumers per process the
-    same way) and its previous tasks are their union.
+    same way) and its previous tasks are their union; its ``client_tags`` are
+    those of its first subscription (version 11+), as Kafka's leader keeps them.
 
     Parameters
     ----------
@@ -488,7 +489,8 @@ def subscriptions_to_instance(
         if info.named_topologies:
             raise ValueError("named topologies are not supported (task ids would not be '<subtopology>_<partition>')")
         c = clients.setdefault(info.process_id, {"process_id": info.process_id, "capacity": 0, "active": [],
-                                                 "standby": [], "lags": {}, "_ep": info.user_end_point})
+                                                 "standby": [], "lags": {}, "_ep": info.user_end_point,
+                                                 "_tags": dict(info.client_tags)})
         c["capacity"] += 1
         stores.update(info.task_stores)
         active = list(info.prev_tasks)
@@ -517,6 +519,9 @@ def subscriptions_to_instance(
     used: set[str] = set()
     for pid, c in clients.items():
         cid = c.pop("_ep") or f"client-{pid[:8]}"
+        tags = c.pop("_tags")
+        if tags:  # Kafka's ClientMetadata keeps the tags of the process's first subscription (v11+)
+            c["client_tags"] = tags
         base, k = cid, 1
         while cid in used:
             k += 1

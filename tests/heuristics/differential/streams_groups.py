@@ -3,7 +3,9 @@
 From a :class:`~tests.heuristics.differential.strategies.Shape` (its size, whether there are racks, a
 seed): sub-topologies of stateful and stateless tasks, clients (processes) with stream threads and
 process ids, a previous assignment with standbys, lags caught up or not (and unknown), Kafka's configs;
-racks and the rack-aware strategies for ``high-availability``; one member per stream thread, current
+racks and the rack-aware strategies for ``high-availability``; client tags and
+``rack_aware_assignment_tags`` (KIP-708, :func:`draw_client_tags`) for every assignor, from a generator of
+their own so the rest of a group is the same with or without them; one member per stream thread, current
 tasks and reported offsets for the KIP-1071 ``streams-server-sticky``.
 """
 
@@ -83,7 +85,34 @@ def streams_group(shape: Shape, assignor: str) -> dict[str, Any]:
                     m["task_offsets"] = {t: rng.randint(0, 10**6) for t in c["lags"]}
             c["members"] = members
             c.pop("lags", None)
+    draw_client_tags(random.Random(shape.seed * 7919 + 708), clients, config)
     if shape.static and len(clients) > 1:
         rng.shuffle(clients)
     return {"format": "kassign/v1", "name": f"streams-diff-{shape.seed}", "protocol": "streams",
             "tasks": tasks, "clients": clients, "config": config}
+
+
+TAG_KEYS = ("zone", "cluster", "host")
+
+
+def draw_client_tags(rng: random.Random, clients: list[dict[str, Any]], config: dict[str, Any]) -> None:
+    """Client tags on about half the groups: 1-3 keys of 1-3 values each, some clients missing a key;
+    ``rack_aware_assignment_tags`` usually a non-empty subset of the keys (so some clients carry tags that
+    are not configured), sometimes empty (tags present, the least-loaded standby placement), now and then
+    naming a key no client has.  Groups with tags get standbys more often (the tags only place standbys)."""
+    if rng.random() < 0.5:
+        return
+    keys = rng.sample(TAG_KEYS, rng.randint(1, 3))
+    values = {k: [f"{k}-{chr(97 + i)}" for i in range(rng.randint(1, 3))] for k in keys}
+    missing = rng.choice([0.0, 0.1, 0.3])
+    for c in clients:
+        tags = {k: rng.choice(values[k]) for k in keys if rng.random() >= missing}
+        if tags:
+            c["client_tags"] = tags
+    roll = rng.random()
+    if roll < 0.8:
+        config["rack_aware_assignment_tags"] = rng.sample(keys, rng.randint(1, len(keys)))
+        if roll < 0.08:
+            config["rack_aware_assignment_tags"].append("rack")  # no client has it
+    if config.get("num_standby_replicas", 0) == 0 and rng.random() < 0.7:
+        config["num_standby_replicas"] = rng.choice([1, 1, 2, 3])

@@ -1,8 +1,9 @@
 """kassign's Kafka Streams assignors give Apache Kafka's answer, at every release of the matrix.
 
-The reference is Kafka's released classes (java/harness): ``high-availability`` (with KIP-925 rack awareness)
-and ``sticky-task`` (Kafka Streams' classic assignors), ``kip924-sticky`` (KIP-924's public assignor) and
-``streams-server-sticky`` (the KIP-1071 group coordinator's).  Compared: each client's actives, its standbys
+The reference is Kafka's released classes (java/harness): ``high-availability`` (with KIP-925 rack awareness
+and KIP-708 client tags, which are drawn for every assignor) and ``sticky-task`` (Kafka Streams' classic
+assignors), ``kip924-sticky`` (KIP-924's public assignor) and ``streams-server-sticky`` (the KIP-1071 group
+coordinator's).  Compared: each client's actives, its standbys
 (warm-ups counted as standbys, as Kafka reports them), each KIP-1071 member's tasks, the probing-rebalance
 flag and whether rack awareness was on.  A fixed-seed sample of ``KASSIGN_DIFF_SAMPLE`` groups (200 by
 default) per assignor, each at every release that has the assignor.

@@ -177,6 +177,9 @@ def streams_docs(draw):
              "standby": standby, "lags": {t: draw(st.integers(0, 10**6)) for t in lag_tasks}}
         if draw(st.booleans()):
             c["rack"] = draw(st.sampled_from(["r1", "r2"]))
+        if draw(st.booleans()):
+            c["client_tags"] = draw(st.dictionaries(st.sampled_from(["zone", "cluster", "host"]),
+                                                    st.sampled_from(["a", "b", "eu-central-1a"]), max_size=3))
         clients.append(c)
     config = {"num_standby_replicas": draw(st.integers(0, 2)),
               "acceptable_recovery_lag": draw(st.integers(0, 20000)),
@@ -189,6 +192,9 @@ def streams_docs(draw):
             config[key] = draw(st.integers(-(2**31), 2**31 - 1))
     if draw(st.booleans()):
         config["active_on_caught_up"] = draw(st.booleans())
+    if draw(st.booleans()):
+        config["rack_aware_assignment_tags"] = draw(st.lists(st.sampled_from(["zone", "cluster", "rack"]),
+                                                             max_size=3, unique=True))
     return {"format": "kassign/v1", "name": "h", "protocol": "streams", "tasks": tasks, "clients": clients,
             "config": config}
 
@@ -270,3 +276,43 @@ def test_kafka_rack_fixtures_round_trip():
             assert [list(map(list, t.source_racks)) for t in inst.streams.tasks] == \
                 [t["source_racks"] for t in sorted(raw["tasks"], key=lambda t: tuple(map(int, t["id"].split("_"))))]
             assert parse_instance(json.loads(json.dumps(instance_to_dict(inst)))) == inst
+
+
+def test_client_tags_parsed_and_written_back():
+    inst = parse_instance(doc(clients=[{"id": "a", "process_id": PID[0],
+                                        "client_tags": {"zone": "eu-1a", "cluster": "k8s-1"}},
+                                       {"id": "b", "process_id": PID[1]}],
+                              config={"num_standby_replicas": 1, "rack_aware_assignment_tags": ["zone"]}))
+    a, b = inst.streams.clients
+    assert dict(a.client_tags) == {"zone": "eu-1a", "cluster": "k8s-1"} and dict(b.client_tags) == {}
+    assert inst.streams.config.rack_aware_assignment_tags == ("zone",)
+    out = instance_to_dict(inst)
+    assert out["clients"][0]["client_tags"] == {"zone": "eu-1a", "cluster": "k8s-1"}
+    assert "client_tags" not in out["clients"][1]  # none: not written
+    assert out["config"]["rack_aware_assignment_tags"] == ["zone"]
+    assert parse_instance(out) == inst
+    # the default (no tags configured) is not written
+    assert "rack_aware_assignment_tags" not in instance_to_dict(parse_instance(doc()))["config"]
+    # tags differ: the instances differ
+    assert parse_instance(doc(clients=[{"id": "a", "process_id": PID[0], "client_tags": {"zone": "x"}}])) != \
+        parse_instance(doc(clients=[{"id": "a", "process_id": PID[0], "client_tags": {"zone": "y"}}]))
+
+
+def test_client_tag_problems_with_paths():
+    """Kafka's StreamsConfig limits (5 tags, key <= 20, value <= 30 UTF-16 units, nothing blank)."""
+    got = problems(doc(
+        clients=[{"id": "a", "process_id": PID[0],
+                  "client_tags": {" ": "x", "zone": "", "k" * 21: "v", "host": "v" * 31, "ok": "\U0001F600" * 15}},
+                 {"id": "b", "process_id": PID[1], "client_tags": {f"k{i}": "v" for i in range(6)}}],
+        config={"rack_aware_assignment_tags": ["zone", "", "z" * 21, "a", "b", "c"]}))
+    # (15 characters beyond the BMP are 30 UTF-16 code units: accepted, as Java's String.length() counts)
+    assert got == [
+        "clients[0].client_tags: blank tag key ' ' (Kafka refuses it: missing client tag key)",
+        "clients[0].client_tags.zone: blank tag value (Kafka refuses it: tag value cannot be empty)",
+        "clients[0].client_tags.kkkkkkkkkkkkkkkkkkkkk: tag key of 21 characters; Kafka allows at most 20",
+        "clients[0].client_tags.host: tag value of 31 characters; Kafka allows at most 30",
+        "clients[1].client_tags: 6 client tags; Kafka Streams allows at most 5 (client.tag.*)",
+        "config.rack_aware_assignment_tags: 6 tag keys; Kafka's rack.aware.assignment.tags takes at most 5",
+        "config.rack_aware_assignment_tags[1]: blank tag key (Kafka refuses it: tag key cannot be empty)",
+        "config.rack_aware_assignment_tags[2]: tag key of 21 characters; a client tag key has at most 20",
+    ]

@@ -105,6 +105,11 @@ def test_v10_and_v11_fields():
     info11 = decode(raw11)
     assert info11.client_tags == (("zone", "west"),) and info11.error_code == 3
     assert encode(info11) == raw11
+    # the process's client tags reach the instance (the first subscription's, as Kafka's leader keeps them)
+    doc = subscriptions_to_instance([info11, info11])
+    assert doc["clients"][0]["client_tags"] == {"zone": "west"}
+    assert dict(parse_instance(doc).streams.clients[0].client_tags) == {"zone": "west"}
+    assert "client_tags" not in subscriptions_to_instance([info])["clients"][0]
 
 
 def test_named_topology_is_kept_but_refused_for_instances():
