@@ -465,6 +465,7 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
                 title: str, merge_labels: bool = True) -> None:
     """PNG: one panel per ``(point key, axis label)``, the frontier as a step line against the budget.
 
+    The frontier's own points are filled when proven and hollow when not ("point not proven" in the legend).
     ``doc["heuristics"]`` are drawn as points (red ``x``: invalid; red diamond: splits co-partitioned
     units, labelled "not comparable": the frontier keeps units together), labelled by
     :func:`label_positions` (``merge_labels``) or each beside its point.
@@ -483,6 +484,14 @@ def plot_panels(doc: dict[str, Any], path: str | Path, panels: Sequence[tuple[st
         ys = [p[key] for p in pts]
         # beyond the optimum's moves the best balance stays the optimum's
         ax.step([*xs, x_end], [*ys, ys[-1]], where="post", color="black", label=frontier_label(doc))
+        # each point says whether it is proven: filled when it is, hollow when not (the legend's words)
+        shut = [k for k, p in enumerate(pts) if p.get("proven", True)]
+        open_ = [k for k, p in enumerate(pts) if not p.get("proven", True)]
+        ax.scatter([xs[k] for k in shut], [ys[k] for k in shut], s=16, color="black", zorder=3,
+                   label="point proven optimal" if ax is axes[0] and open_ else None)
+        if open_:
+            ax.scatter([xs[k] for k in open_], [ys[k] for k in open_], s=36, facecolors="white",
+                       edgecolors="black", zorder=4, label="point not proven" if ax is axes[0] else None)
         for h in heur:
             kind = _outcome(h)
             ax.scatter([h["moved"]], [h[key]], zorder=3, marker=_MARKER[kind],

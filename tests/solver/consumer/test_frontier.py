@@ -95,3 +95,27 @@ def test_a_group_without_members_or_partitions_gets_its_one_point_frontier(tmp_p
         assert [p["max_load"] for p in front["points"]] == [0.0]
         assert front["heuristics"] and all(h["max_load"] == 0.0 for h in front["heuristics"])
         plot_frontier(front, tmp_path / "f.png")
+
+
+def test_each_frontier_point_on_the_plot_says_whether_it_is_proven(tmp_path, monkeypatch):
+    """Filled markers at proven points, hollow ones at the others, with "point not proven" in the legend."""
+    import solver.consumer.frontier as fr
+
+    seen = {}
+
+    def keep(fig, path, dpi):
+        seen["fig"] = fig
+        return b"png"
+
+    monkeypatch.setattr(fr, "figure_bytes", keep)
+    monkeypatch.setattr(fr, "write_atomic", lambda path, data: None)
+    doc = {"engine": "exact", "points": [
+        {"budget": 0.0, "max_load": 9.0, "sum_sq": 90.0, "moved": 0, "proven": True},
+        {"budget": 2.0, "max_load": 7.0, "sum_sq": 70.0, "moved": 2, "proven": False},
+        {"budget": 4.0, "max_load": 5.0, "sum_sq": 50.0, "moved": 4, "proven": True}]}
+    fr.plot_frontier(doc, tmp_path / "f.png")
+    ax = seen["fig"].axes[0]
+    marks = {c.get_label(): c.get_offsets().tolist() for c in ax.collections}
+    assert marks["point not proven"] == [[2.0, 7.0]]
+    assert marks["point proven optimal"] == [[0.0, 9.0], [4.0, 5.0]]
+    assert "point not proven" in [t.get_text() for t in ax.get_legend().get_texts()]
