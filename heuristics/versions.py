@@ -124,9 +124,9 @@ DIFFERENTIAL_MATRIX: tuple[str, ...] = (
 #: last long campaign (``python -m benchmarks.differential``, date in :data:`CAMPAIGN_DATE`), else CI's
 #: fixed-seed sample (200 per release, on every run; docs/benchmarks.md has the campaign's figures).
 CAMPAIGN_CASES: dict[str, int] = {
-    "range": 2000, "roundrobin": 2000, "sticky": 2000, "cooperative-sticky": 1000, "uniform": 1000,
-    "server-range": 1000, "high-availability": 1000, "streams-server-sticky": 1000, "sticky-task": 1000,
-    "kip924-sticky": 1000,
+    "range": 10_000, "roundrobin": 10_000, "sticky": 13_000, "cooperative-sticky": 12_000, "uniform": 10_000,
+    "server-range": 10_000, "high-availability": 10_000, "streams-server-sticky": 10_000, "sticky-task": 10_000,
+    "kip924-sticky": 10_000,
 }
 #: When :data:`CAMPAIGN_CASES` was measured.
 CAMPAIGN_DATE = "2026-11-27"
