@@ -112,11 +112,32 @@ def _kill_mid_batch(grid: Path, out: Path) -> None:
                 _signal_all(proc.pid, below, signal.SIGCONT)  # the commit landed meanwhile: go on
             time.sleep(0.02)
     finally:
+        below = []
         if proc.poll() is None:
             below = _freeze(proc.pid)
             _signal_all(proc.pid, below, signal.SIGKILL)
         proc.wait(timeout=30)
+        # proc is kassign's watchdog parent: the sweep itself (which holds the output's lock) is its child, and
+        # may still be exiting when the parent has been reaped; wait until every killed process has exited
+        _wait_exited(below, 30)
         log.close()
+
+
+def _wait_exited(pids: list[int], seconds: float) -> None:
+    """Until none of ``pids`` runs any more (gone, or a zombie: its files, locks included, are released)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                alive.append(pid)
+        if not alive:
+            return
+        time.sleep(0.05)
 
 
 @pytest.mark.spark
