@@ -400,13 +400,11 @@ class Broker:
                                     f"which kassign capture needs{why}")
         return versions
 
-    def describe_group(self, group: str) -> GroupDescription:
-        """DescribeGroups for one group (raw member metadata and assignment bytes)."""
-        from kafka.protocol.admin import DescribeGroupsRequest
+    def _ask_coordinator(self, what: str, group: str, request: Any) -> Any:
+        """``request`` sent to ``group``'s coordinator; ``None`` while no coordinator is ready for it."""
+        import kafka.errors as errors
 
         admin = self.admin
-
-        import kafka.errors as errors
 
         async def ask() -> Any:
             try:
@@ -414,11 +412,18 @@ class Broker:
             except (errors.CoordinatorNotAvailableError, errors.CoordinatorLoadInProgressError,
                     errors.NotCoordinatorError):
                 # Apache Kafka answers FindCoordinator so until its offsets topic exists and is loaded (a
-                # fresh cluster's first group): the coordinator is not ready yet, as a DescribeGroups error
+                # fresh cluster's first group): the coordinator is not ready yet, as a describe error
                 return None
-            return await self._manager.send(DescribeGroupsRequest(groups=[group], max_version=5), node_id=node)
+            return await self._manager.send(request, node_id=node)
 
-        resp = self._run(f"DescribeGroups {group!r}", ask)
+        return self._run(what, ask)
+
+    def describe_group(self, group: str) -> GroupDescription:
+        """DescribeGroups for one group (raw member metadata and assignment bytes)."""
+        from kafka.protocol.admin import DescribeGroupsRequest
+
+        resp = self._ask_coordinator(f"DescribeGroups {group!r}", group,
+                                     DescribeGroupsRequest(groups=[group], max_version=5))
         if resp is None:
             return GroupDescription(group, "CoordinatorNotReady", "", "", ())
         g = resp.groups[0]
@@ -440,23 +445,10 @@ class Broker:
     def describe_consumer_group(self, group: str) -> ConsumerGroup | None:
         """ConsumerGroupDescribe (KIP-848) for one group; ``None`` when the broker has no such group (or its
         coordinator is not ready yet)."""
-        import kafka.errors as errors
-
         from spark_runner.live.protocol.messages import ConsumerGroupDescribeRequest
 
-        admin = self.admin
-
-        async def ask() -> Any:
-            try:
-                node = await admin._find_coordinator_id(group)
-            except (errors.CoordinatorNotAvailableError, errors.CoordinatorLoadInProgressError,
-                    errors.NotCoordinatorError):
-                return None
-            req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False,
-                                               max_version=0)
-            return await self._manager.send(req, node_id=node)
-
-        resp = self._run(f"ConsumerGroupDescribe {group!r}", ask)
+        req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False, max_version=0)
+        resp = self._ask_coordinator(f"ConsumerGroupDescribe {group!r}", group, req)
         if resp is None:
             return None
         g = resp.groups[0]
