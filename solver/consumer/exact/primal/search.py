@@ -27,11 +27,14 @@ import numpy as np
 
 from solver.consumer.exact.primal.lns import Budget, fewer_moves, focused
 from solver.consumer.exact.primal.local import Data, give_back, improve, level
+from solver.consumer.exact.primal.repartition import repartition
 from solver.consumer.exact.primal.start import lpt, shed_refill
 
 #: Local-search work units per second of budget in deterministic mode (about a second's work on 2 cores:
 #: a unit is a step or 2,000 candidate steps evaluated, :data:`.local.WORK_CELLS`).
 STEPS_PER_SECOND = 20_000
+#: Subset-sum table words (:mod:`.repartition`) per local-search work unit (about the same time).
+WORDS_PER_STEP = 1_500
 #: Windows per second of budget in deterministic mode.
 WINDOWS_PER_SECOND = 4
 #: In counted mode (:class:`Work`), the wall clock stops a search at this multiple of its seconds.
@@ -110,7 +113,8 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     """Solutions of low max load (see the module docstring), the best first (max load, then moved cost).
 
     The starts, in order, each with a share of ``work``: the sticky local search towards ``lb`` (few
-    moves), then that result levelled, the sticky greedy levelled and the plain greedy levelled; the
+    moves), that result re-split pair by pair (:mod:`.repartition`: exact subset sums, for tight
+    packings), the first result levelled, the sticky greedy levelled and the plain greedy levelled; the
     search stops at the first solution that reaches ``lb``.
     """
     counted = work.deterministic or work.counted  # each start gets a fixed share of the counted work
@@ -125,7 +129,14 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     def levelled(x: np.ndarray, w: Work) -> np.ndarray:
         return level(d, x, nl_max(d, x), 2**62, deadline=w.deadline(), max_steps=w.steps())
 
+    def resplit(w: Work) -> np.ndarray:
+        best = min(pool, key=lambda x: nl_max(d, x))
+        steps = w.steps()
+        return repartition(d, best, lb, max_work=2**62 if steps is None else steps * WORDS_PER_STEP,
+                           deadline=w.deadline())
+
     steps = [lambda w: improve(d, lb, deadline=w.deadline(), max_steps=w.steps()),
+             resplit,
              lambda w: levelled(pool[0], w),
              lambda w: levelled(lpt(d, sticky=True), w),
              lambda w: levelled(lpt(d, sticky=False), w)]

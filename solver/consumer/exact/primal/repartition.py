@@ -1,0 +1,201 @@
+"""Two members' items split anew by subset sums: the max load down to the bound on tight packings.
+
+Where the max-load bound is reached only by a near-perfect partition (a few
+dozen lognormal loads over a handful of members: the bound is the even split,
+and one unit above it is not optimal), moving or swapping single items stalls
+a few units above the bound.  This search re-splits the items two members hold
+*exactly*: the loads of the items both may hold are a multiset, and a subset-sum
+table (a bitset, one big integer per item group) gives every load the first
+member can take; the split nearest the pair's balance point wins.
+
+1. The most loaded member ``h`` is paired with each other member, least loaded
+   first; the first pair whose best split leaves both below ``h``'s load is
+   applied (the max load falls, or fewer members share it).
+2. When no pair helps, a *kick*: two other members re-split at random among the
+   splits that keep both below the max load (a different mix of items for the
+   next attempt), at most :data:`MAX_KICKS` in a row.
+
+Everything is exact integer arithmetic on the engine's data (``NL_m = ratio_m *
+load_m``); loads too large for a table are grouped in coarser units (the split
+found is then checked exactly).  Work is counted (table words), so a run with a
+work budget gives the same answer on every machine.
+
+Examples
+--------
+Five items of loads 8, 7, 6, 5, 4 on two members (sum 30: the bound is 15);
+all start on member 0:
+
+>>> import numpy as np
+>>> from solver.consumer.exact.primal.local import Data
+>>> d = Data(weights=[8, 7, 6, 5, 4], counts=[1] * 5, eligible=[[0, 1]] * 5, cost=[{}] * 5, ratio=[1, 1])
+>>> x = np.array([[1, 0]] * 5)
+>>> y = repartition(d, x, 15, max_work=10_000)
+>>> [int(v) for v in np.array([8, 7, 6, 5, 4]) @ y]
+[15, 15]
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+from solver.consumer.exact.primal.local import Data
+
+__all__ = ["repartition"]
+
+#: Widest subset-sum table (bits); larger pools are grouped in coarser load units.
+MAX_BITS = 1 << 18
+#: Kicks in a row without a lower max load before the search stops.
+MAX_KICKS = 2_000
+
+
+def repartition(d: Data, x: np.ndarray, target: int, *, max_work: int, deadline: float | None = None,
+                seed: int = 0) -> np.ndarray:
+    """``x`` with a max ``NL`` as low as pairwise exact re-splits reach (``target``: stop there).
+
+    Parameters
+    ----------
+    d
+        The integer model.
+    x
+        Counts ``[class, member]``, every item on an eligible member.
+    target
+        The max load (``NL`` units) to reach: the bound.
+    max_work
+        Work budget in table words (about 64 table bits a word); the answer depends on the data only.
+    deadline
+        ``time.perf_counter()`` instant to stop at as well (``None``: none).
+    seed
+        Seeds the kicks.
+
+    Returns
+    -------
+    numpy.ndarray
+        Counts with a max ``NL`` at most ``x``'s (``x`` itself, copied, when nothing lower was found).
+    """
+    return _Search(d, x, max_work, deadline, seed).run(target)
+
+
+class _Search:
+    def __init__(self, d: Data, x: np.ndarray, max_work: int, deadline: float | None, seed: int) -> None:
+        self.x = np.array(x, dtype=np.int64, copy=True)
+        self.w = [int(v) for v in d.weights]
+        self.ratio = [int(r) for r in d.ratio]
+        self.elig = [frozenset(int(m) for m in e) for e in d.eligible]
+        self.load = [int(v) for v in np.asarray(self.w, dtype=np.int64) @ self.x]
+        self.work = 0
+        self.max_work = max_work
+        self.deadline = deadline
+        self.rng = random.Random(seed)
+
+    def nl(self, m: int) -> int:
+        return self.ratio[m] * self.load[m]
+
+    def spent(self) -> bool:
+        return self.work >= self.max_work or (self.deadline is not None and time.perf_counter() >= self.deadline)
+
+    def run(self, target: int) -> np.ndarray:
+        n = len(self.ratio)
+        kicks = 0
+        while n > 1 and not self.spent():
+            h = max(range(n), key=lambda m: (self.nl(m), -m))
+            cur = self.nl(h)
+            if cur <= target:
+                break
+            others = sorted((m for m in range(n) if m != h), key=lambda m: (self.nl(m), m))
+            if any(self._pair(h, o, cur, None) for o in others):
+                kicks = 0
+                continue
+            if kicks >= MAX_KICKS or len(others) < 2:
+                break
+            kicks += 1
+            self.work += 1  # a kick that finds no window still counts
+            a, b = self.rng.sample(others, 2)
+            self._pair(a, b, cur, self.rng)
+        return self.x
+
+    def _pair(self, a: int, b: int, cur: int, rng: random.Random | None) -> bool:
+        """Re-split the items ``a`` and ``b`` may both hold; without ``rng`` the split nearest balance, kept when
+        both end below ``cur``; with it a random split keeping both below ``cur``.  Whether ``x`` changed."""
+        x, w = self.x, self.w
+        pool = [c for c in np.nonzero(x[:, a] + x[:, b])[0].tolist() if a in self.elig[c] and b in self.elig[c]]
+        if not pool:
+            return False
+        total = sum(w[c] * int(x[c, a] + x[c, b]) for c in pool)
+        fa = self.load[a] - sum(w[c] * int(x[c, a]) for c in pool)
+        fb = self.load[b] - sum(w[c] * int(x[c, b]) for c in pool)
+        ra, rb = self.ratio[a], self.ratio[b]
+        # exact loads s of a's share keeping both below cur: ra*(fa+s) < cur and rb*(fb+total-s) < cur
+        s_hi = (cur - 1) // ra - fa
+        s_lo = total + fb - (cur - 1) // rb
+        if s_lo > s_hi or s_hi < 0 or s_lo > total:
+            return False
+        q = max(1, -(-total // MAX_BITS))
+        groups: list[tuple[int, int, int]] = []  # (class, items, coarse load)
+        for c in pool:
+            left, k = int(x[c, a] + x[c, b]), 1
+            while left > 0:
+                g = min(k, left)
+                groups.append((c, g, g * w[c] // q))
+                left -= g
+                k *= 2
+        reach = 1
+        table = [reach]
+        words = total // q // 64 + 1
+        for _, _, gw in groups:
+            reach |= reach << gw
+            table.append(reach)
+        self.work += len(groups) * words
+        if rng is None:
+            aim = (rb * (fb + total) - ra * fa) // (ra + rb)
+            picks = [_below(reach, aim // q), _above(reach, aim // q)]
+        else:
+            picks = [_above(reach, rng.randint(max(0, s_lo), min(total, s_hi)) // q)]
+        best: tuple[int, dict[int, int]] | None = None
+        for s in picks:
+            if s is None:
+                continue
+            take = _subset(table, groups, s)
+            got = sum(w[c] * k for c, k in take.items())
+            worst = max(ra * (fa + got), rb * (fb + total - got))
+            if worst < cur and (best is None or worst < best[0]):
+                best = (worst, take)
+        if best is None:
+            return False
+        take = best[1]
+        for c in pool:
+            k = take.get(c, 0)
+            both = int(x[c, a] + x[c, b])
+            x[c, a], x[c, b] = k, both - k
+        self.load[a] = fa + sum(w[c] * take.get(c, 0) for c in pool)
+        self.load[b] = fb + total - (self.load[a] - fa)
+        return True
+
+
+def _below(reach: int, s: int) -> int | None:
+    """The largest reachable sum ``<= s``."""
+    if s < 0:
+        return None
+    low = reach & ((1 << (s + 1)) - 1)
+    return low.bit_length() - 1 if low else None
+
+
+def _above(reach: int, s: int) -> int | None:
+    """The smallest reachable sum ``>= s``."""
+    s = max(0, s)
+    high = reach >> s
+    return s + (high & -high).bit_length() - 1 if high else None
+
+
+def _subset(table: list[int], groups: list[tuple[int, int, int]], s: int) -> dict[int, int]:
+    """Items per class of a group subset whose coarse loads sum to ``s`` (``s`` reachable in ``table[-1]``)."""
+    take: dict[int, int] = {}
+    for i in range(len(groups) - 1, -1, -1):
+        if (table[i] >> s) & 1:
+            continue  # reachable without group i
+        c, g, gw = groups[i]
+        take[c] = take.get(c, 0) + g
+        s -= gw
+    return take
