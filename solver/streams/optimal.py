@@ -238,7 +238,7 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
     for z_total in fl._candidates(p, lb_total, p.n_tasks)[:8]:
         if time.perf_counter() > deadline:
             break
-        rel = fl.replicas(p, z_total, True)
+        rel = fl.replicas(p, z_total, True, z_active)
         if rel is None:
             continue
         at_bound = z_total == lb_total
