@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from solver.io import parse_instance
 from solver.result import Params, Status
 from solver.streams import flow as fl
+from solver.streams.model import task_placement, task_placements
 from solver.streams.optimal import STAGES, StreamsProblem, solve_streams
 from tests.solver.streams.test_optimal import _natural_to_int, brute_force
 
@@ -60,3 +61,30 @@ def test_reported_bounds_never_beat_the_optimum(inst):
         # a stage's bound holds given the earlier stages' values: only where those equal the optimum's
         if values[:k] == best[:k]:
             assert bounds[k] <= best[k]
+
+
+@settings(max_examples=100, deadline=None)
+@given(tight(), st.sampled_from([None, 7]))
+def test_placements_from_state_equal_the_per_client_rule(inst, full):
+    # the linear-time pass over the clients' state gives task_placement's answer for every task
+    spec = inst.streams
+    fast = task_placements(spec, full)
+    assert fast == [task_placement(spec, t, full) for t in spec.tasks]
+
+
+PID = "00000000-0000-0000-0000-00000000000"
+
+
+def test_placements_cover_standbys_without_lags_and_unknown_lags():
+    inst = parse_instance({"format": "kassign/v1", "protocol": "streams",
+                           "tasks": [{"id": "0_0", "stateful": True}, {"id": "0_1", "stateful": True},
+                                     {"id": "0_2", "stateful": False}],
+                           "clients": [{"id": "a", "process_id": PID + "1", "active": ["0_0"], "standby": ["0_1"]},
+                                       {"id": "b", "process_id": PID + "2", "lags": {"0_0": None, "0_1": 40}},
+                                       {"id": "c", "process_id": PID + "3", "standby": ["0_0"]}],
+                           "config": {"num_standby_replicas": 1, "acceptable_recovery_lag": 10}})
+    spec = inst.streams
+    fast = task_placements(spec)
+    assert fast == [task_placement(spec, t) for t in spec.tasks]
+    assert fast[0] == ([0, 11, 0], [True, False, True])  # b's unknown lag: a full restore, not caught up
+    assert fast[1] == ([0, 40, 40], [True, False, False])  # a's standby without a lag: caught up, costs 0
