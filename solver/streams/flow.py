@@ -124,6 +124,8 @@ class Relaxation:
     holders: list[list[int]]
     restoration: int
     kept_prev: int
+    #: with the kept gadget: the tasks whose unit took a kept arc (their previous owner keeps the active)
+    kept_tasks: list[int] | None = None
 
 
 def _task_client_arcs(p: StreamsProblem) -> tuple[np.ndarray, np.ndarray]:
@@ -232,13 +234,16 @@ def replicas(p: StreamsProblem, z_total: int, with_costs: bool, z_active: int | 
     held[~in_pair] = flows[off_tc:off_tc + n_tc] > 0
     if pairs:
         held[pt, pc] |= flows[off_pair:off_pair + len(pairs)] > 0
+    kept_tasks = None
     if gadget:
-        kept = int(flows[off_q + qt.size:off_q + 2 * qt.size].sum())
+        on_k = flows[off_q + qt.size:off_q + 2 * qt.size] > 0
+        kept = int(on_k.sum())
+        kept_tasks = qt[on_k].tolist()
     else:
         kept = int((held & (p.prev_matrix > 0)).any(axis=1).sum())
     holders = [np.flatnonzero(row).tolist() for row in held]
     restore = int(p.cost_matrix[held & stateful[:, None]].sum())
-    return Relaxation(holders, restore, kept)
+    return Relaxation(holders, restore, kept, kept_tasks)
 
 
 class _Network:
@@ -334,6 +339,32 @@ def min_total_balance_bound(p: StreamsProblem, z_active: int, known: int | None 
     z = _smallest(_candidates(p, lo, p.n_tasks), lambda z: replicas(p, z, False) is not None, known)
     assert z is not None
     return z
+
+
+def max_kept_actives(p: StreamsProblem, z_active: int, z_total: int) -> int:
+    """The most tasks that can keep their active on a previous owner when every active is on an allowed
+    client and client ``c`` runs at most ``min(floor(z_active / w_c), floor(z_total / w_c))`` actives.
+
+    A bipartite min-cost flow (tasks -> allowed clients, -1 per previous owner):
+    standbys and restoration are ignored, so ``previous actives - this`` bounds
+    the movement of every assignment within those balances.  It sees what the
+    replica relaxation's kept limits do not: tasks that can run only on a few
+    full clients push kept actives out (Hall's condition, exactly).
+    """
+    n, m = p.n_tasks, p.n_clients
+    src, snk = n + m, n + m + 1
+    net = _Network()
+    net.add(np.full(n, src), np.arange(n), 1, 0)
+    tt = np.repeat(np.arange(n), [len(a) for a in p.allowed_active])
+    cc = np.asarray([c for a in p.allowed_active for c in a], dtype=np.int64)
+    net.add(tt, n + cc, 1, -(p.prev_matrix[tt, cc] > 0).astype(np.int64))
+    net.add(n + np.arange(m), np.full(m, snk),
+            np.minimum(active_caps(p, z_active), active_caps(p, z_total)).astype(np.int64), 0)
+    flow, flows = net.solve(src, snk, n)
+    if flow != n:
+        return 0  # no assignment within these balances: nothing to bound (callers pass attained values)
+    on = flows[n:n + tt.size] > 0
+    return int((p.prev_matrix[tt[on], cc[on]] > 0).sum())
 
 
 def match_actives(p: StreamsProblem, holders: list[list[int]], z_active: int) -> list[int] | None:

@@ -260,7 +260,12 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
             facts.proven["restoration"] = vals["restoration"] == rel.restoration
             if rest[1:2] == ("movement",) and single_prev and facts.proven["restoration"]:
                 facts.bounds["movement"] = n_prev - rel.kept_prev
-                facts.proven["movement"] = vals["movement"] == facts.bounds["movement"]
+        if at_bound and facts.proven["total_balance"] and "movement" in rest:
+            # given both balances, actives alone: at most max_kept_actives keep their owner (any later stage)
+            lb = n_prev - fl.max_kept_actives(p, z_active, z_total)
+            facts.bounds["movement"] = max(facts.bounds.get("movement", 0), lb)
+        if "movement" in facts.bounds:
+            facts.proven["movement"] = vals["movement"] == facts.bounds["movement"]
         return facts
     return facts
 

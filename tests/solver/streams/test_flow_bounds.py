@@ -48,6 +48,18 @@ def test_kept_gadget_bound_never_exceeds_the_optimal_movement(inst):
         assert n_prev - rel.kept_prev <= moved, (n_prev, rel.kept_prev, moved)
 
 
+@settings(max_examples=150, deadline=None)
+@given(tight())
+def test_actives_only_bound_never_exceeds_the_optimal_movement(inst):
+    p = StreamsProblem.of(inst)
+    za, zt, _, moved = brute_force(p)
+    n_prev = sum(1 for pr in p.prev_active if pr)
+    # the fewest moves at these balances, whatever the restoration: no more than the lexicographic optimum's
+    fewest = brute_force(p, ("active_balance", "total_balance", "movement"))[2]
+    assert fewest <= moved
+    assert n_prev - fl.max_kept_actives(p, za, zt) <= fewest
+
+
 @settings(max_examples=60, deadline=None)
 @given(tight())
 def test_reported_bounds_never_beat_the_optimum(inst):
