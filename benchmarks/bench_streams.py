@@ -84,6 +84,11 @@ def kip1071(tasks: int = 10_000, processes: int = 500, members: int = 4, standby
 CASES = {"classic-1k": lambda: build(1000, 100, 2), "kip1071-10k": kip1071}
 
 
+#: Scores printed per assignor (``not_caught_up_actives``: actives where the optimum may not put them, so a
+#: Kafka assignor can be more balanced than the optimum: it bought balance with restoration, docs/streams.md).
+SHOWN = ("valid", "max_active_load", "max_total_load", "restoration_cost", "moved_actives", "not_caught_up_actives")
+
+
 def _num(v: float) -> str:
     """A figure for people: thousands separators, never scientific notation."""
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4f}".rstrip("0")
@@ -107,8 +112,7 @@ def run_case(doc: dict[str, Any], time_limit: float, others: tuple[str, ...]) ->
     for name, v, b, pr in zip(stats["stages"], res.objective, res.bound, res.extra["proven"], strict=True):
         print(f"  {name:15s} value={_num(v):<14} bound={_num(b):<14} {'proven' if pr else 'not proven'}")
     m = _score(inst, res.assignment)
-    print("  score:", {k: m[k] for k in ("valid", "max_active_load", "max_total_load", "restoration_cost",
-                                          "moved_actives")})
+    print("  score:", {k: m[k] for k in SHOWN})
     for other in others:
         try:
             import heuristics.streams.high_availability
@@ -121,7 +125,7 @@ def run_case(doc: dict[str, Any], time_limit: float, others: tuple[str, ...]) ->
         out = spec.fn(inst, Params())
         h = _score(inst, out.assignment)
         print(f"{other}: wall={time.perf_counter() - t1:.2f} s cpu={time.process_time() - c1:.2f} s",
-              {k: h[k] for k in ("valid", "max_active_load", "max_total_load", "restoration_cost", "moved_actives")})
+              {k: h[k] for k in SHOWN})
 
 
 def main() -> None:
