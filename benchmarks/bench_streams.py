@@ -7,7 +7,8 @@ Named cases (``--case``), each run beside Kafka's ``high-availability`` and KIP-
 * ``kip1071-10k``: 10,000 stateful tasks (10 subtopologies), 1 standby, 500 processes of 4
   members; the previous assignment is ``streams-server-sticky``'s answer (Kafka 4.4), then 5% of
   the processes are replaced by new ones that report offsets for some of the leavers' tasks
-  (:func:`benchmarks.bench_server_sticky.churn`).
+  (:func:`benchmarks.bench_server_sticky.churn`);
+* ``kip1071-1k``: the same kind with 1,000 tasks, 100 processes of one member, 2 standbys.
 
 The instance: ``tasks`` stateful tasks (10 subtopologies), ``clients`` Kafka
 Streams clients with 1-4 threads.  The previous assignment is a round-robin
@@ -81,7 +82,8 @@ def kip1071(tasks: int = 10_000, processes: int = 500, members: int = 4, standby
     return churn(with_previous(doc, first), share)
 
 
-CASES = {"classic-1k": lambda: build(1000, 100, 2), "kip1071-10k": kip1071}
+CASES = {"classic-1k": lambda: build(1000, 100, 2), "kip1071-10k": kip1071,
+         "kip1071-1k": lambda: kip1071(1000, 100, 1, 2)}
 
 
 #: Scores printed per assignor (``not_caught_up_actives``: actives where the optimum may not put them, so a

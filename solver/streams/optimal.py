@@ -94,6 +94,19 @@ def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
         act_load[c] += 1
         tot_load[c] += 1
     standby: list[list[int]] = [[] for _ in range(p.n_tasks)]
+    if p.cost_div == 1 and p.standbys:
+        # the same order by numpy: (load key, cost, client) per task, the active's client skipped
+        w = np.asarray(p.weight, dtype=np.int64)
+        tot = np.asarray(tot_load, dtype=np.int64)
+        idx = np.arange(p.n_clients)
+        for t in range(p.n_tasks):
+            if not p.stateful[t]:
+                continue
+            ranked = np.lexsort((idx, p.cost_matrix[t], w * (tot + 1)))
+            picked = [int(c) for c in ranked[:p.standbys + 1] if c != active[t]][:p.standbys]
+            standby[t] = picked
+            tot[picked] += 1
+        return active, standby
     for t in range(p.n_tasks):
         if not p.stateful[t]:
             continue

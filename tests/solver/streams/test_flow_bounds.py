@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +11,7 @@ from solver.io import parse_instance
 from solver.result import Params, Status
 from solver.streams import flow as fl
 from solver.streams.model import task_placement, task_placements
-from solver.streams.optimal import STAGES, StreamsProblem, solve_streams
+from solver.streams.optimal import STAGES, StreamsProblem, greedy, solve_streams
 from tests.solver.streams.test_optimal import _natural_to_int, brute_force
 
 
@@ -100,3 +102,12 @@ def test_placements_cover_standbys_without_lags_and_unknown_lags():
     assert fast == [task_placement(spec, t) for t in spec.tasks]
     assert fast[0] == ([0, 11, 0], [True, False, True])  # b's unknown lag: a full restore, not caught up
     assert fast[1] == ([0, 40, 40], [True, False, False])  # a's standby without a lag: caught up, costs 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(tight())
+def test_greedy_standbys_by_numpy_equal_the_sorted_rule(inst):
+    # greedy() orders standby candidates with numpy when costs are exact; the Python sort (taken when costs
+    # were divided) is the reference: the same assignment
+    p = StreamsProblem.of(inst)
+    assert greedy(p) == greedy(replace(p, cost_div=2))
