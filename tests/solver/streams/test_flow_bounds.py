@@ -111,3 +111,15 @@ def test_greedy_standbys_by_numpy_equal_the_sorted_rule(inst):
     # were divided) is the reference: the same assignment
     p = StreamsProblem.of(inst)
     assert greedy(p) == greedy(replace(p, cost_div=2))
+
+
+def test_kip1071_group_after_replaced_processes_is_proven_by_the_flows():
+    # 1,000 tasks x 100 processes x 2 standbys, 5% of the processes replaced (benchmarks/bench_streams.py,
+    # case kip1071-1k): the movement stage was 2 moved against a bound of 0 after a 60 s MIP; the actives-only
+    # bound proves 2 with the flows alone
+    from benchmarks.bench_streams import kip1071
+
+    inst = parse_instance(kip1071(1000, 100, 1, 2))
+    res = solve_streams(inst, Params(time_limit=60))
+    assert res.status is Status.OPTIMAL and res.extra["engine"] == "flow"
+    assert res.bound == res.objective and res.objective[3] == 2
