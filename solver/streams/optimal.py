@@ -232,7 +232,10 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
 
     The active balance is always proven.  The replica relaxation bounds the
     total balance and, when ``rest`` (the stages after the balance stages)
-    starts with ``restoration`` (then ``movement``), those stages too.  The
+    starts with ``restoration`` (then ``movement``), those stages too;
+    ``movement`` anywhere after the balance stages is also bounded by the
+    actives alone (:func:`solver.streams.flow.max_kept_actives`, valid at the
+    proven balances whatever the other stages).  The
     deadline is checked between flow phases: past it, the facts so far.
     ``known`` (a feasible assignment) caps the binary searches.
     """
