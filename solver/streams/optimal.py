@@ -94,6 +94,19 @@ def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
         act_load[c] += 1
         tot_load[c] += 1
     standby: list[list[int]] = [[] for _ in range(p.n_tasks)]
+    if p.cost_div == 1 and p.standbys:
+        # the same order by numpy: (load key, cost, client) per task, the active's client skipped
+        w = np.asarray(p.weight, dtype=np.int64)
+        tot = np.asarray(tot_load, dtype=np.int64)
+        idx = np.arange(p.n_clients)
+        for t in range(p.n_tasks):
+            if not p.stateful[t]:
+                continue
+            ranked = np.lexsort((idx, p.cost_matrix[t], w * (tot + 1)))
+            picked = [int(c) for c in ranked[:p.standbys + 1] if c != active[t]][:p.standbys]
+            standby[t] = picked
+            tot[picked] += 1
+        return active, standby
     for t in range(p.n_tasks):
         if not p.stateful[t]:
             continue
@@ -219,7 +232,10 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
 
     The active balance is always proven.  The replica relaxation bounds the
     total balance and, when ``rest`` (the stages after the balance stages)
-    starts with ``restoration`` (then ``movement``), those stages too.  The
+    starts with ``restoration`` (then ``movement``), those stages too;
+    ``movement`` anywhere after the balance stages is also bounded by the
+    actives alone (:func:`solver.streams.flow.max_kept_actives`, valid at the
+    proven balances whatever the other stages).  The
     deadline is checked between flow phases: past it, the facts so far.
     ``known`` (a feasible assignment) caps the binary searches.
     """
@@ -238,7 +254,7 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
     for z_total in fl._candidates(p, lb_total, p.n_tasks)[:8]:
         if time.perf_counter() > deadline:
             break
-        rel = fl.replicas(p, z_total, True)
+        rel = fl.replicas(p, z_total, True, z_active)
         if rel is None:
             continue
         at_bound = z_total == lb_total
@@ -260,7 +276,12 @@ def _flow_path(p: StreamsProblem, deadline: float, rest: tuple[str, ...],
             facts.proven["restoration"] = vals["restoration"] == rel.restoration
             if rest[1:2] == ("movement",) and single_prev and facts.proven["restoration"]:
                 facts.bounds["movement"] = n_prev - rel.kept_prev
-                facts.proven["movement"] = vals["movement"] == facts.bounds["movement"]
+        if at_bound and facts.proven["total_balance"] and "movement" in rest:
+            # given both balances, actives alone: at most max_kept_actives keep their owner (any later stage)
+            lb = n_prev - fl.max_kept_actives(p, z_active, z_total)
+            facts.bounds["movement"] = max(facts.bounds.get("movement", 0), lb)
+        if "movement" in facts.bounds:
+            facts.proven["movement"] = vals["movement"] == facts.bounds["movement"]
         return facts
     return facts
 

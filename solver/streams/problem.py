@@ -9,7 +9,7 @@ import numpy as np
 
 from solver.model import Instance
 from solver.registry import UnsupportedInstanceError
-from solver.streams.model import StreamsSpec, task_placement
+from solver.streams.model import StreamsSpec, task_placements
 
 #: Largest scale for exact per-thread loads; beyond it loads are rounded up and the balance stages are
 #: not claimed proven (documented in docs/streams.md).  Scaled loads (at most scale x tasks) stay exact
@@ -78,14 +78,14 @@ class StreamsProblem:
         for c, cl in enumerate(clients):
             for tid in dict.fromkeys(cl.active):
                 owners_of.setdefault(tid, []).append(c)
-        for t in tasks:
+        placements = task_placements(spec, full_restore_lag)
+        for t, (costs, up) in zip(tasks, placements, strict=True):
             owners = owners_of.get(t.id, [])
             prev.append(owners)
             if not t.stateful:
                 allowed.append(list(range(m)))
                 cost.append([0] * m)
                 continue
-            costs, up = task_placement(spec, t, full_restore_lag)
             caught = [c for c in range(m) if up[c]] if cfg.active_on_caught_up else []
             allowed.append(caught or list(range(m)))
             cost.append(costs)
