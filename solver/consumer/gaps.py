@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import solve_cpsat
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import build_classes
+from solver.consumer.weighted_cpsat import solve_cpsat
 from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView

@@ -1,4 +1,9 @@
-"""CP-SAT engine: weights, member capacities, co-partition units of several sizes.
+"""CP-SAT model in stages: weighted-sum objectives and the gaps' single stages.
+
+Weights, member capacities and co-partition units of several sizes are all
+modelled.  The lexicographic optimum is the exact engine's
+(:mod:`solver.consumer.exact`); it borrows this module's stage reports and
+greedy hint.
 
 Model (see ``docs/algorithms.md, "The optimal solver"``)
 ------------------------------------------
