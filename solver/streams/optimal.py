@@ -58,7 +58,7 @@ from solver.model import Instance
 from solver.options import check_assignor_options
 from solver.registry import register
 from solver.result import Params, Result, Status
-from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
+from solver.streams.cpsat import StreamsSat
 from solver.streams.model import StreamsAssignment
 from solver.streams.problem import RACK_STAGE, STAGES, StreamsProblem
 
@@ -387,7 +387,7 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
     only changes to a valid assignment that is no worse on any stage solved so far."""
     model: Any
     if backend == "cp-sat":
-        model = _Model(p)
+        model = StreamsSat(p)
     else:
         from solver.streams.mip import StreamsMip
 
