@@ -15,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("solver", "heuristics", "spark_runner")
+#: Installed by the ``test`` extra only (pyproject.toml): the product never imports them.
+TEST_ONLY = ("networkx", "hypothesis", "pytest")
 
 
 def _modules() -> dict[str, Path]:
@@ -94,3 +96,14 @@ def test_no_flat_prefix_families() -> None:
             prefixes = [n.split("_")[0] for n in names if "_" in n]
             crowded = {p for p in prefixes if prefixes.count(p) >= 3}
             assert not crowded, f"{d.relative_to(REPO)}: {sorted(crowded)}"
+
+
+def test_product_does_not_import_test_only_packages() -> None:
+    """The tests' oracles (networkx) and tools stay in tests/: ``pip install kassign`` does not bring them."""
+    bad = []
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            bad += [f"{mod} -> {n}" for n in names if n.split(".")[0] in TEST_ONLY]
+    assert not bad, bad
