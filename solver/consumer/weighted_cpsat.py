@@ -59,9 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.items import ItemClasses, decimal_scale
+from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
 from solver.runtime import run_cpsat
+from solver.scaling import decimal_scale
 
 STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 
