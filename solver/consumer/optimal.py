@@ -69,7 +69,6 @@ from solver.result import Params, Result, Status
 UNIT_ORDER = ("balance", "moves", "racks")
 #: Default order when items differ in load (weights, capacities, mixed co-partition units).
 WEIGHTED_ORDER = ("max_load", "moves", "sum_sq", "racks")
-DEFAULT_ORDER = UNIT_ORDER
 #: Every stage name ``--objective`` accepts.
 STAGE_CHOICES = (*CRITERIA, "max_load", "sum_sq", "topic_balance")
 #: Backends of the exact engine (``-O backend=...``).
