@@ -107,3 +107,13 @@ def test_product_does_not_import_test_only_packages() -> None:
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
             bad += [f"{mod} -> {n}" for n in names if n.split(".")[0] in TEST_ONLY]
     assert not bad, bad
+
+
+def test_every_package_ships_py_typed() -> None:
+    """PEP 561: each package has a ``py.typed`` marker, listed in pyproject's package-data so wheels carry it."""
+    import tomllib
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for pkg in PACKAGES:
+        assert (REPO / pkg / "py.typed").is_file(), pkg
+        assert "py.typed" in data.get(pkg, []), pkg
