@@ -117,3 +117,27 @@ def test_every_package_ships_py_typed() -> None:
     for pkg in PACKAGES:
         assert (REPO / pkg / "py.typed").is_file(), pkg
         assert "py.typed" in data.get(pkg, []), pkg
+
+
+def _rooms() -> tuple[str, set[str]]:
+    """docs/architecture.md's "The rooms" section and every path it names in backticks."""
+    import re
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## The rooms", 1)[1].split("\n## ", 1)[0]
+    return section, {p for p in re.findall(r"`([^`\s]+)`", section) if "/" in p}
+
+
+def test_architecture_page_names_only_rooms_that_exist() -> None:
+    _, paths = _rooms()
+    assert paths, "docs/architecture.md has no rooms"
+    missing = sorted(p for p in paths if not (REPO / p).exists())
+    assert not missing, f"docs/architecture.md names rooms that do not exist: {missing}"
+
+
+def test_architecture_page_has_a_row_for_every_sub_package() -> None:
+    _, paths = _rooms()
+    subs = sorted(f"{d.relative_to(REPO).as_posix()}/" for pkg in PACKAGES for d in (REPO / pkg).rglob("*")
+                  if (d / "__init__.py").is_file() and len(d.relative_to(REPO).parts) <= 3)
+    absent = [s for s in subs if s not in paths]
+    assert not absent, f"docs/architecture.md, The rooms: no row for {absent}"
