@@ -1,6 +1,6 @@
 """The live assignor's decision time: ``python -m benchmarks.bench_live``.
 
-Times :func:`spark_runner.live.assignor.plan` (what the group leader runs inside
+Times :func:`spark_runner.live.assignor.plan_round` (what the group leader runs inside
 its time budget, default 1 s) for a member joining a group whose members own
 everything round-robin, with unit weights (min-cost flow) and with lag weights
 (the exact engine).  The engines are warmed up first, as the assignor's constructor does.  For weighted
@@ -15,7 +15,7 @@ import random
 import statistics
 import time
 
-from spark_runner.live.assignor import MemberReport, plan, warm_up
+from spark_runner.live.assignor import MemberReport, plan_round, warm_up
 
 
 def group(members: int, topics: int, partitions: int, weighted: bool, seed: int = 0) -> list[MemberReport]:
@@ -58,7 +58,7 @@ def main() -> None:
             res = None
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
-                res = plan(reports, parts, budget=args.budget)
+                res = plan_round(reports, parts, budget=args.budget)
                 times.append(time.perf_counter() - t0)
             assert res is not None
             loads = (f"{res.max_load:,.0f} ({res.kafka_max_load:,.0f}) | {res.moved_cost:,.0f} "

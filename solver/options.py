@@ -230,8 +230,6 @@ CAPACITY = Number("--capacity", 1e-100, 1e100, words="a positive number")
 #: ``plan --resilience K``: instances lost.  Also at most the plan's largest fleet minus one (checked with
 #: the instance).
 RESILIENCE = Number("--resilience", 0, 10_000, integer=True)
-#: ``plan --range A:B`` ends.
-RANGE_END = Number("--range", 1, JAVA_INT_MAX, integer=True)
 CATCH_UP_SECONDS = Number("--catch-up-seconds", 1e-3, 1e9)
 LAG_THRESHOLD = Number("--lag-threshold", 1e-3, 1e18)
 #: Capacity multiplier of an added instance: the range of a member's ``capacity``.
@@ -239,7 +237,6 @@ NEW_CAPACITY = Number("--new-capacity", 1e-6, 1e6)
 #: Streams loads of an active task and of a standby replica: 0 (free) or a normal float, at most 1e6.
 ACTIVE_LOAD = Number("--active-load", 0.0, 1e6)
 STANDBY_LOAD = Number("--standby-load", 0.0, 1e6)
-PLAN_TIME_LIMIT = TIME_LIMIT
 
 # --------------------------------------------------------------------------- other commands
 
@@ -281,6 +278,6 @@ def check_optional(option: Number, value: Any) -> Any:
 __all__ = ["ACCEPTABLE_RECOVERY_LAG", "ACTIVE_LOAD", "ASSIGNOR_OPTIONS", "BALANCE_TOLERANCE", "CAPACITY",
            "CAPTURE_SAMPLE", "CAPTURE_TIMEOUT", "CATCH_UP_SECONDS", "FRONTIER_POINTS", "JAVA_INT_MAX",
            "JAVA_LONG_MAX", "LAG_THRESHOLD", "MAX_WARMUP_REPLICAS", "NEW_CAPACITY", "NUM_STANDBY_REPLICAS",
-           "OBJECTIVE_WEIGHT", "PROGRESS_EVERY", "RANGE_END", "RESILIENCE", "SEED", "STANDBY_LOAD",
+           "OBJECTIVE_WEIGHT", "PROGRESS_EVERY", "RESILIENCE", "SEED", "STANDBY_LOAD",
            "SWEEP_BATCH_SIZE", "SWEEP_PARTITIONS", "TIME_LIMIT", "WORKERS", "Choice", "Flag", "Number", "Option",
            "check_assignor_options", "check_optional", "check_text", "shown"]

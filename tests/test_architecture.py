@@ -15,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("solver", "heuristics", "spark_runner")
+#: Installed by the ``test`` extra only (pyproject.toml): the product never imports them.
+TEST_ONLY = ("networkx", "hypothesis", "pytest")
 
 
 def _modules() -> dict[str, Path]:
@@ -94,3 +96,48 @@ def test_no_flat_prefix_families() -> None:
             prefixes = [n.split("_")[0] for n in names if "_" in n]
             crowded = {p for p in prefixes if prefixes.count(p) >= 3}
             assert not crowded, f"{d.relative_to(REPO)}: {sorted(crowded)}"
+
+
+def test_product_does_not_import_test_only_packages() -> None:
+    """The tests' oracles (networkx) and tools stay in tests/: ``pip install kassign`` does not bring them."""
+    bad = []
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            bad += [f"{mod} -> {n}" for n in names if n.split(".")[0] in TEST_ONLY]
+    assert not bad, bad
+
+
+def test_every_package_ships_py_typed() -> None:
+    """PEP 561: each package has a ``py.typed`` marker, listed in pyproject's package-data so wheels carry it."""
+    import tomllib
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for pkg in PACKAGES:
+        assert (REPO / pkg / "py.typed").is_file(), pkg
+        assert "py.typed" in data.get(pkg, []), pkg
+
+
+def _rooms() -> tuple[str, set[str]]:
+    """docs/architecture.md's "The rooms" section and every path it names in backticks."""
+    import re
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## The rooms", 1)[1].split("\n## ", 1)[0]
+    return section, {p for p in re.findall(r"`([^`\s]+)`", section) if "/" in p}
+
+
+def test_architecture_page_names_only_rooms_that_exist() -> None:
+    _, paths = _rooms()
+    assert paths, "docs/architecture.md has no rooms"
+    missing = sorted(p for p in paths if not (REPO / p).exists())
+    assert not missing, f"docs/architecture.md names rooms that do not exist: {missing}"
+
+
+def test_architecture_page_has_a_row_for_every_sub_package() -> None:
+    _, paths = _rooms()
+    subs = sorted(f"{d.relative_to(REPO).as_posix()}/" for pkg in PACKAGES for d in (REPO / pkg).rglob("*")
+                  if (d / "__init__.py").is_file() and len(d.relative_to(REPO).parts) <= 3)
+    absent = [s for s in subs if s not in paths]
+    assert not absent, f"docs/architecture.md, The rooms: no row for {absent}"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from heuristics._java import DEFAULT_JAVA, java_release
-from heuristics.kip848.common import (
+from heuristics.kip848.java_order import (
     TopicHashes,
     hashset_rank,
     is_homogeneous,

@@ -3,7 +3,7 @@
 When ``config.rack_aware_assignment_tags`` (Kafka's ``rack.aware.assignment.tags``) names at least one
 key, ``high-availability`` places standbys with this assignor instead of the least-loaded one (Kafka's
 ``StandbyTaskAssignorFactory``; every release of the matrix from 3.8.0, the same rule). Clients are the
-indices of :class:`~heuristics.streams.common.StreamsContext` (process-id order, Kafka's
+indices of :class:`~heuristics.streams.client_state.StreamsContext` (process-id order, Kafka's
 ``TreeMap<ProcessId, ClientState>``), tasks its task indices.
 
 **Placement** (:meth:`ClientTagStandbys.assign`), stateful tasks in task order, each from the client
@@ -36,7 +36,7 @@ Examples
 Kafka's own example: two clusters, three zones, two standbys. The active's client is ``(a, k1)``; the
 first standby goes to another zone *and* cluster, the second to the third zone (either cluster):
 
->>> from heuristics.streams.common import ClientState
+>>> from heuristics.streams.client_state import ClientState
 >>> tags = [{"zone": z, "cluster": k} for k in ("k1", "k2") for z in ("a", "b", "c")]
 >>> cts = ClientTagStandbys(tags, ["zone", "cluster"], [17 * i for i in range(6)])
 >>> states = [ClientState(1) for _ in tags]
@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from heuristics._java import JavaHashMap
-from heuristics.streams.common import ClientState
+from heuristics.streams.client_state import ClientState
 from heuristics.streams.java import ConstrainedPrioritySet
 from heuristics.streams.sticky_task import task_java_hash
 

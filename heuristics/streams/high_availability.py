@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from heuristics.streams.client_state import ClientState, StreamsContext
 from heuristics.streams.client_tags import client_tag_standbys
-from heuristics.streams.common import ClientState, StreamsContext
 from heuristics.streams.java import ConstrainedPrioritySet, JavaPriorityQueue
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
 from heuristics.versions import HIGH_AVAILABILITY

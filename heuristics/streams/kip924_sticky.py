@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from heuristics._java import DEFAULT_JAVA, JavaHashMap, copy_initial_capacity, java_release
-from heuristics.streams.common import StreamsContext, best_client
+from heuristics.streams.client_state import StreamsContext, best_client
 from heuristics.streams.rack_aware import RackAwareTasks
 from heuristics.streams.sticky_task import task_java_hash
 from heuristics.versions import KAFKA_20198, KIP924_STICKY
@@ -54,7 +54,7 @@ from solver.streams.model import StreamsAssignment
 
 
 class _Sticky:
-    """One run of the assignor over a :class:`~heuristics.streams.common.StreamsContext`.
+    """One run of the assignor over a :class:`~heuristics.streams.client_state.StreamsContext`.
 
     Clients are numbered by the context (process-id order), tasks by task order.
     """

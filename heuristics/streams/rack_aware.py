@@ -3,7 +3,7 @@
 Kafka's ``RackAwareTaskAssignor`` with its two graph constructors
 (``MinTrafficGraphConstructor``, ``BalanceSubtopologyGraphConstructor``),
 solved with Kafka's own min-cost flow (:mod:`heuristics.streams.mincost_flow`).
-Tasks and clients are the indices of :class:`~heuristics.streams.common.StreamsContext`
+Tasks and clients are the indices of :class:`~heuristics.streams.client_state.StreamsContext`
 (Kafka's ``TaskId`` and ``ProcessId`` orders), so sorted index lists are
 Kafka's sorted sets and lists.
 
@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from heuristics.streams.common import ClientState, StreamsContext
+from heuristics.streams.client_state import ClientState, StreamsContext
 from heuristics.streams.mincost_flow import Graph, java_int
 
 #: Stateless tasks may move freely: ``STATELESS_TRAFFIC_COST`` / ``STATELESS_NON_OVERLAP_COST``.

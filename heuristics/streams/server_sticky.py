@@ -63,7 +63,7 @@ from solver.streams.model import ClientAssignment, StreamsAssignment, StreamsMem
 
 
 @dataclass(frozen=True)
-class Rule:
+class ReleaseRules:
     """The release-dependent parts of the assignor."""
 
     skip_holders_with_task: bool  # KAFKA-20899 (4.2.2, then 4.3.2 on)
@@ -71,7 +71,7 @@ class Rule:
     compute_if_absent: bool  # 4.4.0's process map
 
     @classmethod
-    def at(cls, version: KafkaVersion) -> Rule:
+    def at(cls, version: KafkaVersion) -> ReleaseRules:
         """The rule in force at ``version``."""
         return cls(has_kafka_20899(version), version >= KAFKA_20719, version >= KAFKA_20719)
 
@@ -245,7 +245,7 @@ class GroupMembers:
 class _Assignor:
     """One run of the assignor (Kafka's ``LocalState`` and passes)."""
 
-    def __init__(self, spec: StreamsSpec, rule: Rule) -> None:
+    def __init__(self, spec: StreamsSpec, rule: ReleaseRules) -> None:
         self.rule = rule
         self.top = Topology.of(spec)
         self.group = GroupMembers.of(spec)
@@ -478,10 +478,10 @@ def server_sticky_assign(instance: Instance, version: KafkaVersion = DEFAULT) ->
     >>> {m: (v["active"], v["standby"]) for m, v in out["members"].items()}
     {'a1': (['0_0'], ['0_1']), 'a2': (['0_2'], []), 'b1': (['0_1'], ['0_0', '0_2'])}
     """
-    return assign_with_rule(instance, Rule.at(version))
+    return assign_with_rule(instance, ReleaseRules.at(version))
 
 
-def assign_with_rule(instance: Instance, rule: Rule) -> StreamsAssignment:
+def assign_with_rule(instance: Instance, rule: ReleaseRules) -> StreamsAssignment:
     """:func:`server_sticky_assign` with the release-dependent parts given one by one."""
     spec: StreamsSpec = instance.streams
     if instance.protocol != "streams" or not isinstance(spec, StreamsSpec):

@@ -29,7 +29,7 @@ No warm-ups, never a probing rebalance.
 
 from __future__ import annotations
 
-from heuristics.streams.common import ClientState, StreamsContext
+from heuristics.streams.client_state import ClientState, StreamsContext
 from solver.model import Instance
 from solver.registry import register
 from solver.result import Params, Result

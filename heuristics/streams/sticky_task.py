@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from heuristics._java import DEFAULT_JAVA, copy_initial_capacity, hashmap_order, java_release
-from heuristics.streams.common import ClientState, StreamsContext, best_client
+from heuristics.streams.client_state import ClientState, StreamsContext, best_client
 from heuristics.streams.rack_aware import STATELESS_NON_OVERLAP_COST, STATELESS_TRAFFIC_COST, RackAwareTasks
 from heuristics.versions import STICKY_TASK
 from solver.model import Instance

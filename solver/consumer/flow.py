@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
-from solver.consumer.items import ItemClasses, decimal_scale
+from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
+from solver.scaling import decimal_scale
 
 CRITERIA = ("balance", "moves", "racks")
 

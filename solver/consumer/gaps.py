@@ -37,15 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import solve_cpsat
 from solver.consumer.flow import solve_flow
 from solver.consumer.items import build_classes
+from solver.consumer.weighted_cpsat import solve_cpsat
 from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
 from solver.result import Result
-
-GAP_NAMES = ("max_load_gap", "sum_sq_gap", "excess_moves")
 
 
 def member_loads(instance: Instance, assignment: Assignment) -> np.ndarray:
@@ -78,14 +76,6 @@ def _optimum_balance(instance: Instance, optimum: Result | Mapping[str, Any] | A
         ls = np.asarray(optimum["loads_sorted"], dtype=np.float64)
         return float(ls.max(initial=0.0)), float((ls**2).sum())
     return float(optimum["max_load"]), float(optimum["sum_sq"])
-
-
-def _unit_move_costs(instance: Instance) -> Instance:
-    """The instance with every move cost 1 (``moved`` counts topic-partitions)."""
-    if all(t.move_costs is None for t in instance.topics.values()):
-        return instance
-    topics = {k: dataclasses.replace(t, move_costs=None) for k, t in instance.topics.items()}
-    return dataclasses.replace(instance, topics=topics)
 
 
 def _truncate_not_joinable(instance: Instance) -> Instance:
@@ -298,4 +288,4 @@ def gap_metrics(
     return out
 
 
-__all__ = ["GAP_NAMES", "fewest_moves", "gap_metrics", "member_loads"]
+__all__ = ["fewest_moves", "gap_metrics", "member_loads"]

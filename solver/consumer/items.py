@@ -26,45 +26,7 @@ import numpy as np
 from solver.errors import InfeasibleError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
-
-#: Move costs and weights are made integral by a power of ten up to this exponent.
-MAX_DECIMALS = 6
-
-
-def decimal_scale(values: np.ndarray, max_decimals: int = MAX_DECIMALS) -> int:
-    """Smallest power of ten ``10**d`` (``d <= max_decimals``) making ``values`` integral.
-
-    Returns ``10**max_decimals`` when no smaller power works (values are then
-    rounded to ``max_decimals`` decimals).
-
-    Examples
-    --------
-    >>> decimal_scale(np.array([1.0, 2.5, 0.25]))
-    100
-    >>> decimal_scale(np.array([3.0]))
-    1
-    """
-    if values.size == 0:
-        return 1
-    for d in range(max_decimals + 1):
-        s = values * (10**d)
-        if np.all(np.abs(s - np.round(s)) <= 1e-9 * np.maximum(1.0, np.abs(s))):
-            return 10**d
-    return 10**max_decimals
-
-
-def rational(value: float, max_denominator: int = 10**MAX_DECIMALS) -> Fraction:
-    """The rational a float stands for: the simplest fraction with a denominator up to ``max_denominator``
-    whose nearest float is ``value`` (``0.1`` is ``1/10``), else the float's exact value.
-
-    >>> rational(0.1), rational(1.37), rational(0.5)
-    (Fraction(1, 10), Fraction(137, 100), Fraction(1, 2))
-    """
-    exact = Fraction(value)
-    if exact.denominator <= max_denominator:
-        return exact
-    near = exact.limit_denominator(max_denominator)
-    return near if float(near) == value else exact
+from solver.scaling import decimal_scale, rational
 
 
 def exact_sum(columns: list[np.ndarray]) -> np.ndarray:

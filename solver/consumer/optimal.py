@@ -54,10 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import MAX_VARS, STAGE_NAMES, solve_cpsat
 from solver.consumer.exact import solve_exact
 from solver.consumer.flow import CRITERIA, solve_flow
 from solver.consumer.items import ItemClasses, build_classes, expand
+from solver.consumer.weighted_cpsat import MAX_VARS, STAGE_NAMES, solve_cpsat
 from solver.errors import InfeasibleError, KassignError, OptionError
 from solver.model import Assignment, Instance
 from solver.model.semantics import GroupView
@@ -69,7 +69,6 @@ from solver.result import Params, Result, Status
 UNIT_ORDER = ("balance", "moves", "racks")
 #: Default order when items differ in load (weights, capacities, mixed co-partition units).
 WEIGHTED_ORDER = ("max_load", "moves", "sum_sq", "racks")
-DEFAULT_ORDER = UNIT_ORDER
 #: Every stage name ``--objective`` accepts.
 STAGE_CHOICES = (*CRITERIA, "max_load", "sum_sq", "topic_balance")
 #: Backends of the exact engine (``-O backend=...``).
@@ -392,7 +391,7 @@ def _solve_flow(instance: Instance, ic: ItemClasses, racks: list[str | None], or
 def _solve_weighted_sum(instance: Instance, ic: ItemClasses, racks: list[str | None], weights: dict[str, float],
                         params: Params, tl: float, extra: dict[str, Any],
                         ) -> tuple[tuple[float, ...], tuple[float, ...], list[tuple[int, int, int]], Status]:
-    """A weighted sum of criteria in one CP-SAT stage (:func:`solver.consumer.cpsat.solve_cpsat`)."""
+    """A weighted sum of criteria in one CP-SAT stage (:func:`solver.consumer.weighted_cpsat.solve_cpsat`)."""
     opts = params.options or {}
     cout = solve_cpsat(ic, [m.capacity for m in instance.members], racks, stages=STAGE_NAMES, weights=weights,
                        time_limit=tl, seed=params.seed, workers=int(opts.get("workers", 1)),

@@ -1,11 +1,11 @@
-"""Bin packing for capacity planning: integer scaling, lower bounds, greedy packings, CP-SAT models.
+"""Bin packing for capacity planning: lower bounds, greedy packings, CP-SAT models.
 
 Items have a size (a partition's or co-partition unit's load) and optionally an
 *anti-affinity group*: items of one group must go to distinct bins (a Streams
 task's active and its standbys).  Bins have integer capacities.
 
 Everything here works on integers so that a CP-SAT proof is a proof about the
-real input: :func:`integerize` finds an exact decimal scaling when the input has
+real input: :func:`solver.scaling.integerize` finds an exact decimal scaling when the input has
 one, and otherwise rounds conservatively in both directions (sizes up and
 capacities down for packings, the other way for infeasibility proofs).
 
@@ -33,93 +33,6 @@ from solver.runtime import run_cpsat
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-#: Largest integer magnitude we let into a CP-SAT linear expression (sizes x counts).
-_INT_LIMIT = 2**52
-
-#: Resolution of the conservative rounding when no exact decimal scaling exists.
-_TARGET_CAPACITY = 10**7
-
-
-@dataclass(frozen=True)
-class IntData:
-    """Sizes and capacities scaled to integers.
-
-    Attributes
-    ----------
-    factor
-        Real value x is represented by about ``x * factor``.
-    exact
-        True when every value scaled to an integer exactly (then the ``up`` and
-        ``down`` arrays coincide).
-    sizes_up, caps_down
-        Rounded so that any integer packing is a real packing (use to find and
-        certify assignments).
-    sizes_down, caps_up
-        Rounded so that integer infeasibility implies real infeasibility (use
-        for lower bounds and infeasibility proofs).
-    """
-
-    factor: float
-    exact: bool
-    sizes_up: IntArray
-    caps_down: IntArray
-    sizes_down: IntArray
-    caps_up: IntArray
-
-
-def decimal_scale(values: FloatArray, max_digits: int = 6) -> int | None:
-    """Smallest ``10**d`` (d <= max_digits) turning every value into an integer, or ``None``."""
-    if values.size == 0:
-        return 1
-    for d in range(max_digits + 1):
-        f = 10**d
-        v = values * f
-        if float(np.abs(v).max()) * max(values.size, 1) > _INT_LIMIT:
-            return None
-        if np.all(np.abs(v - np.round(v)) <= 1e-9 * np.maximum(1.0, np.abs(v))):
-            return f
-    return None
-
-
-def integerize(sizes: npt.ArrayLike, capacities: npt.ArrayLike) -> IntData:
-    """Scale ``sizes`` and bin ``capacities`` to integers (see :class:`IntData`).
-
-    Examples
-    --------
-    >>> d = integerize([1.5, 2.25], [4.0])
-    >>> d.exact, d.sizes_up.tolist(), d.caps_down.tolist()
-    (True, [6, 9], [16])
-    >>> d = integerize([1 / 3], [1.0])
-    >>> d.exact, bool(d.sizes_up[0] * 3 > d.caps_down[0]), bool(d.sizes_down[0] * 3 <= d.caps_up[0])
-    (False, True, True)
-    """
-    s = np.asarray(sizes, dtype=np.float64)
-    c = np.asarray(capacities, dtype=np.float64)
-    both = np.concatenate([s, c])
-    f = decimal_scale(both)
-    if f is not None:
-        si = np.round(s * f).astype(np.int64)
-        ci = np.round(c * f).astype(np.int64)
-        g = int(np.gcd.reduce(np.concatenate([si, ci]))) if si.size + ci.size else 1
-        if g > 1:  # smaller integers make CP-SAT's job easier
-            si, ci = si // g, ci // g
-        return IntData(float(f) / max(g, 1), True, si, ci, si, ci)
-    top = float(c.max()) if c.size else 1.0
-    top = top if top > 0 else 1.0
-    fac = _TARGET_CAPACITY / top
-    # an item far larger than every capacity (load 1e99, capacity 1e-100) would overflow int64; clipped, it
-    # still exceeds every capacity (at most _TARGET_CAPACITY), which is all that matters about it
-    sf = np.minimum(s * fac, float(_INT_LIMIT))
-    return IntData(
-        fac,
-        False,
-        np.ceil(sf).astype(np.int64),
-        np.floor(c * fac).astype(np.int64),
-        np.floor(sf).astype(np.int64),
-        np.ceil(c * fac).astype(np.int64),
-    )
-
 
 # --------------------------------------------------------------------------- lower bounds
 
@@ -766,7 +679,7 @@ def sat_pack(
     """Decide with CP-SAT whether the items fit into bins ``caps``.
 
     ``infeasible`` is a proof that no packing exists (for the integer data
-    given; pass the ``down``/``up`` rounding of :class:`IntData` for a proof
+    given; pass the ``down``/``up`` rounding of :class:`~solver.scaling.IntData` for a proof
     about real data).
 
     Examples

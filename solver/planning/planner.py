@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.errors import InfeasibleError
-from solver.planning import binpacking as bp
 from solver.planning.binpacking import FloatArray, IntArray
 from solver.planning.config import PlanConfig
 from solver.planning.items import PlanItems
+from solver.scaling import INT_LIMIT, decimal_power, integerize
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Planner:
         n_max = self.m + max(items.n_items, 1)
         pool_caps = [self.member_caps[j] for j in self.pool_order] + [self.new_cap] * (n_max - self.m)
         self.pool_members = [*self.pool_order, *range(self.m, n_max)]
-        self.ints = bp.integerize(items.raw, np.asarray(pool_caps, dtype=np.float64))
+        self.ints = integerize(items.raw, np.asarray(pool_caps, dtype=np.float64))
         self.pool_caps_up = self.ints.caps_down  # packings use these
         self.pool_caps_lo = self.ints.caps_up  # proofs use these
         self.sizes_up = self.ints.sizes_up
@@ -156,7 +156,7 @@ class Planner:
 
 def _cost_scale(*arrays: FloatArray) -> float:
     vals = np.concatenate([np.asarray(a, dtype=np.float64) for a in arrays]) if arrays else np.zeros(0)
-    f = bp.decimal_scale(vals)
+    f = decimal_power(vals, int_limit=INT_LIMIT)
     if f is not None:
         return float(f)
     top = float(vals.max()) if vals.size else 1.0

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
@@ -635,10 +634,3 @@ def parse_streams_assignment(data: Any, instance: Instance, source: str = "<inpu
     for cid in spec.client_ids:
         lists.setdefault(cid, {})
     return StreamsAssignment.from_lists(lists, doc.probing_rebalance, members)
-
-
-def read_streams_assignment(path: str | Path, instance: Instance) -> StreamsAssignment:
-    """Read a Streams assignment document (output of ``kassign assign``) for ``instance``."""
-    from solver.model.files import read_document
-
-    return parse_streams_assignment(read_document(path), instance, str(path))

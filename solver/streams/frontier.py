@@ -27,7 +27,8 @@ from solver.errors import InfeasibleError
 from solver.model import Instance
 from solver.result import Params
 from solver.runtime import run_cpsat
-from solver.streams.optimal import _Model, greedy, solve_streams
+from solver.streams.cpsat import StreamsSat
+from solver.streams.optimal import greedy, solve_streams
 from solver.streams.problem import StreamsProblem
 
 DEFAULT_POINT_LIMIT = 10.0
@@ -46,7 +47,7 @@ def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict
     (fewer CP-SAT workers under a memory limit, a loaded machine): the point is left out, and said so."""
     from ortools.sat.python import cp_model
 
-    m = _Model(p)
+    m = StreamsSat(p)
     m.model.add(m.exprs["movement"] <= budget)
     active, standby = greedy(p)
     values: dict[str, int] = {}

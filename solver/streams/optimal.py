@@ -58,15 +58,13 @@ from solver.model import Instance
 from solver.options import check_assignor_options
 from solver.registry import register
 from solver.result import Params, Result, Status
-from solver.streams.cpsat import StreamsSat as _Model  # the CP-SAT model under its former name
+from solver.streams.cpsat import StreamsSat
 from solver.streams.model import StreamsAssignment
 from solver.streams.problem import RACK_STAGE, STAGES, StreamsProblem
 
 __all__ = ["STAGES", "StreamsProblem", "evaluate", "greedy", "is_valid", "solve_streams"]
 #: Time limit when the caller gives none (seconds, whole solve).
 DEFAULT_TIME_LIMIT = 60.0
-#: ``-O engine=`` values; ``auto`` is :data:`DEFAULT_BACKEND`.
-ENGINES = ("auto", "highs", "scip", "cp-sat")
 #: The backend for stages the flows leave open (measured: docs/benchmarks.md, "Kafka Streams").
 DEFAULT_BACKEND = "highs"
 #: Seconds to build one MIP / CP-SAT variable in Python (measured: 57 us on a loaded 2-core machine);
@@ -74,8 +72,6 @@ DEFAULT_BACKEND = "highs"
 BUILD_SECONDS_PER_VAR = 60e-6
 #: Seconds a stage may run past the deadline (wall clock) before it is stopped; see :func:`wall_cap`.
 DEADLINE_SLACK = 0.5
-#: ``-O`` keys this solver reads (their ranges: :data:`solver.options.ASSIGNOR_OPTIONS`).
-OPTION_KEYS = ("engine", "flows", "workers", "interleave", "deterministic", "full_restore_lag")
 
 
 def greedy(p: StreamsProblem) -> tuple[list[int], list[list[int]]]:
@@ -408,7 +404,7 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
     only changes to a valid assignment that is no worse on any stage solved so far."""
     model: Any
     if backend == "cp-sat":
-        model = _Model(p)
+        model = StreamsSat(p)
     else:
         from solver.streams.mip import StreamsMip
 

@@ -55,7 +55,7 @@ from typing import Any, Literal
 from solver.streams.model import parse_task_id, task_sort_key
 from solver.wire import ByteReader, SubscriptionDecodeError
 
-__all__ = ["SubscriptionDecodeError", "SubscriptionInfo", "decode", "encode", "peek_version", "streams_fields",
+__all__ = ["SubscriptionDecodeError", "SubscriptionInfo", "decode", "encode", "streams_fields",
            "subscriptions_to_instance", "task_lag"]
 
 Layout = Literal["kafka", "kip441-draft", "kip262"]
@@ -234,11 +234,6 @@ def encode(info: SubscriptionInfo, layout: Layout = "kafka") -> bytes:
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def peek_version(data: bytes) -> int:
-    """The version field (first int32) of encoded bytes."""
-    return ByteReader(data).i32("version")
 
 
 def decode(data: bytes, layout: Layout = "kafka") -> SubscriptionInfo:

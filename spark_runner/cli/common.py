@@ -15,7 +15,6 @@ from solver.resources import TooLargeError
 from solver.result import Params, Result
 from spark_runner.assignors import get as get_assignor
 
-EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_INFEASIBLE = 3

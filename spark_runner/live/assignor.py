@@ -30,7 +30,7 @@ loads, then the fewest moves (weighted when members report weights).
   fixed seed and deterministic budgets (only the ``wall`` cut-off depends on
   the clock).
 
-The planning is a pure function, :func:`plan`; the class adapts it to
+The planning is a pure function, :func:`plan_round`; the class adapts it to
 kafka-python (3.x ``assign(cluster, members)`` with a list of members) and
 aiokafka (``{member_id: metadata}``; aiokafka calls ``on_assignment(assignment)``
 without a generation, so aiokafka members report generation -1).
@@ -253,8 +253,9 @@ def withhold(target: Plan, members: Sequence[MemberReport]) -> tuple[Plan, int]:
     return out, dropped
 
 
-def plan(members: Sequence[MemberReport], partitions: Mapping[str, int], *, rebalance: Rebalance = "cooperative",
-         budget: float = DEFAULT_BUDGET, wall: float | None = None) -> PlanResult:
+def plan_round(members: Sequence[MemberReport], partitions: Mapping[str, int], *,
+               rebalance: Rebalance = "cooperative",
+               budget: float = DEFAULT_BUDGET, wall: float | None = None) -> PlanResult:
     """Decide one join round.
 
     Parameters
@@ -337,7 +338,7 @@ def warm_up() -> None:
     unit = [MemberReport("a", ("t",)), MemberReport("b", ("t",))]
     weighted = [MemberReport("a", ("t",), weights={"t": {0: 2.0}}), MemberReport("b", ("t",))]
     for members in (unit, weighted):
-        plan(members, {"t": 2}, rebalance="eager", budget=60.0)
+        plan_round(members, {"t": 2}, rebalance="eager", budget=60.0)
     _kafka_target(_warm_instance())
 
 
@@ -383,7 +384,7 @@ class KassignOptimalAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         ``"cooperative"`` (default; KIP-429 incremental) or ``"eager"``.  aiokafka (and
         kafka-python 2) rebalance eagerly only: with them the leader always plans eagerly.
     budget
-        Deterministic seconds the leader's optimal engine may use (default 1); see :func:`plan`.
+        Deterministic seconds the leader's optimal engine may use (default 1); see :func:`plan_round`.
     weights
         Optional callable returning ``{(topic, partition): weight}`` (e.g. the
         lag of the partitions this member owns), reported with each join.  It
@@ -498,7 +499,7 @@ class KassignOptimalAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
             assignment, dropped = withhold(target, reports)
             result = PlanResult(assignment, target, "follow-up", "optimal", dropped, time.perf_counter() - t0)
         else:
-            result = plan(reports, partitions, rebalance=rebalance, budget=self.budget, wall=self.wall)
+            result = plan_round(reports, partitions, rebalance=rebalance, budget=self.budget, wall=self.wall)
         self._pending = (key, result.target) if rebalance == "cooperative" and result.withheld else None
         self.last_plan = result
         log.info("kassign-optimal: %d members, %s (%s), %d partition(s) withheld this round, %.3f s",

@@ -150,13 +150,14 @@ def test_kafka_4_4_process_order_decides_40_answers(registry_loaded: None) -> No
     """The README's rule no release note mentions: 4.4's computeIfAbsent process map (40 of 300 answers)."""
     from heuristics.streams import server_sticky
 
-    def run(rule: server_sticky.Rule, inst: Instance) -> Any:
+    def run(rule: server_sticky.ReleaseRules, inst: Instance) -> Any:
         from solver.result import Result
 
         return Result(server_sticky.assign_with_rule(inst, rule))
 
     n = 0
-    put_order = server_sticky.Rule(skip_holders_with_task=True, current_and_offsets=True, compute_if_absent=False)
+    put_order = server_sticky.ReleaseRules(skip_holders_with_task=True, current_and_offsets=True,
+                                           compute_if_absent=False)
     for rec in kafka_records("streams-server-sticky-4.4.jsonl.gz"):
         inst, old = prepared(rec)
         n += mismatch(rec, inst, old, run(put_order, inst)) is not None

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from solver.consumer.exact.primal.local import Data
-from solver.consumer.exact.scaling import capacity_ratios, integer_scale
 from solver.consumer.items import ItemClasses
+from solver.scaling import capacity_ratios, integer_scale
 
 #: Largest scaled total load per capacity (linear stages; int64 with room).
 MAX_LINEAR = 2**40

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.cpsat import CpsatOutcome, StageReport, greedy
 from solver.consumer.exact.bounds import max_load_bound, moves_bound, sum_sq_bound
 from solver.consumer.exact.data import Scaled, local_data, scale
 from solver.consumer.exact.large import TAKES as LARGE_TAKES
@@ -50,6 +49,7 @@ from solver.consumer.exact.primal.local import MAX_ITEMS, improve, level
 from solver.consumer.exact.primal.search import STEPS_PER_SECOND
 from solver.consumer.exact.topic_balance import topic_balance_terms, topic_balance_value
 from solver.consumer.items import ItemClasses
+from solver.consumer.weighted_cpsat import CpsatOutcome, StageReport, greedy
 from solver.errors import InfeasibleError
 
 STAGES = ("max_load", "sum_sq", "moves", "racks", "topic_balance")

@@ -27,12 +27,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from solver.consumer.cpsat import CpsatOutcome, StageReport
 from solver.consumer.exact.bounds import max_load_bound, moves_bound, sum_sq_bound
 from solver.consumer.exact.data import Scaled, local_data
 from solver.consumer.exact.primal.local import level
 from solver.consumer.exact.primal.search import Work, fewer_moves_at, lower_max_load, moved_cost, nl_max
 from solver.consumer.items import ItemClasses
+from solver.consumer.weighted_cpsat import CpsatOutcome, StageReport
 
 #: Share of the time limit for each stage (what a stage leaves goes to the next).
 SHARES = {"max_load": 0.35, "moves": 0.5}

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from heuristics.kip848.common import topic_uuid
+from heuristics.kip848.java_order import topic_uuid
 
 REPO = Path(__file__).resolve().parents[3]
 JAVA = REPO / "java"

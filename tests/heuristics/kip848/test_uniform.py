@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import heuristics.kip848.common as kip848
+import heuristics.kip848.java_order as kip848
 import heuristics.kip848.uniform as uniform_mod
-from heuristics.kip848.common import (
+from heuristics.kip848.java_order import (
     int_hashset_order,
     member_map_order,
     subscribed_id_order,

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heuristics._java import JavaHashMap
+from heuristics.streams.client_state import ClientState
 from heuristics.streams.client_tags import ClientTagStandbys
-from heuristics.streams.common import ClientState
 from heuristics.streams.high_availability import high_availability
 from solver.io import parse_instance
 from solver.result import Params

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import heuristics.streams.mincost_flow as kafka_graph
-from heuristics.streams.common import ClientState, StreamsContext
+from heuristics.streams.client_state import ClientState, StreamsContext
 from heuristics.streams.rack_aware import RackAwareTasks
 from solver.io import parse_instance
 from solver.registry import get

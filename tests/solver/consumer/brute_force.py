@@ -9,12 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.flow_nx import nx_items
 from solver.model import Instance
+from tests.solver.consumer.flow_nx import nx_items
 
 
 def all_assignments(inst: Instance) -> list[dict[str, float]]:
-    """(max_load, sum_sq, moves) of every assignment of a tiny instance (loads per capacity, move costs)."""
+    """(max_load, sum_sq, moves) of every assignment of a tiny instance (loads per capacity, move costs).
+
+    Each row also has ``sum_sq_items`` (the sum of squared item counts per member, the flow engine's
+    balance) and ``racks`` (cross-rack topic-partitions).
+    """
     items = nx_items(inst)
     caps = np.array([m.capacity for m in inst.members])
 
@@ -26,13 +30,17 @@ def all_assignments(inst: Instance) -> list[dict[str, float]]:
     out = []
     for combo in itertools.product(*[range(len(it.eligible)) for it in items]):
         loads = np.zeros(len(inst.members))
+        counts = [0] * len(inst.members)
         moves = 0.0
+        racks = 0
         for it, wt, j in zip(items, ws, combo, strict=True):
             loads[it.eligible[j]] += wt
+            counts[it.eligible[j]] += 1
             moves += it.move[j]
+            racks += it.rack[j]
         nl = loads / caps
         out.append({"max_load": round(float(nl.max()), 9), "sum_sq": round(float((nl**2).sum()), 9),
-                    "moves": round(moves, 9)})
+                    "moves": round(moves, 9), "sum_sq_items": sum(c * c for c in counts), "racks": racks})
     return out
 
 

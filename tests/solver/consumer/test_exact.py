@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.consumer.exact.scaling import as_rational, capacity_ratios, integer_scale
 from solver.consumer.optimal import WEIGHTED_ORDER, ObjectiveError, solve
 from solver.errors import OptionError
 from solver.io import parse_instance
 from solver.model.scoring import score
 from solver.result import Params, Status
+from solver.scaling import as_rational, capacity_ratios, integer_scale
 from tests.conftest import shared_path
 from tests.solver.consumer.brute_force import all_assignments, lexmin, small
 from tests.solver.consumer.optimal_strategies import instances

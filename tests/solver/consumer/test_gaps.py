@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from solver.consumer.flow_nx import nx_items
 from solver.consumer.gaps import fewest_moves, gap_metrics, member_loads
 from solver.consumer.optimal import solve
 from solver.io import parse_instance
@@ -16,6 +15,7 @@ from solver.model import Assignment
 from solver.model.scoring import score
 from solver.registry import all_specs
 from solver.result import Params
+from tests.solver.consumer.flow_nx import nx_items
 from tests.solver.consumer.optimal_strategies import instances
 
 REPO = Path(__file__).resolve().parents[3]

@@ -25,6 +25,7 @@ from solver.model import Instance
 from solver.model.semantics import previous_owners
 from solver.planning import binpacking as bp
 from solver.planning.plan import PlanConfig, PlanUsageError, parse_range, plan
+from solver.scaling import integerize
 
 # --------------------------------------------------------------------------- brute force
 
@@ -365,7 +366,7 @@ def test_l2_beats_l1_on_items_over_half():
 
 
 def test_integerize_is_conservative_for_inexact_data():
-    d = bp.integerize([1 / 3, 2 / 3], [1.0])
+    d = integerize([1 / 3, 2 / 3], [1.0])
     assert not d.exact
     assert d.sizes_up.sum() > d.caps_down[0]  # packing side: may not claim a perfect fit
     assert d.sizes_down.sum() <= d.caps_up[0]  # proof side: may not claim infeasibility

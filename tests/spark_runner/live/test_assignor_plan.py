@@ -16,7 +16,7 @@ from solver.model.scoring import score
 from solver.result import Params
 from spark_runner.assignors import get
 from spark_runner.live import assignor as live
-from spark_runner.live.assignor import MemberReport, build_instance_doc, plan, warm_up, withhold
+from spark_runner.live.assignor import MemberReport, build_instance_doc, plan_round, warm_up, withhold
 
 warm_up()  # the budget of the tests below is for solving, not for importing OR-Tools
 
@@ -41,7 +41,7 @@ def _settle(members: list[MemberReport], partitions: dict[str, int], rebalance: 
     rounds = 0
     while True:
         rounds += 1
-        res = plan(members, partitions, rebalance=rebalance)  # type: ignore[arg-type]
+        res = plan_round(members, partitions, rebalance=rebalance)  # type: ignore[arg-type]
         held: dict[tuple[str, int], set[str]] = {}
         for m in members if rebalance == "cooperative" else ():  # eager members revoked all before joining
             for t, ps in m.owned.items():
@@ -87,7 +87,7 @@ def test_a_join_settles_on_the_optimum_with_the_fewest_moves() -> None:
 def test_first_round_withholds_exactly_the_partitions_another_member_still_claims() -> None:
     parts = {"a": 7, "b": 5}
     members = _group(4, parts, owned_by=3, seed=2)
-    res = plan(members, parts)
+    res = plan_round(members, parts)
     assert res.status == "optimal" and res.withheld == 3
     again, dropped = withhold(res.target, members)
     assert again == res.assignment and dropped == 3
@@ -99,7 +99,7 @@ def test_first_round_withholds_exactly_the_partitions_another_member_still_claim
 def test_eager_hands_out_the_target_at_once() -> None:
     parts = {"a": 7, "b": 5}
     members = _group(4, parts, owned_by=3, seed=3)
-    res = plan(members, parts, rebalance="eager")
+    res = plan_round(members, parts, rebalance="eager")
     assert res.withheld == 0 and res.assignment == res.target
     assert sorted(len([p for ps in tps.values() for p in ps]) for tps in res.assignment.values()) == [3, 3, 3, 3]
 
@@ -110,7 +110,7 @@ def test_past_the_budget_kafkas_cooperative_sticky_result_is_used_and_logged(
     members = _group(4, parts, owned_by=3, seed=4)
     monkeypatch.setattr(live, "_solve_within", lambda instance, budget, wall: None)
     with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
-        res = plan(members, parts, budget=0.5, wall=2.0)
+        res = plan_round(members, parts, budget=0.5, wall=2.0)
     assert res.engine == "cooperative-sticky" and res.status == "fallback"
     assert "no answer from the optimal engine within 2 s" in caplog.text and "cooperative-sticky" in caplog.text
     inst = parse_instance(build_instance_doc(members, parts))
@@ -135,7 +135,7 @@ def test_a_slow_solver_really_falls_back_within_the_budget(monkeypatch: pytest.M
 
     monkeypatch.setattr(assignors, "get", lambda name: Slow() if name == "optimal" else real(name))
     t0 = time.perf_counter()
-    res = plan(_group(3, {"a": 6}, owned_by=2, seed=5), {"a": 6}, budget=0.3, wall=0.3)
+    res = plan_round(_group(3, {"a": 6}, owned_by=2, seed=5), {"a": 6}, budget=0.3, wall=0.3)
     assert res.engine == "cooperative-sticky" and time.perf_counter() - t0 < 2.5
 
 
@@ -146,12 +146,12 @@ def test_same_reports_in_any_order_give_the_same_assignment() -> None:
                              {t: {p: float(1 + (3 * p) % 5) for p in ps} for t, ps in m.owned.items()})
                 for m in members]
     for group, engine in ((members, "flow"), (weighted, "exact")):
-        first = plan(group, parts, budget=60)  # a generous budget: the fallback is the one timing-dependent path
+        first = plan_round(group, parts, budget=60)  # a generous budget: the fallback is the one timing-dependent path
         assert (first.engine, first.status) == (engine, "optimal")
         for seed in range(3):
             shuffled = list(group)
             random.Random(seed).shuffle(shuffled)
-            again = plan(shuffled, parts, budget=60)
+            again = plan_round(shuffled, parts, budget=60)
             assert (again.assignment, again.target, again.withheld) == (first.assignment, first.target,
                                                                         first.withheld)
 
@@ -163,7 +163,7 @@ def test_reported_weights_are_used_and_unreported_partitions_weigh_their_mean() 
     doc = build_instance_doc(members, {"a": 3, "b": 1})
     assert doc["topics"] == {"a": {"partitions": 3, "weights": [10.0, 2.0, 6.0]},
                              "b": {"partitions": 1, "weights": [6.0]}}
-    res = plan(members, {"a": 3, "b": 1}, rebalance="eager")
+    res = plan_round(members, {"a": 3, "b": 1}, rebalance="eager")
     # The optimum of loads {10, 2, 6, 6}: the heavy partition alone, the others spread: max load 10.
     inst = parse_instance(doc)
     assert score(inst, Assignment.from_lists(res.assignment))["weighted_max_load"] == 10.0
@@ -199,7 +199,7 @@ def test_a_stale_claim_does_not_hold_a_partition_back() -> None:
     # a-0 from m0 in every round (m0 revokes, rejoins, and m1 still claims it): a livelock.
     members = [MemberReport("m0", ("a",), {"a": (0,)}, 5), MemberReport("m1", ("a",), {"a": (0,)}, 2),
                MemberReport("m2", ("a",), {"a": (1,)}, 5)]
-    res = plan(members, {"a": 3})
+    res = plan_round(members, {"a": 3})
     assert res.target["m0"] == {"a": [0]} and res.target["m2"] == {"a": [1]} and res.target["m1"] == {"a": [2]}
     assert res.assignment == res.target and res.withheld == 0
 
@@ -253,7 +253,7 @@ def _lag_group(members: int, topics: int, partitions: int, seed: int = 0) -> tup
 def test_weighted_past_the_budget_hands_out_the_best_found_never_worse_than_cooperative_sticky() -> None:
     """Not proven within the budget: the engine's best found (a valid assignment), compared with Kafka's."""
     members, parts = _lag_group(10, 4, 32)
-    res = plan(members, parts, rebalance="eager", budget=0.2, wall=120)
+    res = plan_round(members, parts, rebalance="eager", budget=0.2, wall=120)
     assert res.status in ("best-found", "cooperative-sticky") and res.withheld == 0
     inst = parse_instance(build_instance_doc(members, parts))
     got = score(inst, Assignment.from_lists(res.target))
@@ -262,7 +262,7 @@ def test_weighted_past_the_budget_hands_out_the_best_found_never_worse_than_coop
     assert (got["weighted_max_load"], got["moved_cost"]) <= (kafka["weighted_max_load"], kafka["moved_cost"])
     assert (res.kafka_max_load, res.kafka_moved_cost) == (kafka["weighted_max_load"], kafka["moved_cost"])
     # deterministic budget: the same reports give the same assignment
-    again = plan(list(reversed(members)), parts, rebalance="eager", budget=0.2, wall=120)
+    again = plan_round(list(reversed(members)), parts, rebalance="eager", budget=0.2, wall=120)
     assert (again.target, again.status) == (res.target, res.status)
 
 
@@ -278,13 +278,13 @@ def test_a_best_found_worse_than_cooperative_sticky_gives_way_to_it(monkeypatch:
     parts = {"a": 3}
     # worse: everything on m1 (max load 10, 2 moved) against Kafka's sticky answer (nothing moves, max load 6)
     monkeypatch.setattr(live, "_solve_within", lambda i, b, w: _feasible({"m0": {}, "m1": {"a": [0, 1, 2]}}))
-    res = plan(members, parts)
+    res = plan_round(members, parts)
     assert (res.engine, res.status) == ("cooperative-sticky", "cooperative-sticky")
     assert res.target == {"m0": {"a": [0, 1]}, "m1": {"a": [2]}} and res.withheld == 0
     assert (res.max_load, res.moved_cost, res.kafka_max_load, res.kafka_moved_cost) == (10.0, 2.0, 6.0, 0.0)
     # better (max load 5 for 1 move): kept, and cooperatively withheld while m0 still holds a-1
     monkeypatch.setattr(live, "_solve_within", lambda i, b, w: _feasible({"m0": {"a": [0]}, "m1": {"a": [1, 2]}}))
-    res = plan(members, parts)
+    res = plan_round(members, parts)
     assert (res.engine, res.status, res.withheld) == ("exact", "best-found", 1)
     assert res.assignment == {"m0": {"a": [0]}, "m1": {"a": [2]}}
 
@@ -293,7 +293,7 @@ def test_an_engine_failure_falls_back_with_its_reason(monkeypatch: pytest.Monkey
                                                       caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(live, "_solve_within", lambda i, b, w: RuntimeError("boom"))
     with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
-        res = plan(_group(3, {"a": 6}, owned_by=2, seed=8), {"a": 6})
+        res = plan_round(_group(3, {"a": 6}, owned_by=2, seed=8), {"a": 6})
     assert res.status == "fallback" and "optimal solver failed (RuntimeError: boom)" in caplog.text
 
 
@@ -392,7 +392,7 @@ def test_a_nan_weight_from_another_member_does_not_break_the_leader() -> None:
                MemberReport("m1", ("a",), {"a": (1,)}, 1, {"a": {1: float("inf")}})]
     doc = build_instance_doc(members, {"a": 2})
     assert doc["topics"]["a"] == {"partitions": 2, "weights": [4.0, 4.0]}  # a-0 unknown: the mean of the rest
-    assert plan(members, {"a": 2}).status == "optimal"
+    assert plan_round(members, {"a": 2}).status == "optimal"
 
 
 @pytest.mark.parametrize("huge", [1e300, 1.7e308, 5e99])
@@ -407,7 +407,7 @@ def test_a_weight_too_large_for_the_group_is_left_out_and_the_group_rebalances(
     assert doc["topics"]["a"]["weights"] == [3.0, 2.0, 4.0, 3.0]  # the huge one dropped: the mean fills in
     parse_instance(doc)  # a valid group
     with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
-        res = plan(members, {"a": 4}, rebalance="eager")
+        res = plan_round(members, {"a": 4}, rebalance="eager")
     assert "1 reported weight(s) above" in caplog.text
     assert sorted(p for a in res.assignment.values() for ps in a.values() for p in ps) == [0, 1, 2, 3]
     assert res.status == "optimal"
@@ -426,6 +426,6 @@ def test_reports_the_format_refuses_fall_back_to_an_unweighted_group(monkeypatch
     monkeypatch.setattr(live, "build_instance_doc", bad_weights)
     members = [MemberReport("m0", ("a",), {"a": (0,)}, 1, {"a": {0: 5.0}}), MemberReport("m1", ("a",))]
     with caplog.at_level(logging.WARNING, logger="spark_runner.live"):
-        res = plan(members, {"a": 4}, rebalance="eager")
+        res = plan_round(members, {"a": 4}, rebalance="eager")
     assert "their weights are left out" in caplog.text
     assert sorted(p for a in res.assignment.values() for ps in a.values() for p in ps) == [0, 1, 2, 3]

@@ -1,4 +1,9 @@
-"""CP-SAT engine: weights, member capacities, co-partition units of several sizes.
+"""CP-SAT model in stages: weighted-sum objectives and the gaps' single stages.
+
+Weights, member capacities and co-partition units of several sizes are all
+modelled.  The lexicographic optimum is the exact engine's
+(:mod:`solver.consumer.exact`); it borrows this module's stage reports and
+greedy hint.
 
 Model (see ``docs/algorithms.md, "The optimal solver"``)
 ------------------------------------------
@@ -54,9 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.items import ItemClasses, decimal_scale
+from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
 from solver.runtime import run_cpsat
+from solver.scaling import decimal_scale
 
 STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
 

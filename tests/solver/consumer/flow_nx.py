@@ -1,4 +1,4 @@
-"""Reference formulation of the flow model in networkx (no aggregation), for cross-checks.
+"""Reference formulation of the flow model in networkx (no aggregation): a test oracle, not product code.
 
 Every item (topic-partition, or co-partition unit) is its own node with an arc
 to every eligible member; each member has one unit arc per load level ``k``
@@ -114,34 +114,3 @@ def nx_solve(instance: Instance, order: Sequence[str] = ("balance", "moves", "ra
                 racks += rk
     return {"sum_sq_items": sum(x * x for x in loads), "moves": moves, "racks": racks, "loads": loads}  # type: ignore[dict-item]
 
-
-def brute_force(instance: Instance, order: Sequence[str] = ("balance", "moves", "racks"),
-                limit: int = 200_000) -> dict[str, int]:
-    """Lexicographic optimum by enumerating every assignment of items (tiny instances only).
-
-    ``balance`` here is the sum of squared item counts.  Raises ``ValueError``
-    when there are more than ``limit`` assignments.
-    """
-    import itertools
-    import math
-
-    items = nx_items(instance)
-    size = math.prod(len(it.eligible) for it in items)
-    if size > limit:
-        raise ValueError(f"{size} assignments, above the limit {limit}")
-    n = len(instance.members)
-    best: tuple[int, ...] | None = None
-    best_vals: dict[str, int] = {}
-    for combo in itertools.product(*[range(len(it.eligible)) for it in items]):
-        loads = [0] * n
-        moves = racks = 0
-        for it, j in zip(items, combo, strict=True):
-            loads[it.eligible[j]] += 1
-            moves += it.move[j]
-            racks += it.rack[j]
-        vals = {"balance": sum(x * x for x in loads), "moves": moves, "racks": racks}
-        key = tuple(vals[c] for c in order)
-        if best is None or key < best:
-            best = key
-            best_vals = {"sum_sq_items": vals["balance"], "moves": moves, "racks": racks}
-    return best_vals
