@@ -400,10 +400,9 @@ def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict
     if inst.protocol == "streams":
         fresh = _gap_columns(inst, asg, metrics, opt)  # every Streams gap is a difference of scores
         return fresh if hit == fresh else None
-    from solver.consumer.gaps import gap_metrics
-    from spark_runner.comparison import defined_gaps
+    from solver.gaps import balance_gaps, defined_gaps
 
-    quick = defined_gaps(metrics, lambda: gap_metrics(inst, asg, opt, scores={**metrics, "valid": False}))
+    quick = defined_gaps(metrics, lambda: balance_gaps(inst, asg, opt, metrics))
     if set(hit) != {*quick, "optimal_status"} or hit["optimal_status"] != opt.status.value:
         return None
     for k in ("max_load_gap", "sum_sq_gap"):
@@ -424,34 +423,16 @@ def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,
                  time_limit: float | None = None) -> dict[str, Any]:
     """The gap metrics of ``asg`` against the optimum ``opt`` of ``inst``, with the optimum's status.
 
-    Gaps are defined for a ``valid`` outcome only (:func:`spark_runner.comparison.defined_gaps`).
+    Gaps are defined for a ``valid`` outcome only (:func:`solver.gaps.defined_gaps`).
     Consumer: ``max_load_gap``, ``sum_sq_gap``, ``excess_moves``, ``excess_moves_proven`` (``excess_moves``
     is also ``None`` when no valid assignment is as balanced as this one).
     Streams: ``active_balance_gap``, ``total_balance_gap``, ``restoration_gap`` against ``optimal-streams``.
     """
-    from solver.errors import InfeasibleError
-    from spark_runner.comparison import defined_gaps
+    from solver.gaps import gaps
 
-    status = {"optimal_status": opt.status.value}
-    if inst.protocol == "streams":
-        from solver.streams.model import StreamsAssignment
-        from solver.streams.scoring import score_streams
-        from spark_runner.sweep.evaluate import _Run, _streams_gaps
-
-        assert isinstance(opt.assignment, StreamsAssignment)  # optimal-streams returns one
-        ref = _Run(inst, opt, score_streams(inst, opt.assignment), None)
-        g = _streams_gaps(_Run(inst, None, metrics, None), ref)
-        g.pop("balance_optimal", None)
-        return {**g, **status}
-    from solver.consumer.gaps import gap_metrics
-
-    def compute() -> dict[str, Any]:
-        try:
-            return gap_metrics(inst, asg, opt, scores=metrics, time_limit=time_limit or 10.0)
-        except InfeasibleError:  # nothing valid is as balanced as this assignment: balance gaps only
-            return gap_metrics(inst, asg, opt, scores={**metrics, "valid": False})
-
-    return {**defined_gaps(metrics, compute), **status}
+    g = gaps(inst, asg, opt, scores=metrics, time_limit=time_limit or 10.0)
+    g.pop("balance_optimal", None)  # a sweep's column; score says the gaps themselves
+    return {**g, "optimal_status": opt.status.value}
 
 
 def _format(fmt: str | None, as_json: bool) -> str:
@@ -571,9 +552,9 @@ def _main() -> int:
             return _internal(e)
         return out_of_memory(_say, str(e))
     except SystemError as e:  # a C extension that failed to allocate and returned without an exception
-        from solver.resources import _rlimits
+        from solver.resources import memory_limited
 
-        if not _rlimits():
+        if not memory_limited():
             return _internal(e)
         return out_of_memory(_say, str(e))
     except Exception as e:  # internal error: short message, traceback on request
