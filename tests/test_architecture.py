@@ -174,3 +174,28 @@ def test_private_owner_sees_through_modules_and_packages() -> None:
     assert _private_owner("heuristics._java.run", {"heuristics"}) == "heuristics"
     assert _private_owner("solver.consumer._x", packages) == "solver.consumer"
     assert _private_owner("solver.gaps.gaps", packages) is None
+
+
+#: Command modules that still add their commands through ``register(app)``: the sweep's ``sweep`` and ``report``
+#: (``cli/commands/sweep.py``, being cut with the sweep by concern).  Empty it when that module lists them too.
+REGISTERING_COMMAND_MODULES = frozenset({"spark_runner.cli.commands.sweep"})
+
+
+def test_one_command_a_file_listed_in_the_app() -> None:
+    """Every module of ``cli/commands`` is imported by name in ``cli/app.py`` (no discovery) and defines its command at
+    module level: no ``register(app)`` holding closures."""
+    commands = {m for m in _modules() if m.startswith("spark_runner.cli.commands.")}
+    app_path = _modules()["spark_runner.cli.app"]
+    assert commands <= _graph()["spark_runner.cli.app"], sorted(commands - _graph()["spark_runner.cli.app"])
+    app_imports = {a.name for n in ast.walk(ast.parse(app_path.read_text())) if isinstance(n, ast.Import)
+                   for a in n.names}
+    assert not app_imports & {"pkgutil", "importlib"}, app_imports
+    for mod in sorted(commands - REGISTERING_COMMAND_MODULES):
+        tree = ast.parse(_modules()[mod].read_text())
+        top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert "register" not in top, f"{mod}: register(app)"
+        assert "SHORT_HELP" in {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                                if isinstance(t, ast.Name)}, f"{mod}: no SHORT_HELP"
+        nested = [f.name for n in tree.body if isinstance(n, ast.FunctionDef) for f in ast.walk(n)
+                  if isinstance(f, ast.FunctionDef) and f is not n and f.decorator_list]
+        assert not nested, f"{mod}: decorated closures {nested}"
