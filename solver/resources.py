@@ -175,6 +175,12 @@ def _rlimits() -> list[int]:
     return out
 
 
+def memory_limited() -> bool:
+    """Whether an address-space or data ``rlimit`` bounds this process (then a C extension that fails without an
+    exception most likely ran out of it)."""
+    return bool(_rlimits())
+
+
 def available_memory() -> int:
     """Bytes this process can still allocate: the smallest of the known limits.
 

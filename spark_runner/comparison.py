@@ -4,20 +4,20 @@
 heuristic and the reference optimum (``optimal`` for the consumer protocol,
 ``optimal-streams`` for Kafka Streams) on the same instance and scores them
 with the same scorer.  The rows are what the sweep evaluates for one step
-(:mod:`spark_runner.sweep.evaluate`): cooperative assignors run their
-follow-up rebalances until settled (:data:`~spark_runner.sweep.evaluate.SETTLE`,
-so ``valid`` and ``moved`` describe the assignment the group ends with), and
-``rounds`` says how many rebalances that took; Streams rows carry the Streams
-metrics and :func:`~spark_runner.sweep.evaluate.streams_gap_metrics`.
+(:mod:`spark_runner.sweep.evaluate`), measured by the same rules (:mod:`solver.gaps`):
+cooperative assignors run their follow-up rebalances until settled
+(:data:`~solver.gaps.SETTLE`, so ``valid`` and ``moved`` describe the assignment the
+group ends with), and ``rounds`` says how many rebalances that took; Streams rows
+carry the Streams metrics and :func:`~solver.gaps.streams_gap_metrics`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
+from solver.gaps import SETTLE, gaps
 from solver.model import Assignment, Instance
 from solver.registry import AssignorSpec, UnknownAssignorError
 from solver.result import Params, Result
@@ -76,8 +76,6 @@ def heuristic_params(params: Params, settle: bool = True) -> Params:
 
     Only cooperative assignors read the option; others ignore it.
     """
-    from spark_runner.sweep.evaluate import SETTLE
-
     if not settle:
         return params
     return replace(params, options={**params.options, **SETTLE})
@@ -307,13 +305,11 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     if tol is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
         # at most (1 + EPS) x the optimum's, measured against the optimum
-        from solver.consumer.gaps import gap_metrics
-
         s = score(instance, tol.assignment)
         row = {**_run_row(f"{ref}~{tolerance:g}", tol), "engine": tol.extra.get("engine"), **_solver_stages(tol),
                **s}
-        row.update(defined_gaps(s, lambda: gap_metrics(instance, tol.assignment, opt, scores=s,
-                                                       time_limit=gs.time_limit, deterministic=gs.deterministic)))
+        row.update(gaps(instance, tol.assignment, opt, scores=s, time_limit=gs.time_limit,
+                        deterministic=gs.deterministic))
         rows.insert(1, row)
     mark_not_proven(rows, ref, instance.protocol == "consumer" and instance.has_weights)
     return Comparison(instance.name, instance.protocol, ref, _optimal_doc(opt), tuple(rows))
@@ -350,22 +346,14 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
     from solver.api import score
 
     opt_scores = score(instance, opt.assignment)
-    if instance.protocol == "streams":
-        from spark_runner.sweep.evaluate import streams_gap_metrics
+    g = gs or _GapSettings()
 
-        def gaps(res: Result, s: dict[str, Any]) -> dict[str, Any]:
-            return streams_gap_metrics(s, opt_scores)
-    else:
-        from solver.consumer.gaps import gap_metrics
-
-        g = gs or _GapSettings()
-
-        def gaps(res: Result, s: dict[str, Any]) -> dict[str, Any]:
-            return gap_metrics(instance, res.assignment, opt, scores=s, time_limit=g.time_limit,
-                               deterministic=g.deterministic, known=g.known)
+    def measure(res: Result, s: dict[str, Any]) -> dict[str, Any]:
+        return gaps(instance, res.assignment, opt, scores=s, optimum_scores=opt_scores, time_limit=g.time_limit,
+                    deterministic=g.deterministic, known=g.known)
 
     rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **_solver_stages(opt), **opt_scores,
-             **gaps(opt, opt_scores)}]
+             **measure(opt, opt_scores)}]
     runs = _runs(instance, chosen, params, warn, say)
     for i, (name, res) in enumerate(runs, 1):
         if isinstance(res, str):
@@ -373,27 +361,9 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
             continue
         say(f"gaps of {name} ({i}/{len(runs)})")
         s = score(instance, res.assignment)
-        rows.append({**_run_row(name, res), **s, **defined_gaps(s, partial(gaps, res, s))})
+        rows.append({**_run_row(name, res), **s, **measure(res, s)})
     return rows
 
 
-#: Every gap column of either protocol.
-GAP_KEYS = ("max_load_gap", "sum_sq_gap", "excess_moves", "excess_moves_proven", "active_balance_gap",
-            "total_balance_gap", "restoration_gap", "member_balance_gap")
-
-
-def defined_gaps(scores: Mapping[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``compute()`` when the assignment's ``outcome`` is ``valid``, else every gap ``None``.
-
-    An invalid assignment, or one that splits co-partitioned units (``outcome`` ``split``), is outside the
-    set the optimum is the best of: a gap against it (often negative) says nothing.  ``compare``, ``score``,
-    sweeps and the report all go through this rule.
-    """
-    if scores.get("outcome", "valid") == "valid":
-        return compute()
-    keys = GAP_KEYS[:4] if "max_load" in scores else GAP_KEYS[4:]
-    return {k: None for k in keys} | ({"balance_optimal": False} if "max_load" not in scores else {})
-
-
-__all__ = ["GAP_KEYS", "REFERENCE", "STAGE_FIGURES", "Comparison", "available", "compare", "defined_gaps",
+__all__ = ["REFERENCE", "STAGE_FIGURES", "Comparison", "available", "compare",
            "heuristic_params", "mark_not_proven", "select", "stage_proven"]

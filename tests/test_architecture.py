@@ -4,6 +4,9 @@ The import graph is read statically (``ast``) from every module of the three
 packages, including imports inside functions (a lazy import is still a
 dependency).  ``from pkg import name`` counts as an import of ``pkg.name`` when
 that is a module, else of ``pkg``.
+
+A name that starts with one underscore (``_x``, or a module ``_x.py``) is private to the package that holds it
+and that package's sub-packages: importing it from elsewhere is refused (:func:`test_no_private_names_across_packages`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,27 @@ def _modules() -> dict[str, Path]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             out[".".join(parts)] = f
+    return out
+
+
+def _packages() -> set[str]:
+    """The dotted names of the packages (folders with an ``__init__.py``)."""
+    return {".".join(f.relative_to(REPO).parent.parts) for pkg in PACKAGES for f in (REPO / pkg).rglob("__init__.py")}
+
+
+def _imported_names() -> list[tuple[str, str, int]]:
+    """``(importer, dotted name imported, line)`` for every import of the three packages' names, ``from m import n``
+    as ``m.n`` whatever ``n`` is."""
+    out: list[tuple[str, str, int]] = []
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            out += [(mod, n, node.lineno) for n in names if n.split(".")[0] in PACKAGES]
     return out
 
 
@@ -141,3 +165,84 @@ def test_architecture_page_has_a_row_for_every_sub_package() -> None:
                   if (d / "__init__.py").is_file() and len(d.relative_to(REPO).parts) <= 3)
     absent = [s for s in subs if s not in paths]
     assert not absent, f"docs/architecture.md, The rooms: no row for {absent}"
+
+
+def test_comparison_does_not_reach_into_the_sweep() -> None:
+    """``compare`` measures by the gap rules of ``solver.gaps``, not the Spark sweep's."""
+    bad = sorted(t for t in _graph()["spark_runner.comparison"] if t.split(".")[:2] == ["spark_runner", "sweep"])
+    assert not bad, bad
+
+
+def test_gap_rules_have_one_front_door() -> None:
+    """Outside the solver, gaps are measured through ``solver.gaps`` only, never ``solver.consumer.gaps``'s rule."""
+    bad = sorted(f"{m} -> {n} (line {line})" for m, n, line in _imported_names()
+                 if n in ("solver.consumer.gaps.gap_metrics", "solver.consumer.gaps.fewest_moves")
+                 and m.split(".")[0] != "solver")
+    assert not bad, bad
+
+
+def _private_owner(name: str, packages: set[str]) -> str | None:
+    """The package a dotted ``name`` is private to (that of its first ``_x`` part), ``None`` when it is public.
+
+    Examples
+    --------
+    >>> _private_owner("a.b.mod._x", {"a", "a.b"}), _private_owner("a._mod.f", {"a"}), _private_owner("a.f", {"a"})
+    ('a.b', 'a', None)
+    """
+    parts = name.split(".")
+    i = next((k for k, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")), None)
+    if i is None:
+        return None
+    prefix = ".".join(parts[:i])
+    return prefix if prefix in packages else prefix.rpartition(".")[0]
+
+
+#: Imports of a private name across packages that are still to be mended, ``"importer -> name"`` each with the
+#: reason it waits.  Empty: keep it so (a new entry needs a reason; better, make the name public where it lives).
+PRIVATE_IMPORTS_ALLOWED: frozenset[str] = frozenset()
+
+
+def test_no_private_names_across_packages() -> None:
+    """A ``_name`` (or ``_module``) is imported only inside the package that holds it, or its sub-packages."""
+    packages = _packages()
+    bad = []
+    for mod, name, line in _imported_names():
+        owner = _private_owner(name, packages)
+        home = mod if mod in packages else mod.rpartition(".")[0]
+        if owner is not None and home != owner and not home.startswith(owner + ".") \
+                and f"{mod} -> {name}" not in PRIVATE_IMPORTS_ALLOWED:
+            bad.append(f"{mod} -> {name} (line {line})")
+    assert not bad, bad
+
+
+def test_private_owner_sees_through_modules_and_packages() -> None:
+    packages = {"solver", "solver.consumer", "spark_runner", "spark_runner.sweep", "spark_runner.cli"}
+    assert _private_owner("spark_runner.sweep.evaluate._Run", packages) == "spark_runner.sweep"
+    assert _private_owner("heuristics._java.run", {"heuristics"}) == "heuristics"
+    assert _private_owner("solver.consumer._x", packages) == "solver.consumer"
+    assert _private_owner("solver.gaps.gaps", packages) is None
+
+
+#: Command modules that still add their commands through ``register(app)``: the sweep's ``sweep`` and ``report``
+#: (``cli/commands/sweep.py``, being cut with the sweep by concern).  Empty it when that module lists them too.
+REGISTERING_COMMAND_MODULES = frozenset({"spark_runner.cli.commands.sweep"})
+
+
+def test_one_command_a_file_listed_in_the_app() -> None:
+    """Every module of ``cli/commands`` is imported by name in ``cli/app.py`` (no discovery) and defines its command at
+    module level: no ``register(app)`` holding closures."""
+    commands = {m for m in _modules() if m.startswith("spark_runner.cli.commands.")}
+    app_path = _modules()["spark_runner.cli.app"]
+    assert commands <= _graph()["spark_runner.cli.app"], sorted(commands - _graph()["spark_runner.cli.app"])
+    app_imports = {a.name for n in ast.walk(ast.parse(app_path.read_text())) if isinstance(n, ast.Import)
+                   for a in n.names}
+    assert not app_imports & {"pkgutil", "importlib"}, app_imports
+    for mod in sorted(commands - REGISTERING_COMMAND_MODULES):
+        tree = ast.parse(_modules()[mod].read_text())
+        top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert "register" not in top, f"{mod}: register(app)"
+        assert "SHORT_HELP" in {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                                if isinstance(t, ast.Name)}, f"{mod}: no SHORT_HELP"
+        nested = [f.name for n in tree.body if isinstance(n, ast.FunctionDef) for f in ast.walk(n)
+                  if isinstance(f, ast.FunctionDef) and f is not n and f.decorator_list]
+        assert not nested, f"{mod}: decorated closures {nested}"

@@ -1,4 +1,5 @@
-"""A cache of optima and gaps for ``kassign score``, under the user's cache directory.
+"""A cache of optima and gaps for ``kassign score``, under the user's cache directory, and what ``score`` keeps in it
+(:func:`cached_gaps`).
 
 Solving the optimum of a large group takes seconds to minutes; scoring a second assignment of the
 same group, or the same one again, should not.  Entries are JSON files named by a SHA-256 of what
@@ -39,7 +40,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from solver.errors import InstanceError, Problem
+from solver.io import read_document
 from solver.model.schema import META_KEYS
+from solver.result import Params
+from spark_runner.assignors import get as get_assignor
 
 #: Largest cache entry read: an optimum of a group at the input limit's size fits; anything larger is not ours.
 MAX_ENTRY = 256 << 20
@@ -182,4 +187,155 @@ class Cache:
             pass  # a read-only or full cache folder only costs the next call a solve
 
 
-__all__ = ["Cache", "default_dir", "instance_key"]
+# --------------------------------------------------------------------------- score's optimum and gaps
+
+
+def _optimum_result(inst: Any, path: Path) -> Any:
+    """``--optimum FILE`` as a Result: its assignment (a valid one of ``inst``) and its checked ``stats``."""
+    from spark_runner.cli.output import read_assignment, result_from_document
+
+    doc = read_document(path)
+    asg = read_assignment(path, inst, doc)
+    from solver.api import score as score_fn
+
+    s = score_fn(inst, asg)
+    if s.get("outcome") != "valid":
+        raise InstanceError(str(path), [Problem("assignment", f"--optimum is not a valid assignment of the "
+                                                              f"instance ({s.get('outcome')})")])
+    return result_from_document(inst, doc, asg, str(path), trusted=False)
+
+
+def cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, optimum: Path | None,
+                cache: Cache | None) -> dict[str, Any]:
+    """``score``'s gaps (:func:`_gap_columns`) and which are not proven, read from ``cache`` when the same
+    instance, assignment and options were scored (``cache=None``: solve, neither read nor write); the optimum is
+    ``optimum`` (a file of ``kassign assign --assignor optimal``), else the cached one, else solved."""
+    from spark_runner.cli.output import result_document
+
+    parts: dict[str, Any] = {"instance": instance_key(inst), "time_limit": params.time_limit, "seed": params.seed}
+    opt = None
+    if optimum is not None:
+        opt = _optimum_result(inst, optimum)
+        parts["optimum"] = result_document(inst, "optimum", opt)["assignment"]
+        parts["optimum_status"] = opt.status.value  # reported as optimal_status: part of the answer
+    mine = asg.to_lists() if hasattr(asg, "to_lists") else asg.to_json_dict()
+    gkey = cache.key("gaps", {**parts, "assignment": mine}) if cache is not None else ""
+    okey = cache.key("optimum", parts) if cache is not None else ""
+    if opt is None and cache is not None and (doc := cache.get(okey)) is not None:
+        opt = _optimum_from_doc(inst, doc)
+        if opt is None:
+            cache.drop(okey)  # intact but not an optimum of this instance: a miss
+    if cache is not None and opt is not None and isinstance(hit := cache.get(gkey), dict):
+        held = _gaps_hold(inst, asg, metrics, opt, hit)
+        if held is not None:
+            return {**held, "not_proven": _not_proven(opt, held)}
+        cache.drop(gkey)
+    if opt is None:
+        opt = get_assignor("optimal-streams" if inst.protocol == "streams" else "optimal").run(inst, params)
+        if cache is not None:
+            cache.put(okey, result_document(inst, "optimal", opt))
+    g = _gap_columns(inst, asg, metrics, opt, params.time_limit)
+    if cache is not None:
+        cache.put(gkey, g)
+    return {**g, "not_proven": _not_proven(opt, g)}
+
+
+def _not_proven(opt: Any, gaps: dict[str, Any]) -> list[str]:
+    """The gaps of ``gaps`` that are not proven, as ``compare`` says them: those measured against a stage of the
+    optimum that is not proven (:func:`spark_runner.comparison.stage_proven`), and ``excess_moves`` when only a
+    lower estimate."""
+    from spark_runner.comparison import STAGE_FIGURES, stage_proven
+
+    flags = stage_proven(opt) or []
+    keys = [k for st, ok in zip(opt.extra.get("stages") or [], flags, strict=False) if not ok
+            for k in STAGE_FIGURES.get(st, ((), ()))[1] if gaps.get(k) is not None]
+    if gaps.get("excess_moves") is not None and gaps.get("excess_moves_proven") is False:
+        keys.append("excess_moves")
+    return keys
+
+
+def _optimum_from_doc(inst: Any, doc: Any) -> Any:
+    """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss).
+
+    The checksum only says the entry is intact: the cached assignment is re-scored, must be valid, and the
+    balance its ``objective`` states must be what the assignment has; the gaps are then measured from the
+    assignment itself, so an edited ``objective`` can never make a gap.
+    """
+    import math
+
+    from solver.api import score as score_fn
+    from solver.errors import KassignError
+    from spark_runner.cli.output import read_assignment, result_from_document
+
+    try:
+        asg = read_assignment(Path("the cache"), inst, doc)
+        stated = result_from_document(inst, doc, asg, "the cache", trusted=True)
+        opt = result_from_document(inst, doc, asg, "the cache", trusted=False)  # measured from the assignment
+        s = score_fn(inst, asg)
+    except KassignError:
+        return None
+    if s.get("outcome") != "valid":
+        return None
+    stages = list(stated.extra.get("stages", ()))
+    if len(stated.bound) == len(stated.objective) == len(stages):
+        proven = stated.status.value == "optimal"
+        for b, v in zip(stated.bound, stated.objective, strict=True):
+            tol = 1e-9 * max(1.0, abs(v))
+            if b > v + tol or (proven and b < v - tol):
+                return None  # a bound above the value it bounds (stages are minimised), or "optimal" unproven
+    if inst.protocol != "streams":
+        from solver.consumer.gaps import member_loads
+
+        loads = member_loads(inst, asg)
+        measured = {"max_load": float(loads.max(initial=0.0)), "sum_sq": float((loads**2).sum())}
+        for name, value in measured.items():
+            if name in stages and not math.isclose(float(stated.objective[stages.index(name)]), value,
+                                                   rel_tol=1e-9, abs_tol=1e-9):
+                return None  # the objective it states is not its assignment's
+    return opt
+
+
+def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict[str, Any]) -> dict[str, Any] | None:
+    """A cached gaps entry ``hit`` re-checked against the optimum ``opt``: every gap the optimum gives at once
+    must be the same, the rest (the fewest moves, a solve) in range; ``None`` when it does not hold (a miss)."""
+    import math
+
+    if inst.protocol == "streams":
+        fresh = _gap_columns(inst, asg, metrics, opt)  # every Streams gap is a difference of scores
+        return fresh if hit == fresh else None
+    from solver.gaps import balance_gaps, defined_gaps
+
+    quick = defined_gaps(metrics, lambda: balance_gaps(inst, asg, opt, metrics))
+    if set(hit) != {*quick, "optimal_status"} or hit["optimal_status"] != opt.status.value:
+        return None
+    for k in ("max_load_gap", "sum_sq_gap"):
+        if hit[k] != quick[k]:
+            return None
+    moves, proven = hit.get("excess_moves"), hit.get("excess_moves_proven")
+    if not isinstance(proven, bool) and proven is not None:
+        return None
+    if moves is not None:
+        if isinstance(moves, bool) or not isinstance(moves, (int, float)) or not math.isfinite(moves):
+            return None
+        if not 0 <= moves <= float(metrics.get("moved_cost") or 0) + 1e-9 or metrics.get("outcome") != "valid":
+            return None
+    return {**hit, **{k: quick[k] for k in ("max_load_gap", "sum_sq_gap")}}
+
+
+def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,
+                 time_limit: float | None = None) -> dict[str, Any]:
+    """The gap metrics of ``asg`` against the optimum ``opt`` of ``inst``, with the optimum's status.
+
+    Gaps are defined for a ``valid`` outcome only (:func:`solver.gaps.defined_gaps`).
+    Consumer: ``max_load_gap``, ``sum_sq_gap``, ``excess_moves``, ``excess_moves_proven`` (``excess_moves``
+    is also ``None`` when no valid assignment is as balanced as this one).
+    Streams: ``active_balance_gap``, ``total_balance_gap``, ``restoration_gap`` against ``optimal-streams``.
+    """
+    from solver.gaps import gaps
+
+    g = gaps(inst, asg, opt, scores=metrics, time_limit=time_limit or 10.0)
+    g.pop("balance_optimal", None)  # a sweep's column; score says the gaps themselves
+    return {**g, "optimal_status": opt.status.value}
+
+
+__all__ = ["Cache", "cached_gaps", "default_dir", "instance_key"]

@@ -257,6 +257,39 @@ def _progress(items: list[Record], label: str, enabled: bool) -> Iterator[Record
             prog.advance(task)
 
 
+def one_instance(path: Path, need: str = "solver", what: str = "the optimal solver") -> Any:
+    """The one instance in ``path`` (a usage error when it holds more), checked to fit in memory for ``need``
+    before anything is built."""
+    recs = _records(path)
+    if len(recs) != 1:
+        raise UsageError(f"{path}: needs exactly one instance, the file has {len(recs)}")
+    inst = recs[0].instance
+    from solver.resources import check_fits, instance_need
+
+    check_fits(instance_need(inst, need, what), str(path))
+    return inst
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    """``--format`` (or ``--json``) as a format name of :mod:`spark_runner.cli.tables`; a usage error when unknown."""
+    from spark_runner.cli.tables import choose_format
+
+    try:
+        return choose_format(fmt, as_json)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def check_environment() -> None:
+    """The environment variables kassign reads, checked before any command runs (a bad value is a usage error)."""
+    from solver.model.files import input_limit
+    from solver.resources import available_memory, limit_arenas
+
+    available_memory()  # KASSIGN_MEMORY_LIMIT
+    input_limit()  # KASSIGN_INPUT_LIMIT
+    limit_arenas()  # before any solver thread exists
+
+
 # --------------------------------------------------------------------------- score
 
 

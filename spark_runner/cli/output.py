@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -84,3 +85,16 @@ def result_from_document(instance: Instance, doc: Any, assignment: Any, source: 
                                                                  f"{len(objective)} objective values")])
         extra["stages"] = stats.stages
     return Result(assignment, status, tuple(objective), tuple(bound), stats.seconds, extra)
+
+
+def read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
+    """The assignment document ``path`` of ``inst``, either protocol (``raw``: its decoded content, when already
+    read)."""
+    from solver.io import parse_assignment, read_document
+
+    doc = read_document(path) if raw is None else raw
+    if inst.protocol == "streams":
+        from solver.streams.format import parse_streams_assignment
+
+        return parse_streams_assignment(doc, inst, str(path))
+    return parse_assignment(doc, str(path))

@@ -18,7 +18,8 @@ Streams scenarios (parameters with ``protocol: streams``,
 assignors and ``optimal-streams``: each assignor's actives, standbys and
 warm-ups become its clients' previous tasks and lags at the next step, and the
 rows carry the :func:`solver.streams.scoring.score_streams` metrics and the
-Streams gaps (:func:`streams_gap_metrics`).  Both protocols share one row schema
+Streams gaps (:func:`solver.gaps.streams_gap_metrics`).  Every gap rule, its fallback and the
+settle rule are :mod:`solver.gaps`'.  Both protocols share one row schema
 (:data:`ROW_SCHEMA`); the other protocol's columns are null.
 """
 
@@ -35,10 +36,10 @@ from types import MappingProxyType
 from typing import Any
 
 from solver.api import score
-from solver.consumer.gaps import gap_metrics
-from solver.errors import InfeasibleError, InstanceError, Problem
+from solver.errors import InstanceError, Problem
+from solver.gaps import EPS as EPS  # the sweep's readers take the tolerance from here
+from solver.gaps import SETTLE, balance_optimal, consumer_gaps, gaps_defined, streams_gaps
 from solver.model import Assignment, Instance
-from solver.model.scoring import VALID
 from solver.registry import AssignorSpec
 from solver.result import Params, Result
 from solver.streams.model import StreamsAssignment
@@ -57,12 +58,6 @@ OPTIMAL = "optimal"
 STREAMS_OPTIMAL = "optimal-streams"
 #: The optimum evaluated beside the assignors of each protocol.
 REFERENCE: Mapping[str, str] = MappingProxyType({"consumer": OPTIMAL, "streams": STREAMS_OPTIMAL})
-
-#: Options given to every heuristic: cooperative assignors settle their rounds.
-SETTLE: Mapping[str, Any] = MappingProxyType({"rounds": "settle"})
-
-#: Tolerance for "optimal on balance" (loads are floats).
-EPS = 1e-9
 
 # --------------------------------------------------------------------------- row schema
 
@@ -330,29 +325,23 @@ def _finite(x: Any) -> float | None:
 
 
 def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
-    """The gap metrics of ``solver.consumer.gaps`` against the optimum of the same step.
+    """:func:`solver.gaps.consumer_gaps` against the optimum of the same step, as row columns.
 
-    Gaps are defined for a ``valid`` outcome only (:func:`solver.model.scoring.outcome`): an invalid
-    assignment, or one that splits co-partitioned units, is outside the set the optimum is the best of,
-    so its gaps are ``None`` and ``balance_optimal`` is false.  ``excess_moves`` is also ``None`` when no
-    assignment that respects the optimum's hard constraints is as balanced as this one (then "fewest
-    moves at this balance" is undefined).
+    Gaps are defined for a ``valid`` outcome only (:func:`solver.gaps.defined_gaps`): otherwise they are ``None``
+    and ``balance_optimal`` is false.  ``excess_moves`` is also ``None`` when no assignment that respects the
+    optimum's hard constraints is as balanced as this one (then "fewest moves at this balance" is undefined).
     """
     out: dict[str, Any] = {"max_load_gap": None, "sum_sq_gap": None, "excess_moves": None,
                            "excess_moves_proven": None, "balance_optimal": None}
     if run.result is None or opt.result is None or run.metrics is None:
         return out
     scores = dict(run.metrics)
-    if scores.get("outcome", VALID) != VALID:
+    if not gaps_defined(scores):
         out["balance_optimal"] = False
         return out
     try:
-        try:
-            g = gap_metrics(run.instance, run.result.assignment, opt.result, scores=scores,
-                            time_limit=time_limit if time_limit is not None else 10.0, deterministic=True)
-        except InfeasibleError:
-            g = gap_metrics(run.instance, run.result.assignment, opt.result,
-                            scores={**scores, "valid": False})  # balance gaps only
+        g = consumer_gaps(run.instance, run.result.assignment, opt.result, scores=scores,
+                          time_limit=time_limit if time_limit is not None else 10.0, deterministic=True)
     except Exception as e:  # recorded in the row's error column, like a failing assignor
         out["error"] = f"gap_metrics: {type(e).__name__}: {e}"
         return out
@@ -361,22 +350,6 @@ def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
                excess_moves_proven=None if ex is None else bool(g.get("excess_moves_proven")),
                balance_optimal=balance_optimal(mx, sq))
     return out
-
-
-def balance_optimal(*gaps: float | None) -> bool | None:
-    """As balanced as the optimum: every balance gap is 0 (up to :data:`EPS`); ``None`` if one is unknown.
-
-    A gap below 0 is only possible against an optimum that is not proven (the assignment beat the best
-    found); it counts as balanced as the optimum, as 0 does.
-
-    Examples
-    --------
-    >>> balance_optimal(0.0, 0.0), balance_optimal(0.0, 2.0), balance_optimal(None, 0.0)
-    (True, False, None)
-    """
-    if any(g is None for g in gaps):
-        return None
-    return all(float(g) <= EPS for g in gaps)  # type: ignore[arg-type]
 
 
 def _score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -552,59 +525,17 @@ def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | Non
     return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
-def _clean(x: float) -> float:
-    """A difference of per-thread loads; float noise below :data:`EPS` is 0."""
-    return 0.0 if abs(x) <= EPS else x
-
-
 def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
-    """:func:`streams_gap_metrics` of a run against the optimum solved on the *same* instance.
+    """:func:`solver.gaps.streams_gaps` of a run against the optimum solved on the *same* instance.
 
     The reference ``ref`` is the optimum of the instance the assignor saw (its
     own previous tasks and lags): caught-up sets and restoration costs depend
     on each assignor's history, so the optimum's own trajectory is no yardstick.
     """
-    none = {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
-            "member_balance_gap": None, "balance_optimal": None}
     if run.metrics is None or ref.metrics is None:
-        return none
-    if run.metrics.get("outcome", VALID) != VALID:  # gaps are defined for valid assignments only
-        return {**none, "balance_optimal": False}
-    return streams_gap_metrics(run.metrics, ref.metrics)
-
-
-def streams_gap_metrics(metrics: Mapping[str, Any], reference: Mapping[str, Any]) -> dict[str, Any]:
-    """Gaps of a Streams assignment's metrics against ``optimal-streams``' on the same instance.
-
-    ``active_balance_gap`` = max active tasks per thread minus the optimum's;
-    ``total_balance_gap`` = max replicas (actives, standbys, warm-ups) per
-    thread minus the optimum's; ``restoration_gap`` = restoration cost minus
-    the optimum's.  The optimum is lexicographic (active balance, total
-    balance, restoration), so against a proven optimum a valid assignment has
-    ``active_balance_gap >= 0``; ``total_balance_gap >= 0`` when its active
-    balance gap is 0; ``restoration_gap >= 0`` when both balance gaps are 0.
-    Otherwise a negative value is real: the assignment bought a lower later
-    stage with a worse earlier one (e.g. less restoration for worse balance).
-    ``balance_optimal``: both balance gaps are 0.  Under the Streams rebalance
-    protocol (KIP-1071), ``member_balance_gap`` = the most tasks on one member
-    minus the optimum's (``None`` when either says nothing per member).
-
-    Examples
-    --------
-    >>> m = {"max_active_load": 2.0, "max_total_load": 3.0, "restoration_cost": 5}
-    >>> o = {"max_active_load": 1.5, "max_total_load": 3.0, "restoration_cost": 7}
-    >>> streams_gap_metrics(m, o)
-    {'active_balance_gap': 0.5, 'total_balance_gap': 0.0, 'restoration_gap': -2.0, 'member_balance_gap': None, \
-'balance_optimal': False}
-    """
-    m, o = metrics, reference
-    a = _clean(float(m["max_active_load"]) - float(o["max_active_load"]))
-    t = _clean(float(m["max_total_load"]) - float(o["max_total_load"]))
-    r = float(m["restoration_cost"]) - float(o["restoration_cost"])
-    mm, om = m.get("max_member_tasks"), o.get("max_member_tasks")
-    member = None if mm is None or om is None else float(mm) - float(om)
-    return {"active_balance_gap": a, "total_balance_gap": t, "restoration_gap": r, "member_balance_gap": member,
-            "balance_optimal": balance_optimal(a, t)}
+        return {"active_balance_gap": None, "total_balance_gap": None, "restoration_gap": None,
+                "member_balance_gap": None, "balance_optimal": None}
+    return streams_gaps(run.metrics, ref.metrics)
 
 
 def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -1,1 +1,3 @@
-"""Plug-in CLI commands: each module defines ``register(app)``."""
+"""The ``kassign`` commands, one a module: each defines its command as a function at module level and its
+``SHORT_HELP``; :mod:`spark_runner.cli.app` lists them (``sweep`` still adds ``sweep`` and ``report`` through its
+``register(app)``)."""

@@ -240,87 +240,87 @@ def _pct(v: float | None) -> float:
     return float("nan") if v is None else 100.0 * v
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``kassign plan`` to ``app``."""
+#: The command's line in ``kassign --help`` (``plan``).
+SHORT_HELP = "How many instances, what scaling moves."
 
-    @app.command("plan", short_help="How many instances, what scaling moves.")
-    def plan_cmd(
-        instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml), consumer or streams protocol.")],
-        capacity: Annotated[float, typer.Option(help="Load one instance holds (unit of the weights, per second "
-                                                     "with --catch-up-seconds); members' `capacity` multiplies it.")],
-        resilience: Annotated[int, typer.Option(help="K for N-K resilience: survive losing any K instances.")] = 0,
-        range_: Annotated[str | None, typer.Option("--range", help="Instance counts A:B (inclusive) to tabulate.")]
-        = None,
-        catch_up_seconds: Annotated[float | None, typer.Option(
-            help="Weights are lag: load = lag / this (drain the backlog in S seconds).")] = None,
-        lag_threshold: Annotated[float, typer.Option(help="KEDA's lagThreshold for the KEDA baseline.")] = 10.0,
-        new_capacity: Annotated[float | None, typer.Option(
-            help="Capacity multiplier of instances added beyond today's (default: today's instances' size).")]
-        = None,
-        active_load: Annotated[float, typer.Option(help="Streams: load of an active task.")] = 1.0,
-        standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-        fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP + " tsv: the per-count table.")] = None,
-        plot_out: Annotated[str | None, typer.Option("--plot", help="Write a PNG plot here (.png, .svg or .pdf).")]
-        = None,
-        time_limit: Annotated[float, typer.Option(
-            help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
-        seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
-        no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
-        kafka_version: Annotated[str | None, typer.Option(
-            "--kafka-version", help="Kafka release the compared Kafka assignor follows (X.Y[.Z]; default: the "
-                                    "instance's kafka_version, else 4.4.0).")] = None,
-    ) -> None:
-        """Capacity planning: minimum instances (with proof), utilisation, moves and N-K resilience per count."""
-        from solver.io import dumps, read_instance
-        from solver.model.files import check_plot_path, drawing, transaction
-        from solver.planning.plan import PlanConfig, PlanUsageError, check_config, parse_range
-        from solver.planning.plan import plan as plan_fn
-        from spark_runner.cli.common import UsageError, check_kafka_version, located
 
-        err = Console(stderr=True, highlight=False)
+def plan_cmd(
+    instance: Annotated[Path, typer.Argument(help="The instance (.json/.yaml), consumer or streams protocol.")],
+    capacity: Annotated[float, typer.Option(help="Load one instance holds (unit of the weights, per second "
+                                                 "with --catch-up-seconds); members' `capacity` multiplies it.")],
+    resilience: Annotated[int, typer.Option(help="K for N-K resilience: survive losing any K instances.")] = 0,
+    range_: Annotated[str | None, typer.Option("--range", help="Instance counts A:B (inclusive) to tabulate.")]
+    = None,
+    catch_up_seconds: Annotated[float | None, typer.Option(
+        help="Weights are lag: load = lag / this (drain the backlog in S seconds).")] = None,
+    lag_threshold: Annotated[float, typer.Option(help="KEDA's lagThreshold for the KEDA baseline.")] = 10.0,
+    new_capacity: Annotated[float | None, typer.Option(
+        help="Capacity multiplier of instances added beyond today's (default: today's instances' size).")]
+    = None,
+    active_load: Annotated[float, typer.Option(help="Streams: load of an active task.")] = 1.0,
+    standby_load: Annotated[float, typer.Option(help="Streams: load of a standby replica.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP + " tsv: the per-count table.")] = None,
+    plot_out: Annotated[str | None, typer.Option("--plot", help="Write a PNG plot here (.png, .svg or .pdf).")]
+    = None,
+    time_limit: Annotated[float, typer.Option(
+        help="Seconds for the whole plan: rows not started by then are left out (a note says so).")] = 10.0,
+    seed: Annotated[int, typer.Option(help="Random seed of the solver.")] = 0,
+    no_kafka: Annotated[bool, typer.Option("--no-kafka", help="Skip the Kafka assignor comparison.")] = False,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", help="Kafka release the compared Kafka assignor follows (X.Y[.Z]; default: the "
+                                "instance's kafka_version, else 4.4.0).")] = None,
+) -> None:
+    """Capacity planning: minimum instances (with proof), utilisation, moves and N-K resilience per count."""
+    from solver.io import dumps, read_instance
+    from solver.model.files import check_plot_path, drawing, transaction
+    from solver.planning.plan import PlanConfig, PlanUsageError, check_config, parse_range
+    from solver.planning.plan import plan as plan_fn
+    from spark_runner.cli.common import UsageError, check_kafka_version, located
+
+    err = Console(stderr=True, highlight=False)
+    try:
+        out_fmt = choose_format(fmt, as_json)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    check_plot_path(plot_out)
+    try:  # every value in its range (solver.options), before the instance is read
+        rng = parse_range(range_) if range_ is not None else None
+        cfg = PlanConfig(capacity=capacity, resilience=resilience, range=rng, catch_up_seconds=catch_up_seconds,
+                         lag_threshold=lag_threshold, new_capacity=new_capacity, time_limit=time_limit,
+                         seed=seed, active_load=active_load, standby_load=standby_load,
+                         kafka_version=check_kafka_version(kafka_version))
+        check_config(cfg)
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
+    inst = read_instance(instance)
+    kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
+    if kafka is not None:  # a release without the compared assignor: exit 2 before the plan when asked for
+        from solver.kafka_version import KafkaVersionError
+        from solver.result import Params
+
         try:
-            out_fmt = choose_format(fmt, as_json)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-        check_plot_path(plot_out)
-        try:  # every value in its range (solver.options), before the instance is read
-            rng = parse_range(range_) if range_ is not None else None
-            cfg = PlanConfig(capacity=capacity, resilience=resilience, range=rng, catch_up_seconds=catch_up_seconds,
-                             lag_threshold=lag_threshold, new_capacity=new_capacity, time_limit=time_limit,
-                             seed=seed, active_load=active_load, standby_load=standby_load,
-                             kafka_version=check_kafka_version(kafka_version))
-            check_config(cfg)
-        except PlanUsageError as e:
-            raise UsageError(str(e)) from None
-        inst = read_instance(instance)
-        kafka = None if no_kafka else _kafka_spec(inst.protocol, err)
-        if kafka is not None:  # a release without the compared assignor: exit 2 before the plan when asked for
-            from solver.kafka_version import KafkaVersionError
-            from solver.result import Params
-
-            try:
-                kafka.rule(Params(kafka_version=kafka_version), inst)
-            except KafkaVersionError as e:
-                if kafka_version is not None:
-                    raise
-                # the instance's release, not a flag: Kafka's column is left out, as compare leaves the assignor out
-                err.print(f"note: {e}; the kafka_* columns say 'unavailable' (--kafka-version picks another "
-                          f"release)", markup=False)
-                kafka = None
-        try:
-            with located(str(instance)):
-                doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
-        except PlanUsageError as e:
-            raise UsageError(str(e)) from None
-        text = dumps(doc) + "\n" if out_fmt == "json" else render(doc, out_fmt, terminal_width())
-        with transaction():  # the plot is published only once the table is ready
-            if plot_out is not None:
-                with drawing(plot_out):
-                    plot(doc, plot_out)
+            kafka.rule(Params(kafka_version=kafka_version), inst)
+        except KafkaVersionError as e:
+            if kafka_version is not None:
+                raise
+            # the instance's release, not a flag: Kafka's column is left out, as compare leaves the assignor out
+            err.print(f"note: {e}; the kafka_* columns say 'unavailable' (--kafka-version picks another "
+                      f"release)", markup=False)
+            kafka = None
+    try:
+        with located(str(instance)):
+            doc = plan_fn(inst, cfg, kafka, progress=lambda m: err.print(f"plan: {m}", markup=False))
+    except PlanUsageError as e:
+        raise UsageError(str(e)) from None
+    text = dumps(doc) + "\n" if out_fmt == "json" else render(doc, out_fmt, terminal_width())
+    with transaction():  # the plot is published only once the table is ready
         if plot_out is not None:
-            err.print(f"wrote plot to {plot_out}", markup=False)
-        if out_fmt == "json":
-            sys.stdout.write(text)
-        else:
-            emit(text)
+            with drawing(plot_out):
+                plot(doc, plot_out)
+    if plot_out is not None:
+        err.print(f"wrote plot to {plot_out}", markup=False)
+    if out_fmt == "json":
+        sys.stdout.write(text)
+    else:
+        emit(text)

@@ -305,6 +305,7 @@ def test_score_caches_the_optimum_and_the_gaps(tmp_path: Path, monkeypatch: pyte
     from typer.testing import CliRunner
 
     from spark_runner.cli import app as cli
+    from spark_runner.cli import cache as gap_cache  # where score solves the optimum it caches
 
     monkeypatch.setenv("KASSIGN_CACHE_DIR", str(tmp_path / "cache"))
     a = tmp_path / "range.json"
@@ -313,14 +314,14 @@ def test_score_caches_the_optimum_and_the_gaps(tmp_path: Path, monkeypatch: pyte
     assert kassign("assign", inst, "-a", "range", "-o", str(a)).returncode == 0
     assert kassign("assign", inst, "-a", "sticky", "-o", str(b)).returncode == 0
     solves: list[str] = []
-    real = cli.get_assignor
+    real = gap_cache.get_assignor
 
     def counting(name: str):  # type: ignore[no-untyped-def]
         spec = real(name)
         solves.append(name)
         return spec
 
-    monkeypatch.setattr(cli, "get_assignor", counting)
+    monkeypatch.setattr(gap_cache, "get_assignor", counting)
     runner = CliRunner()
 
     def score(*args: str) -> dict:  # type: ignore[type-arg]

@@ -120,7 +120,7 @@ def test_errors_that_mean_no_memory_are_the_documented_refusal(monkeypatch: pyte
         raise SystemExit(status)
 
     monkeypatch.setattr(app, "app", fail)
-    monkeypatch.setattr(app, "_check_environment", lambda: None)
+    monkeypatch.setattr(app, "check_environment", lambda: None)
     monkeypatch.setattr(res, "_rlimits", lambda: [1 << 20] if limited else [])
     monkeypatch.setattr(app.os, "_exit", exit_)
     try:
