@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import spark_runner.sweep.evaluate as ev
-from spark_runner.sweep.run import read_grid
+from spark_runner.sweep.grid import read_grid
 
 GRID = Path(__file__).resolve().parents[1] / "examples" / "sweep-small.yaml"
 

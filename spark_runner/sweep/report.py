@@ -160,7 +160,7 @@ def load_rows(out: str | Path, columns: Sequence[str] | None = None) -> pd.DataF
         dataset = ds.dataset(str(rows), format="parquet", partitioning=part, schema=schema)
         df = dataset.to_table(columns=cols).to_pandas()
     df["assignor"] = df["assignor"].astype(str)
-    # One row per (scenario, step, assignor), whatever an interrupted run left (run.clear_uncommitted).
+    # One row per (scenario, step, assignor), whatever an interrupted run left (store.clear_uncommitted).
     df = df.drop_duplicates(subset=list(ROW_KEY), keep="first", ignore_index=True)
     if columns is not None:
         df = df[list(dict.fromkeys([*columns, "assignor"]))]
@@ -1050,7 +1050,7 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     """Write ``out/report/`` from ``out/rows``; returns the path of ``index.html``."""
     out = Path(out)
     rows = load_rows(out, REPORT_COLUMNS)
-    from spark_runner.sweep.run import read_manifest
+    from spark_runner.sweep.store import read_manifest
 
     meta = read_manifest(out)
     title = title or meta.get("grid") or out.name

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_runner.sweep.evaluate import OPTIMAL, arrow_schema
+from spark_runner.sweep.grid import parse_grid
 from spark_runner.sweep.report import build_report, load_rows, recommend
-from spark_runner.sweep.run import parse_grid
 
 PARAMS = {"members": 4, "topics": 2, "partitions_min": 2, "partitions_max": 5, "steps": 3, "copartition": 0,
           "events": ["join", "leave"]}
@@ -224,7 +224,7 @@ def test_a_damaged_manifest_is_exit_65_naming_it(tmp_path: Path, text: str, prob
     """Was: json.loads on the manifest (a RecursionError or a JSONDecodeError: exit 1; a grid name that is a number
     failed in html.escape)."""
     from solver.errors import InstanceError
-    from spark_runner.sweep.run import check_release
+    from spark_runner.sweep.store import check_release
 
     out = _sweep(tmp_path)
     (out / "manifest.json").write_text(text)
@@ -351,8 +351,8 @@ def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units()
     import yaml
 
     from spark_runner.sweep.evaluate import evaluate_scenario
+    from spark_runner.sweep.grid import read_grid
     from spark_runner.sweep.report import _normalize
-    from spark_runner.sweep.run import read_grid
     from spark_runner.sweep.verdict import verdicts
 
     repo = Path(__file__).resolve().parents[3]
