@@ -126,7 +126,7 @@ def test_plots_and_notes(tmp_path: Path) -> None:
 def test_step_counts_note() -> None:
     import pandas as pd
 
-    from spark_runner.sweep.report import _counts_note
+    from spark_runner.sweep.report.plots import _counts_note
 
     counts = pd.Series({0: 20, 1: 20, 2: 20, 3: 16, 4: 16})
     assert _counts_note(counts) == "mean over the scenarios that reach the step: 20 at steps 0-2, 16 at steps 3-4"
@@ -352,7 +352,7 @@ def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units()
 
     from spark_runner.sweep.evaluate import evaluate_scenario
     from spark_runner.sweep.grid import read_grid
-    from spark_runner.sweep.report import _normalize
+    from spark_runner.sweep.report.load import _normalize
     from spark_runner.sweep.verdict import verdicts
 
     repo = Path(__file__).resolve().parents[3]
@@ -375,7 +375,8 @@ def test_float_noise_prints_as_zero_and_negative_gaps_are_explained_per_stage() 
     stage (sum of squares after max load and moves), not as an optimum that is not proven."""
     import pandas as pd
 
-    from spark_runner.sweep.report import _fmt, _negative_gap_notes
+    from spark_runner.sweep.report.format import _fmt
+    from spark_runner.sweep.report.render import _negative_gap_notes
 
     assert (_fmt(-5.114e-17), _fmt(7.105e-15), _fmt(0.25)) == ("0", "0", "0.25")
     df = pd.DataFrame([
