@@ -20,7 +20,7 @@ from typing import Any
 
 import solver.consumer.gaps as consumer_gaps
 import spark_runner.sweep.evaluate as ev
-from spark_runner.sweep.run import read_grid
+from spark_runner.sweep.grid import read_grid
 
 GRID = Path(__file__).resolve().parents[1] / "examples" / "sweep-small.yaml"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.bench_sweep import SCALING_GRID
 from spark_runner.sweep.evaluate import evaluate_scenario
-from spark_runner.sweep.run import Grid, parse_grid
+from spark_runner.sweep.grid import Grid, parse_grid
 
 _GRID: Grid = parse_grid(SCALING_GRID, "bench-scaling")
 

@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_runner.sweep.run import parse_grid, run_sweep, start_spark
+from spark_runner.sweep.batches import run_sweep
+from spark_runner.sweep.grid import parse_grid
+from spark_runner.sweep.session import start_spark
 
 SCALING_GRID: dict[str, Any] = {
     "name": "bench-scaling",

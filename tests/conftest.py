@@ -162,7 +162,7 @@ def spark():  # type: ignore[no-untyped-def]
     ``local[2]`` with task retries (``local[2,4]``: local mode otherwise gives each task one
     attempt), bound to 127.0.0.1, UI off, few shuffle partitions.
     """
-    from spark_runner.sweep.run import start_spark
+    from spark_runner.sweep.session import start_spark
 
     session = start_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
                           app_name="kassign-tests")

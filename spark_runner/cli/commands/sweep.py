@@ -1,4 +1,4 @@
-"""``kassign sweep`` and ``kassign report``: Spark sweeps over generated scenarios, and their report."""
+"""``kassign sweep``: Spark sweeps over generated scenarios (through :mod:`spark_runner.sweep.api`)."""
 
 from __future__ import annotations
 
@@ -47,104 +47,66 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def sweep(
+    grid: Annotated[Path, typer.Argument(help="Sweep grid (YAML): parameters x seeds x assignors.")],
+    out_dir: Annotated[str, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Start over instead of skipping finished scenarios.")] = False,
+    partitions: Annotated[
+        int | None, typer.Option(help="Spark tasks per batch (default: 4 per core).")] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(help="Scenarios per Spark job; each is committed on its own.")] = None,
+    conf: Annotated[
+        list[str] | None, typer.Option("--conf", help="Extra Spark configuration KEY=VALUE (repeatable).")
+    ] = None,
+    report: Annotated[bool, typer.Option(help="Build the report when the rows are written.")] = True,
+    dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
+    progress_every: Annotated[
+        float, typer.Option(help="Seconds between progress lines on stderr.")] = 5.0,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", help="Kafka release the Kafka-named assignors follow (X.Y[.Z]; overrides the grid's "
+                                "kafka_version; default 4.4.0). An assignor listed as NAME@X.Y.Z follows its "
+                                "own.")] = None,
+) -> None:
+    """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
+    from spark_runner.cli import supervise
+    from spark_runner.sweep import api
+
+    if not out_dir.strip():
+        raise _Usage("--out must name a directory (it is empty)")
+    out = Path(out_dir)
+    spark_conf = _conf(conf)
+    _master(master)
+    # the options, the output directory (exit 73) and the grid (exit 65) are checked by the api, before any work
+    if dry_run:
+        todo = api.pending(grid, out, overwrite=overwrite, partitions=partitions, batch_size=batch_size,
+                           progress_every=progress_every, kafka_version=kafka_version)
+        g = todo.grid
+        stderr.print(f"{g.name}: {todo.scenarios} scenario(s), {len(g.points)} grid point(s) x {len(g.seeds)} "
+                     f"seed(s); assignors {', '.join(g.evaluated)}; {todo.pending} pending "
+                     f"(<= {todo.steps} scenario-steps)", markup=False)
+        return
+
+    # Ctrl-C cancels the Spark job and stops Spark: give it time to do so cleanly before exiting anyway;
+    # while Spark is still starting there is nothing to cancel or save
+    def note() -> str:
+        if api.spark_starting():
+            return (f"Spark was still starting, no batch had begun; committed batches stay under {out}/rows: "
+                    f"run the same command again to resume")
+        return (f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches stay under {out}/rows: run "
+                f"the same command again to resume")
+
+    supervise.set_grace(lambda: STARTING_GRACE if api.spark_starting() else SIGNAL_GRACE, note,
+                        at_most=SIGNAL_GRACE,
+                        killed_note=f"the sweep did not stop within {SIGNAL_GRACE:g} s; committed batches stay "
+                                    f"under {out}/rows: run the same command again to resume")
+    done = api.run_sweep(grid, out, master=master, report=report, overwrite=overwrite, partitions=partitions,
+                         batch_size=batch_size, conf=spark_conf, progress_every=progress_every,
+                         kafka_version=kafka_version)
+    if done.report is not None:
+        stderr.print(f"report: {done.report}", markup=False)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``sweep`` and ``report`` to the ``kassign`` app."""
-
-    @app.command(short_help="Assignors vs the optimum over scenarios (Spark).")
-    def sweep(
-        grid: Annotated[Path, typer.Argument(help="Sweep grid (YAML): parameters x seeds x assignors.")],
-        out_dir: Annotated[str, typer.Option("--out", help="Output directory (rows/ Parquet, report/).")],
-        master: Annotated[str | None, typer.Option(help="Spark master URL (default local[*]).")] = None,
-        overwrite: Annotated[bool, typer.Option(help="Start over instead of skipping finished scenarios.")] = False,
-        partitions: Annotated[
-            int | None, typer.Option(help="Spark tasks per batch (default: 4 per core).")] = None,
-        batch_size: Annotated[
-            int | None, typer.Option(help="Scenarios per Spark job; each is committed on its own.")] = None,
-        conf: Annotated[
-            list[str] | None, typer.Option("--conf", help="Extra Spark configuration KEY=VALUE (repeatable).")
-        ] = None,
-        report: Annotated[bool, typer.Option(help="Build the report when the rows are written.")] = True,
-        dry_run: Annotated[bool, typer.Option(help="Validate the grid and show the pending work; no Spark.")] = False,
-        progress_every: Annotated[
-            float, typer.Option(help="Seconds between progress lines on stderr.")] = 5.0,
-        kafka_version: Annotated[str | None, typer.Option(
-            "--kafka-version", help="Kafka release the Kafka-named assignors follow (X.Y[.Z]; overrides the grid's "
-                                    "kafka_version; default 4.4.0). An assignor listed as NAME@X.Y.Z follows its "
-                                    "own.")] = None,
-    ) -> None:
-        """Evaluate assignors and the optimum over generated scenarios with Spark; Parquet rows + report."""
-        from solver.model.files import check_output_dir
-        from solver.options import PROGRESS_EVERY, SWEEP_BATCH_SIZE, SWEEP_PARTITIONS, check_optional
-        from spark_runner.cli import supervise
-        from spark_runner.sweep.run import (
-            check_grid,
-            check_release,
-            finished,
-            plan,
-            read_grid,
-            run_sweep,
-            spark_starting,
-            with_kafka_version,
-        )
-
-        if not out_dir.strip():
-            raise _Usage("--out must name a directory (it is empty)")
-        out = Path(out_dir)
-        check_optional(SWEEP_PARTITIONS, partitions)
-        check_optional(SWEEP_BATCH_SIZE, batch_size)
-        PROGRESS_EVERY.check(progress_every)
-        spark_conf = _conf(conf)
-        _master(master)
-        check_output_dir(out)  # a file, a link loop, a name too long, unwritable: exit 73 before any work, dry or not
-        g = read_grid(grid)  # every grid problem is reported here, before Spark starts (exit 65)
-        if kafka_version is not None:
-            g = with_kafka_version(g, kafka_version)
-        if dry_run:
-            done: set[tuple[str, str]] = set()
-            if not overwrite:  # --overwrite would delete the rows: everything is pending
-                check_release(out, g)
-                done = finished(out)
-                check_grid(out, g, done)
-            todo = plan(g, done)
-            total = len(g.scenarios())
-            steps = sum(w.params.steps + 1 for w in todo)
-            stderr.print(f"{g.name}: {total} scenario(s), {len(g.points)} grid point(s) x {len(g.seeds)} seed(s); "
-                         f"assignors {', '.join(g.evaluated)}; {len(todo)} pending "
-                         f"(<= {steps} scenario-steps)", markup=False)
-            return
-        # Ctrl-C cancels the Spark job and stops Spark: give it time to do so cleanly before exiting anyway;
-        # while Spark is still starting there is nothing to cancel or save
-        def note() -> str:
-            if spark_starting():
-                return (f"Spark was still starting, no batch had begun; committed batches stay under {out}/rows: "
-                        f"run the same command again to resume")
-            return (f"Spark did not stop within {SIGNAL_GRACE:g} s; committed batches stay under {out}/rows: run "
-                    f"the same command again to resume")
-
-        supervise.set_grace(lambda: STARTING_GRACE if spark_starting() else SIGNAL_GRACE, note, at_most=SIGNAL_GRACE,
-                            killed_note=f"the sweep did not stop within {SIGNAL_GRACE:g} s; committed batches stay "
-                                        f"under {out}/rows: run the same command again to resume")
-        summary = run_sweep(g, out, master=master, overwrite=overwrite, partitions=partitions,
-                            batch_size=batch_size, conf=spark_conf, progress_every=progress_every)
-        if report and summary.rows_total:
-            from solver.model.files import drawing, transaction
-            from spark_runner.sweep.report import build_report
-
-            with transaction(), drawing(out / "report"):  # every report file, or none
-                index = build_report(out, title=g.name)
-            stderr.print(f"report: {index}", markup=False)
-
-    @app.command("report", short_help="Rebuild a sweep's report from its rows.")
-    def report_cmd(
-        out: Annotated[Path, typer.Argument(help="A sweep output directory (with rows/).")],
-        title: Annotated[str | None, typer.Option(help="Report title (default: the grid name).")] = None,
-    ) -> None:
-        """Rebuild DIR/report/ (index.html, summary.md, PNG plots) from the sweep's Parquet rows."""
-        from solver.model.files import drawing, transaction
-        from solver.options import check_text
-        from spark_runner.sweep.report import build_report
-
-        check_text("--title", title)
-        with transaction(), drawing(out / "report"):  # every report file, or none
-            index = build_report(out, title=title)
-        stderr.print(f"report: {index}", markup=False)
+    """Add ``sweep`` to the ``kassign`` app."""
+    app.command(short_help="Assignors vs the optimum over scenarios (Spark).")(sweep)

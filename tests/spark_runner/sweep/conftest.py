@@ -10,7 +10,7 @@ import pytest
 
 from solver.errors import InstanceError
 from spark_runner.sweep.evaluate import COLUMNS, OPTIMAL, ROW_SCHEMA, evaluate_scenario, load_registry
-from spark_runner.sweep.run import parse_grid
+from spark_runner.sweep.grid import parse_grid
 
 #: A sweep row's key: one row per (scenario, step, assignor).
 KEY = ["scenario_id", "step", "assignor"]
@@ -25,7 +25,7 @@ def need_registered(*names: str, optimum: str = OPTIMAL) -> None:
 
 
 def grid_problems(doc: object) -> list[str]:
-    """The problems :func:`~spark_runner.sweep.run.parse_grid` reports for ``doc`` (which must be invalid)."""
+    """The problems :func:`~spark_runner.sweep.grid.parse_grid` reports for ``doc`` (which must be invalid)."""
     with pytest.raises(InstanceError) as e:
         parse_grid(doc, "g.yaml")
     return [str(p) for p in e.value.problems]

@@ -40,7 +40,7 @@ def test_tiny_grid_writes_rows_and_report(tmp_path: Path) -> None:
 def test_progress_before_spark_starts_a_stage_says_starting_not_0_of_0() -> None:
     from types import SimpleNamespace
 
-    from spark_runner.sweep.run import Progress
+    from spark_runner.sweep.batches import Progress
 
     class Tracker:
         def __init__(self) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spark_runner.sweep.run import MAX_GRID_POINTS, MAX_SCENARIOS, SEED_MAX, read_grid, sweep_lock
+from spark_runner.sweep.grid import MAX_GRID_POINTS, MAX_SCENARIOS, SEED_MAX, read_grid
+from spark_runner.sweep.store import sweep_lock
 from tests.spark_runner.cli.test_cli import kassign
 from tests.spark_runner.sweep.conftest import grid_problems
 

@@ -121,7 +121,7 @@ def test_report_refuses_a_part_that_is_not_one_of_the_rows(tmp_path: Path, how: 
 ])
 def test_a_spark_write_the_os_refused_is_an_output_error(tmp_path: Path, java: str, code: int) -> None:
     from solver.errors import OutputError
-    from spark_runner.sweep.run import output_failure
+    from spark_runner.sweep.store import output_failure
 
     e = Exception(f"An error occurred while calling o212.parquet.\n: org.apache.spark.SparkException: Job aborted.\n"
                   f"Caused by: {java}\n\tat org.apache.parquet.hadoop.ParquetFileWriter.end(ParquetFileWriter.java:1)")

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_runner.sweep.evaluate import OPTIMAL, arrow_schema
+from spark_runner.sweep.grid import parse_grid
 from spark_runner.sweep.report import build_report, load_rows, recommend
-from spark_runner.sweep.run import parse_grid
 
 PARAMS = {"members": 4, "topics": 2, "partitions_min": 2, "partitions_max": 5, "steps": 3, "copartition": 0,
           "events": ["join", "leave"]}
@@ -126,7 +126,7 @@ def test_plots_and_notes(tmp_path: Path) -> None:
 def test_step_counts_note() -> None:
     import pandas as pd
 
-    from spark_runner.sweep.report import _counts_note
+    from spark_runner.sweep.report.plots import _counts_note
 
     counts = pd.Series({0: 20, 1: 20, 2: 20, 3: 16, 4: 16})
     assert _counts_note(counts) == "mean over the scenarios that reach the step: 20 at steps 0-2, 16 at steps 3-4"
@@ -224,7 +224,7 @@ def test_a_damaged_manifest_is_exit_65_naming_it(tmp_path: Path, text: str, prob
     """Was: json.loads on the manifest (a RecursionError or a JSONDecodeError: exit 1; a grid name that is a number
     failed in html.escape)."""
     from solver.errors import InstanceError
-    from spark_runner.sweep.run import check_release
+    from spark_runner.sweep.store import check_release
 
     out = _sweep(tmp_path)
     (out / "manifest.json").write_text(text)
@@ -351,8 +351,8 @@ def test_on_the_demo_grid_the_join_verdict_names_no_assignor_that_splits_units()
     import yaml
 
     from spark_runner.sweep.evaluate import evaluate_scenario
-    from spark_runner.sweep.report import _normalize
-    from spark_runner.sweep.run import read_grid
+    from spark_runner.sweep.grid import read_grid
+    from spark_runner.sweep.report.load import _normalize
     from spark_runner.sweep.verdict import verdicts
 
     repo = Path(__file__).resolve().parents[3]
@@ -375,7 +375,8 @@ def test_float_noise_prints_as_zero_and_negative_gaps_are_explained_per_stage() 
     stage (sum of squares after max load and moves), not as an optimum that is not proven."""
     import pandas as pd
 
-    from spark_runner.sweep.report import _fmt, _negative_gap_notes
+    from spark_runner.sweep.report.format import _fmt
+    from spark_runner.sweep.report.render import _negative_gap_notes
 
     assert (_fmt(-5.114e-17), _fmt(7.105e-15), _fmt(0.25)) == ("0", "0", "0.25")
     df = pd.DataFrame([

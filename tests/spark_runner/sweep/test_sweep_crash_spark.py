@@ -15,9 +15,11 @@ import pyarrow.dataset as ds
 import pytest
 import yaml
 
+from spark_runner.sweep.batches import run_sweep
 from spark_runner.sweep.evaluate import ROW_KEY, load_registry
+from spark_runner.sweep.grid import read_grid
 from spark_runner.sweep.report import load_rows
-from spark_runner.sweep.run import clear_uncommitted, read_grid, run_sweep
+from spark_runner.sweep.store import clear_uncommitted
 
 REPO = Path(__file__).resolve().parents[3]
 #: Columns that differ between two runs of the same scenario (wall time), left out of the comparison.

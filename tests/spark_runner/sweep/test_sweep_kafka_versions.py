@@ -11,16 +11,11 @@ import pytest
 
 from solver.kafka_version import KafkaVersionError
 from spark_runner.scenarios.streams import StreamsScenarioParams, generate_streams
+from spark_runner.sweep.batches import run_sweep
 from spark_runner.sweep.evaluate import STREAMS_OPTIMAL, evaluate_scenario
+from spark_runner.sweep.grid import parse_grid, read_grid, with_kafka_version
 from spark_runner.sweep.report import load_rows
-from spark_runner.sweep.run import (
-    ReleaseMismatchError,
-    check_release,
-    parse_grid,
-    read_grid,
-    run_sweep,
-    with_kafka_version,
-)
+from spark_runner.sweep.store import ReleaseMismatchError, check_release
 from tests.spark_runner.sweep.conftest import assert_row_types, grid_problems, need_registered
 
 REPO = Path(__file__).resolve().parents[3]

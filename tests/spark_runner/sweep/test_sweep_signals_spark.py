@@ -15,9 +15,11 @@ import pyarrow.dataset as ds
 import pytest
 import yaml
 
+from spark_runner.sweep.batches import run_sweep
 from spark_runner.sweep.evaluate import ROW_KEY, load_registry
+from spark_runner.sweep.grid import plan, read_grid
 from spark_runner.sweep.report import load_rows
-from spark_runner.sweep.run import finished, plan, read_grid, run_sweep
+from spark_runner.sweep.store import finished
 from tests.spark_runner.sweep.test_sweep_crash_spark import TIMING, descendants
 
 # unit loads: the flow engine answers them exactly, so the resumed rows equal a clean run's bit for bit even

@@ -13,9 +13,11 @@ import pytest
 import yaml
 
 from solver.errors import InstanceError
+from spark_runner.sweep.batches import _deal, run_sweep
 from spark_runner.sweep.evaluate import OPTIMAL, load_registry
+from spark_runner.sweep.grid import parse_grid, plan, read_grid
 from spark_runner.sweep.report import build_report, load_rows
-from spark_runner.sweep.run import _deal, finished, parse_grid, plan, read_grid, run_sweep
+from spark_runner.sweep.store import finished
 from tests.spark_runner.sweep.conftest import KEY, comparable, expected_rows, grid_problems, need_registered
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from spark_runner.scenarios.streams import StreamsScenarioParams, protocol_of
+from spark_runner.sweep.batches import run_sweep
 from spark_runner.sweep.evaluate import OPTIMAL, STREAMS_OPTIMAL, evaluate_scenario
+from spark_runner.sweep.grid import parse_grid, plan, read_grid
 from spark_runner.sweep.report import build_report, load_rows
-from spark_runner.sweep.run import parse_grid, plan, read_grid, run_sweep
 from tests.spark_runner.sweep.conftest import comparable, grid_problems, need_registered
 
 REPO = Path(__file__).resolve().parents[3]
