@@ -223,11 +223,6 @@ def test_private_owner_sees_through_modules_and_packages() -> None:
     assert _private_owner("solver.gaps.gaps", packages) is None
 
 
-#: Command modules that still add their commands through ``register(app)``: the sweep's ``sweep`` and ``report``
-#: (``cli/commands/sweep.py``, being cut with the sweep by concern).  Empty it when that module lists them too.
-REGISTERING_COMMAND_MODULES = frozenset({"spark_runner.cli.commands.sweep"})
-
-
 def test_one_command_a_file_listed_in_the_app() -> None:
     """Every module of ``cli/commands`` is imported by name in ``cli/app.py`` (no discovery) and defines its command at
     module level: no ``register(app)`` holding closures."""
@@ -237,7 +232,7 @@ def test_one_command_a_file_listed_in_the_app() -> None:
     app_imports = {a.name for n in ast.walk(ast.parse(app_path.read_text())) if isinstance(n, ast.Import)
                    for a in n.names}
     assert not app_imports & {"pkgutil", "importlib"}, app_imports
-    for mod in sorted(commands - REGISTERING_COMMAND_MODULES):
+    for mod in sorted(commands):
         tree = ast.parse(_modules()[mod].read_text())
         top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
         assert "register" not in top, f"{mod}: register(app)"

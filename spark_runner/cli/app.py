@@ -28,6 +28,7 @@ from spark_runner.cli.commands import (
     frontier,
     list_assignors,
     plan,
+    report,
     score,
     serve,
     sweep,
@@ -78,7 +79,8 @@ app.command("frontier", short_help=frontier.SHORT_HELP)(frontier.frontier)
 app.command("plan", short_help=plan.SHORT_HELP)(plan.plan_cmd)
 app.command("serve", short_help=serve.SHORT_HELP)(serve.serve)
 app.command("decode-subscription", short_help=decode_subscription.SHORT_HELP)(decode_subscription.decode_subscription)
-sweep.register(app)  # `sweep` and `report`: their module still adds them itself
+app.command("sweep", short_help=sweep.SHORT_HELP)(sweep.sweep)
+app.command("report", short_help=report.SHORT_HELP)(report.report)
 
 
 def main() -> None:

@@ -1,3 +1,2 @@
 """The ``kassign`` commands, one a module: each defines its command as a function at module level and its
-``SHORT_HELP``; :mod:`spark_runner.cli.app` lists them (``sweep`` still adds ``sweep`` and ``report`` through its
-``register(app)``)."""
+``SHORT_HELP``; :mod:`spark_runner.cli.app` lists them."""

@@ -10,6 +10,8 @@ from rich.console import Console
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
+SHORT_HELP = "Rebuild a sweep's report from its rows."
+
 
 def report(
     out: Annotated[Path, typer.Argument(help="A sweep output directory (with rows/).")],
@@ -22,8 +24,3 @@ def report(
     check_text("--title", title)
     index = api.build_report(out, title=title)
     stderr.print(f"report: {index}", markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``report`` to the ``kassign`` app."""
-    app.command("report", short_help="Rebuild a sweep's report from its rows.")(report)

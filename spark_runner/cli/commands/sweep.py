@@ -13,6 +13,8 @@ from solver.errors import KassignError
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
+SHORT_HELP = "Assignors vs the optimum over scenarios (Spark)."
+
 
 class _Usage(KassignError):
     exit_code = 2
@@ -105,8 +107,3 @@ def sweep(
                          kafka_version=kafka_version)
     if done.report is not None:
         stderr.print(f"report: {done.report}", markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``sweep`` to the ``kassign`` app."""
-    app.command(short_help="Assignors vs the optimum over scenarios (Spark).")(sweep)
