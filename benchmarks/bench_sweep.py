@@ -6,6 +6,8 @@ Run::
     python -m benchmarks.bench_sweep --part scaling  # local[1] vs local[2] only
     python -m benchmarks.bench_sweep --part big      # 1,000 scenarios x 10 steps on local[2]
     python -m benchmarks.bench_sweep --part pure     # the scaling grid in-process, no Spark (CPU time)
+    python -m benchmarks.bench_sweep --part skew --stride 5  # issue 33's grid in-process, every 5th scenario
+    python -m benchmarks.bench_sweep --part skew-spark       # issue 33's grid, all 350 scenarios on local[2]
 
 *Scaling*: the same grid (every consumer assignor registered plus the optimum)
 is swept on ``local[1]`` and then ``local[2]``, each in a fresh SparkSession
@@ -18,6 +20,12 @@ separately).  Target: speed-up >= 1.7x.
 every consumer assignor plus the optimum, groups of 4-24 members, at most 200
 topic-partitions per instance; wall time of ``run_sweep`` including Spark
 start-up.  Target: <= 10 minutes on 2 cores.
+
+*Skew*: issue 33's research grid (:data:`SKEW_GRID`: 350 scenarios of at most 9 members and 48 partitions,
+weighted and rack-aware, joins, Streams; 2,450 optimum steps at ``solver_time_limit: 3``).  ``skew`` evaluates a
+sample in this process and prints, per parameter point, the optimum steps proven and the CPU seconds a scenario
+(with the whole grid's CPU estimated from them); ``skew-spark`` sweeps all of it on ``local[2]``.  Target: the
+whole grid in at most 6 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -54,6 +62,22 @@ BIG_GRID: dict[str, Any] = {
     "params": {"members": [4, 12], "topics": [3, 6], "partitions_min": 2, "partitions_max": 30,
                "subscription": ["identical", "random"], "steps": 10, "max_partitions": 200,
                "min_members": 2, "max_members": 24},
+}
+
+#: The research grid of issue 33: 350 small scenarios, weighted and rack-aware, joins, Streams (2,450 optimum steps).
+SKEW_GRID: dict[str, Any] = {
+    "name": "skew-and-racks",
+    "seeds": {"start": 100, "count": 25},
+    "assignors": "all",
+    "solver_time_limit": 3,
+    "params": [
+        {"members": [5, 9], "topics": 3, "partitions_min": 6, "partitions_max": 16,
+         "subscription": ["identical", "random"], "weights": ["uniform", "hot", "lognormal"], "racks": 3, "steps": 6},
+        {"members": 6, "topics": 2, "partitions_min": 6, "partitions_max": 10, "copartition": 1, "weights": "hot",
+         "steps": 6, "events": ["join", "leave", "crash", "scale-out", "scale-in", "weight-drift"]},
+        {"protocol": "streams", "clients": 4, "threads_min": 1, "threads_max": 3, "subtopologies": 2,
+         "partitions_min": 4, "partitions_max": 10, "standby_replicas": 1, "initial": "mixed", "steps": 6},
+    ],
 }
 
 
@@ -134,6 +158,68 @@ def pure(log: Any) -> dict[str, Any]:
             "steps_per_cpu_s": round(steps / cpu, 2)}
 
 
+def _point(p: Any) -> str:
+    """A parameter point's short name: its protocol, members, subscription and weights."""
+    d = p.model_dump() if hasattr(p, "model_dump") else dict(vars(p))
+    keys = ("protocol", "members", "subscription", "weights", "copartition")
+    return "/".join(str(d[k]) for k in keys if k in d and d[k] not in (None, ""))
+
+
+def skew(log: Any, stride: int = 1) -> dict[str, Any]:
+    """The issue-33 grid in this process, every ``stride``-th scenario of each point: per point the optimum steps
+    whose max-load and moves stages are proven, CPU seconds (the optimum's and the whole evaluation's), and the
+    whole grid's CPU estimated from the sample."""
+    from spark_runner.sweep.evaluate import evaluate_scenario
+
+    grid = parse_grid(SKEW_GRID, "skew-and-racks")
+    per: dict[str, dict[str, float]] = {}
+    seen: dict[str, int] = {}
+    for _sid, seed, p in grid.scenarios():
+        key = _point(p)
+        seen[key] = seen.get(key, 0) + 1
+        acc = per.setdefault(key, {"scenarios": 0, "in_grid": 0, "steps": 0, "optimal": 0, "cpu_s": 0.0})
+        acc["in_grid"] += 1
+        if (seen[key] - 1) % stride:
+            continue
+        cpu0 = time.process_time()
+        rows = evaluate_scenario(p, seed, list(grid.assignors), grid.solver_time_limit)
+        acc["cpu_s"] += time.process_time() - cpu0
+        acc["scenarios"] += 1
+        opt = [r for r in rows if r["assignor"] in ("optimal", "optimal-streams")]
+        acc["steps"] += len(opt)
+        acc["optimal"] += sum(1 for r in opt if r["status"] == "optimal")
+        log(f"{key} seed {seed}: {time.process_time() - cpu0:.1f} s CPU")
+    est = sum(a["cpu_s"] / a["scenarios"] * a["in_grid"] for a in per.values() if a["scenarios"])
+    for key, a in per.items():
+        log(f"{key}: {a['scenarios']:.0f} scenarios, optimum steps proven {a['optimal']:.0f}/{a['steps']:.0f}, "
+            f"{a['cpu_s'] / max(1, a['scenarios']):.1f} s CPU a scenario")
+    log(f"whole grid ({sum(a['in_grid'] for a in per.values()):.0f} scenarios) estimated at {est:,.0f} s CPU, "
+        f"{est / 2 / 60:.1f} min on 2 cores without Spark's overhead")
+    return {"points": per, "estimated_cpu_s": round(est), "stride": stride}
+
+
+def skew_spark(log: Any) -> dict[str, Any]:
+    """The issue-33 grid swept whole on ``local[2]``: wall time, optimum steps proven."""
+    grid = parse_grid(SKEW_GRID, "skew-and-racks")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-skew-"))
+    try:
+        t0 = time.perf_counter()
+        run_sweep(grid, tmp, master="local[2]", log=log, progress_every=30)
+        wall = time.perf_counter() - t0
+        import pyarrow.dataset as ds
+
+        t = ds.dataset(str(tmp / "rows"), format="parquet", partitioning="hive").to_table(
+            columns=["assignor", "status"]).to_pandas()
+        opt = t[t["assignor"].isin(["optimal", "optimal-streams"])]
+        res = {"wall_s": round(wall, 1), "optimum_steps": len(opt),
+               "optimum_proven": int((opt["status"] == "optimal").sum())}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(f"skew-and-racks on local[2]: {wall / 60:.1f} min; optimum proven on {res['optimum_proven']:,} of "
+        f"{res['optimum_steps']:,} steps")
+    return res
+
+
 def big(log: Any) -> dict[str, Any]:
     grid = parse_grid(BIG_GRID, "bench-1000")
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-big-"))
@@ -160,7 +246,10 @@ def big(log: Any) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("all", "pure", "scaling", "big"), default="all")
+    ap.add_argument("--part", choices=("all", "pure", "scaling", "big", "skew", "skew-spark"), default="all",
+                    help="skew: the issue-33 grid in process (a sample, see --stride); skew-spark: all of it on "
+                         "local[2]; neither is part of 'all'")
+    ap.add_argument("--stride", type=int, default=1, help="skew: every Nth scenario of each parameter point")
     ap.add_argument("--repeat", type=int, default=1, help="scaling: best of this many runs per master")
     args = ap.parse_args(argv)
 
@@ -176,6 +265,10 @@ def main(argv: list[str] | None = None) -> None:
         out["scaling"] = scaling(log, args.repeat)
     if args.part in ("all", "big"):
         out["big"] = big(log)
+    if args.part == "skew":
+        out["skew"] = skew(log, args.stride)
+    if args.part == "skew-spark":
+        out["skew_spark"] = skew_spark(log)
     out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=1))
 

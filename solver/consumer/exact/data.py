@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.primal.data import Data
 from solver.consumer.items import ItemClasses
 from solver.scaling import capacity_ratios, integer_scale
 

@@ -44,7 +44,7 @@ from solver.consumer.exact.bounds import max_load_bound, moves_bound, sum_sq_bou
 from solver.consumer.exact.data import Scaled, local_data, scale
 from solver.consumer.exact.large import TAKES as LARGE_TAKES
 from solver.consumer.exact.large import solve_large
-from solver.consumer.exact.model import MAX_SQUARED, ClassModel, Solution
+from solver.consumer.exact.model import MAX_SQUARED, ClassModel, Solution, candidates
 from solver.consumer.exact.primal.local import MAX_ITEMS, improve, level
 from solver.consumer.exact.primal.search import STEPS_PER_SECOND
 from solver.consumer.exact.topic_balance import topic_balance_terms, topic_balance_value
@@ -305,7 +305,7 @@ class _CpsatStages:
             w_arr = np.asarray(W, dtype=np.int64)  # loads as w @ counts: no classes x members temporary
             if ((w_arr @ local) * ratio).max(initial=0) <= ((w_arr @ hint) * ratio).max(initial=0):
                 hint = local
-        self.cand = _candidates(ic, hint, restricted, max_vars, seed)
+        self.cand = candidates(ic, hint, restricted, max_vars, seed)
         cap_z = sum(W[c] * int(ic.count[c]) for c in range(ic.n_classes)) * max(ratio, default=1)
         if load_cap is not None:
             cap_z = min(cap_z, math.floor(Fraction(load_cap) / sc.load_unit))
@@ -578,28 +578,6 @@ class _CpsatStages:
         proven = (st == "optimal" and not self.restricted) or bnd == val
         m.fix(name, val, proven)
         self.report(name, val, bnd, proven, dt)
-
-
-def _candidates(ic: ItemClasses, hint: np.ndarray, restricted: bool, max_vars: int, seed: int) -> list[list[int]]:
-    """Per class, the members the model offers it: all eligible ones, or (restricted) a neighbourhood --
-    where the hint puts it, its previous owners, and random others up to ``max_vars / classes``."""
-    rng = np.random.default_rng(seed)
-    nc = ic.n_classes
-    per_class = max(4, max_vars // max(1, nc)) if restricted else 0
-    elig_lists = [e.tolist() for e in ic.eligsets]
-    elig_sets = [set(e) for e in elig_lists]
-    cand: list[list[int]] = []
-    for c in range(nc):
-        e = int(ic.cls_elig[c])
-        members = elig_lists[e]
-        if not restricted or len(members) <= per_class:
-            cand.append(members)
-            continue
-        keep = set(np.nonzero(hint[c])[0].tolist()) | ({o for o, _ in ic.owners[c]} & elig_sets[e])
-        # random others, drawn with replacement and deduplicated (cheap; a few short of per_class is fine)
-        picks = rng.integers(0, len(members), size=max(0, per_class - len(keep)))
-        cand.append(sorted(keep | {members[j] for j in picks.tolist()}))
-    return cand
 
 
 def _levelled(sol: Solution, cand: list[list[int]], ic: ItemClasses, sc: Scaled, zcap: int, moves_cap: int,

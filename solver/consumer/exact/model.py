@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from solver.consumer.exact.data import Scaled
 from solver.consumer.exact.primal.lns import SAFETY_FACTOR, SAFETY_SECONDS
 from solver.consumer.exact.topic_balance import topic_balance_terms
@@ -306,3 +308,25 @@ def _tangent_points(hi: int, k: int) -> list[int]:
     if hi <= k:
         return list(range(1, hi + 1))
     return sorted({max(1, round(hi * i / k)) for i in range(1, k + 1)})
+
+
+def candidates(ic: ItemClasses, hint: np.ndarray, restricted: bool, max_vars: int, seed: int) -> list[list[int]]:
+    """Per class, the members the model offers it: all eligible ones, or (restricted) a neighbourhood --
+    where the hint puts it, its previous owners, and random others up to ``max_vars / classes``."""
+    rng = np.random.default_rng(seed)
+    nc = ic.n_classes
+    per_class = max(4, max_vars // max(1, nc)) if restricted else 0
+    elig_lists = [e.tolist() for e in ic.eligsets]
+    elig_sets = [set(e) for e in elig_lists]
+    cand: list[list[int]] = []
+    for c in range(nc):
+        e = int(ic.cls_elig[c])
+        members = elig_lists[e]
+        if not restricted or len(members) <= per_class:
+            cand.append(members)
+            continue
+        keep = set(np.nonzero(hint[c])[0].tolist()) | ({o for o, _ in ic.owners[c]} & elig_sets[e])
+        # random others, drawn with replacement and deduplicated (cheap; a few short of per_class is fine)
+        picks = rng.integers(0, len(members), size=max(0, per_class - len(keep)))
+        cand.append(sorted(keep | {members[j] for j in picks.tolist()}))
+    return cand

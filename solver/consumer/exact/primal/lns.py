@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.primal.data import Data
 from solver.runtime import run_cpsat
 
 #: Deterministic mode: the wall-clock safety net of one CP-SAT solve, ``SAFETY_FACTOR * budget +

@@ -34,7 +34,8 @@ Two members; member 1 owns the item of load 5 (moving it costs 7), three
 orphans of loads 4, 3 and 2 are free to go anywhere:
 
 >>> import numpy as np
->>> from solver.consumer.exact.primal.local import Data, improve
+>>> from solver.consumer.exact.primal.data import Data
+>>> from solver.consumer.exact.primal.local import improve
 >>> d = Data(weights=[5, 4, 3, 2], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4,
 ...          cost=[{1: 0}, {}, {}, {}], ratio=[1, 1], default_cost=[7, 0, 0, 0])
 >>> counts = improve(d, target=7)
@@ -50,9 +51,10 @@ import bisect
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
+
+from solver.consumer.exact.primal.data import Data
 
 #: Above this many items the search is skipped (its start alone would be too slow).
 MAX_ITEMS = 300_000
@@ -64,35 +66,6 @@ WINDOW = 8
 PAIR_ITEMS = 24
 #: Candidate steps evaluated per unit of a step budget (``max_steps`` counts steps and this much work).
 WORK_CELLS = 2_000
-
-
-@dataclass(frozen=True)
-class Data:
-    """The integer model the search works on.
-
-    Parameters
-    ----------
-    weights
-        Class -> scaled integer load of one item (``W_c``).
-    counts
-        Class -> number of items.
-    eligible
-        Class -> members that may hold it.
-    cost
-        Class -> ``{member: move cost there}`` for members where it differs
-        from the class's default cost (the default is ``default_cost[c]``).
-    ratio
-        Member -> capacity ratio: ``NL_m = ratio[m] * load_m``.
-    default_cost
-        Class -> move cost on a member not in ``cost[c]`` (default ``0``).
-    """
-
-    weights: Sequence[int]
-    counts: Sequence[int]
-    eligible: Sequence[Sequence[int]]
-    cost: Sequence[dict[int, int]]
-    ratio: Sequence[int]
-    default_cost: Sequence[int] | None = None
 
 
 def improve(data: Data, target: int, *, deadline: float | None = None,

@@ -26,7 +26,7 @@ Five items of loads 8, 7, 6, 5, 4 on two members (sum 30: the bound is 15);
 all start on member 0:
 
 >>> import numpy as np
->>> from solver.consumer.exact.primal.local import Data
+>>> from solver.consumer.exact.primal.data import Data
 >>> d = Data(weights=[8, 7, 6, 5, 4], counts=[1] * 5, eligible=[[0, 1]] * 5, cost=[{}] * 5, ratio=[1, 1])
 >>> x = np.array([[1, 0]] * 5)
 >>> y = repartition(d, x, 15, max_work=10_000)
@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.primal.data import Data
 
 __all__ = ["repartition"]
 

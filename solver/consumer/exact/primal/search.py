@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.consumer.exact.primal.data import Data
 from solver.consumer.exact.primal.lns import Budget, fewer_moves, focused
-from solver.consumer.exact.primal.local import Data, give_back, improve, level
+from solver.consumer.exact.primal.local import give_back, improve, level
 from solver.consumer.exact.primal.repartition import repartition
 from solver.consumer.exact.primal.start import lpt, shed_refill
 

@@ -21,7 +21,7 @@ Examples
 Member 0 owns items of loads 5, 4 and 3 (moving them costs 9, 1, 8); member 1
 is new.  At a cap of 8, member 0 sheds the 4 (the cheapest cover of its excess):
 
->>> from solver.consumer.exact.primal.local import Data
+>>> from solver.consumer.exact.primal.data import Data
 >>> d = Data(weights=[5, 4, 3], counts=[1, 1, 1], eligible=[[0, 1]] * 3,
 ...          cost=[{0: 0}, {0: 0}, {0: 0}], ratio=[1, 1], default_cost=[9, 1, 8])
 >>> shed_refill(d, 8).tolist()
@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from solver.consumer.exact.knapsack import cover
-from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.primal.data import Data
 
 
 def lpt(d: Data, *, sticky: bool = True) -> np.ndarray:

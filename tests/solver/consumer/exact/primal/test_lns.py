@@ -48,7 +48,7 @@ def test_moves_search_is_deterministic(inst):
 
 def test_focused_model_packs_orphans_into_the_exact_rooms():
     """Owners keep everything; two orphans of 3 and 2 fit only one way into rooms of 3 and 2."""
-    from solver.consumer.exact.primal.local import Data
+    from solver.consumer.exact.primal.data import Data
 
     d = Data(weights=[5, 6, 3, 2], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4, cost=[{0: 0}, {1: 0}, {}, {}],
              ratio=[1, 1], default_cost=[9, 9, 0, 0])

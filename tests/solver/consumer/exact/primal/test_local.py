@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.bench_weighted import large_instance
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.primal.local import Data, improve, level
+from solver.consumer.exact.primal.data import Data
+from solver.consumer.exact.primal.local import improve, level
 from solver.consumer.optimal import solve
 from solver.model.scoring import score
 from solver.result import Params

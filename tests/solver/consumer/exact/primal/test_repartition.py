@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.consumer.exact.bounds import max_load_bound
-from solver.consumer.exact.primal.local import Data
+from solver.consumer.exact.primal.data import Data
 from solver.consumer.exact.primal.repartition import repartition
 from solver.consumer.exact.primal.search import Work, lower_max_load, nl_max
 from solver.consumer.exact.primal.start import lpt

@@ -46,7 +46,7 @@ def test_shed_refill_within_its_cap_or_none(inst, slack, exact_cover, seed):
 
 def test_shed_refill_keeps_everything_when_owners_fit():
     """At a cap every owner's load fits, nothing owned moves; orphans go where they fit."""
-    from solver.consumer.exact.primal.local import Data
+    from solver.consumer.exact.primal.data import Data
 
     d = Data(weights=[4, 3, 2], counts=[1, 1, 2], eligible=[[0, 1]] * 3, cost=[{0: 0}, {1: 0}, {}],
              ratio=[1, 1], default_cost=[5, 5, 0])
@@ -56,7 +56,7 @@ def test_shed_refill_keeps_everything_when_owners_fit():
 
 
 def test_shed_refill_refuses_when_an_item_fits_nowhere():
-    from solver.consumer.exact.primal.local import Data
+    from solver.consumer.exact.primal.data import Data
 
     d = Data(weights=[7], counts=[1], eligible=[[0, 1]], cost=[{}], ratio=[1, 1], default_cost=[0])
     assert shed_refill(d, 6) is None
