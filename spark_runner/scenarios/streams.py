@@ -95,24 +95,25 @@ from solver.streams.model import (
     Subtopology,
     Task,
 )
-from spark_runner.scenarios.consumer import (
+from spark_runner.scenarios.checks import (
     JAVA_LONG_MAX,
     MAX_SCENARIO_STEPS,
     CheckedParams,
-    ScenarioParams,
     _choice,
     _events_check,
     _float_range,
     _int_at_least,
     _optional,
     check_seed,
+    size_problems,
+)
+from spark_runner.scenarios.consumer import ScenarioParams, scenario_id
+from spark_runner.scenarios.draws import (
     draw_events,
     draw_leavers,
     membership_applicable,
     random_rack,
     replica_racks,
-    scenario_id,
-    size_problems,
 )
 
 PROTOCOL = "streams"
