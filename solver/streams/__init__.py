@@ -1,6 +1,7 @@
 """Kafka Streams: the task model, its file format, scoring, the optimum and the wire codec.
 
-:mod:`~solver.streams.model` (tasks, clients, config, assignments),
+:mod:`~solver.streams.model` (tasks, clients, config, assignments; task ids and
+process UUIDs in :mod:`~solver.streams.ids`),
 :mod:`~solver.streams.format` (``protocol: streams`` documents; their pydantic
 schema is :mod:`~solver.streams.schema`),
 :mod:`~solver.streams.scoring` (Streams metrics), :mod:`~solver.streams.problem`
