@@ -2,7 +2,8 @@
 
 :func:`solver.planning.plan.plan` is the entry point (its module docstring
 describes the model); the modules beside it do one step each: ``config``
-(parameters), ``items`` (what is packed), ``binpacking`` (packing algorithms),
+(parameters), ``items`` (what is packed), ``binpacking`` (packing algorithms;
+``binpacking_sat`` its CP-SAT models),
 ``planner`` (fleets), ``minimum`` (the minimum with its proof), ``balance``,
 ``moves`` / ``moves_greedy`` (per instance count), ``resilience`` (N-K),
 ``kafka`` (what Kafka's assignor would do), ``baselines`` (rules of thumb) and

@@ -17,19 +17,21 @@ below the largest partition count of the subtopology's source topics)::
                        "stateful": true, "stores": 2}]
 
 Every problem is reported at once with its JSON path, as on the consumer side.
+The pydantic schema of the instance document is :mod:`solver.streams.schema`
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from solver.errors import InstanceError, Problem, json_path
 from solver.model import FORMAT, Instance
-from solver.model.schema import INT32_MAX, KafkaVersionField, UnitsSpec, meta_of, pydantic_problems
+from solver.model.schema import meta_of, pydantic_problems
 from solver.streams.client_tags import check_client_tags, check_tag_config
 from solver.streams.model import (
     Client,
@@ -43,103 +45,22 @@ from solver.streams.model import (
     task_sort_key,
 )
 
-#: A Java int (ids, partition counts, thread counts, configs): Kafka cannot represent more.
-NonNegInt = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
-#: A Java long (lags, offsets): Kafka cannot represent more.
-NonNegLong = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
-PosInt = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
-#: A Java int (Kafka's ``Type.INT`` configs, no further validation).
-JavaInt = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
-RackName = Annotated[str, Field(strict=True, min_length=1)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TaskSpec(_Strict):
-    """An explicit task."""
-
-    id: StrictStr
-    stateful: StrictBool = True
-    stores: NonNegInt | None = None
-    source_racks: list[list[RackName]] | None = None
-    changelog_racks: list[list[RackName]] | None = None
-
-
-class SubtopologySpec(_Strict):
-    """A subtopology: source topics with partition counts, statefulness, state stores."""
-
-    id: NonNegInt
-    source_topics: dict[str, NonNegInt]
-    stateful: StrictBool = True
-    stores: NonNegInt | None = None
-
-
-#: A Java long, signed (a reported task offset sum).
-JavaLong = Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)]
-
-
-class MemberSpec(_Strict):
-    """A KIP-1071 group member of a process (one stream thread)."""
-
-    id: Annotated[str, Field(strict=True, min_length=1)]
-    active: list[StrictStr] = Field(default_factory=list)
-    standby: list[StrictStr] = Field(default_factory=list)
-    current_active: list[StrictStr] | None = None
-    current_standby: list[StrictStr] | None = None
-    task_offsets: dict[str, JavaLong] = Field(default_factory=dict)
-
-
-class ClientSpec(_Strict):
-    """A Kafka Streams client (one process)."""
-
-    id: Annotated[str, Field(strict=True, min_length=1)]
-    process_id: StrictStr
-    capacity: PosInt = 1
-    rack: StrictStr | None = None
-    active: list[StrictStr] = Field(default_factory=list)
-    standby: list[StrictStr] = Field(default_factory=list)
-    lags: dict[str, NonNegLong | None] = Field(default_factory=dict)
-    members: list[MemberSpec] | None = None
-    client_tags: dict[str, StrictStr] = Field(default_factory=dict)
-
-
-class ConfigSpec(_Strict):
-    """Assignment configs (defaults are Kafka's)."""
-
-    num_standby_replicas: NonNegInt = 0
-    acceptable_recovery_lag: NonNegLong = 10000
-    max_warmup_replicas: PosInt = 2
-    balance_factor: PosInt = 1
-    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60000, le=2**63 - 1)] = 600000
-    rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = "none"
-    rack_aware_assignment_traffic_cost: JavaInt | None = None
-    rack_aware_assignment_non_overlap_cost: JavaInt | None = None
-    active_on_caught_up: StrictBool = True
-    rack_aware_assignment_tags: list[StrictStr] = Field(default_factory=list)
-
-
-class StreamsInstanceSpec(_Strict):
-    """The Streams protocol document."""
-
-    format: Literal["kassign/v1"]
-    name: StrictStr = ""
-    protocol: Literal["streams"]
-    tasks: list[TaskSpec] | None = None
-    subtopologies: list[SubtopologySpec] | None = None
-    clients: list[ClientSpec] = Field(default_factory=list)
-    config: ConfigSpec = Field(default_factory=ConfigSpec)
-    kafka_version: KafkaVersionField | None = None
-    standby_task_order: list[StrictStr] | None = None
-    source: Any = None
-    notes: Any = None
-    expected: Any = None
-    facts: Any = None
-    description: Any = None
-    units: UnitsSpec | None = None
-
-
+# The instance schema, re-exported so ``solver.streams.format.TaskSpec`` etc. keep working.
+from solver.streams.schema import (
+    ClientSpec,
+    ConfigSpec,
+    JavaInt,
+    JavaLong,
+    MemberSpec,
+    NonNegInt,
+    NonNegLong,
+    PosInt,
+    RackName,
+    StreamsInstanceSpec,
+    SubtopologySpec,
+    TaskSpec,
+    _Strict,
+)
 
 
 def parse_streams_instance(data: dict[str, Any], source: str = "<input>",
@@ -634,3 +555,23 @@ def parse_streams_assignment(data: Any, instance: Instance, source: str = "<inpu
     for cid in spec.client_ids:
         lists.setdefault(cid, {})
     return StreamsAssignment.from_lists(lists, doc.probing_rebalance, members)
+
+
+__all__ = [
+    "MAX_TASKS",
+    "ClientSpec",
+    "ConfigSpec",
+    "JavaInt",
+    "JavaLong",
+    "MemberSpec",
+    "NonNegInt",
+    "NonNegLong",
+    "PosInt",
+    "RackName",
+    "StreamsInstanceSpec",
+    "SubtopologySpec",
+    "TaskSpec",
+    "parse_streams_assignment",
+    "parse_streams_instance",
+    "streams_instance_to_dict",
+]
