@@ -301,7 +301,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     gap_limit = min(10.0, p.time_limit) if p.time_limit is not None else 10.0
     known = (tol.assignment,) if tol is not None and isinstance(tol.assignment, Assignment) else ()
     gs = _GapSettings(gap_limit, bool(p.options.get("deterministic")), known)
-    rows = _rows(instance, ref, opt, chosen, hp, warn, gs, say)
+    rows = _assignor_rows(instance, ref, opt, chosen, hp, warn, gs, say)
     if tol is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
         # at most (1 + EPS) x the optimum's, measured against the optimum
@@ -324,8 +324,9 @@ class _GapSettings:
     known: tuple[Assignment, ...] = ()
 
 
-def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
-          warn: Warn | None, say: Callable[[str], None] = lambda _: None) -> list[tuple[str, Result | str]]:
+def _run_assignors(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
+                   warn: Warn | None, say: Callable[[str], None] = lambda _: None) -> list[tuple[str, Result | str]]:
+    """Each chosen assignor's name with its result, or with its error message when it refused the instance."""
     out: list[tuple[str, Result | str]] = []
     for i, spec in enumerate(chosen, 1):
         say(f"running {spec.name} ({i}/{len(chosen)})")
@@ -339,9 +340,9 @@ def _runs(instance: Instance, chosen: Sequence[AssignorSpec], params: Params,
     return out
 
 
-def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
-          warn: Warn | None, gs: _GapSettings | None = None,
-          say: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+def _assignor_rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSpec], params: Params,
+                   warn: Warn | None, gs: _GapSettings | None = None,
+                   say: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
     """The optimum's row, then one per heuristic (``assignor`` and ``error`` for one that refused)."""
     from solver.api import score
 
@@ -354,12 +355,12 @@ def _rows(instance: Instance, ref: str, opt: Result, chosen: Sequence[AssignorSp
 
     rows = [{**_run_row(ref, opt), "engine": opt.extra.get("engine"), **_solver_stages(opt), **opt_scores,
              **measure(opt, opt_scores)}]
-    runs = _runs(instance, chosen, params, warn, say)
-    for i, (name, res) in enumerate(runs, 1):
+    outcomes = _run_assignors(instance, chosen, params, warn, say)
+    for i, (name, res) in enumerate(outcomes, 1):
         if isinstance(res, str):
             rows.append({"assignor": name, "error": res})
             continue
-        say(f"gaps of {name} ({i}/{len(runs)})")
+        say(f"gaps of {name} ({i}/{len(outcomes)})")
         s = score(instance, res.assignment)
         rows.append({**_run_row(name, res), **s, **measure(res, s)})
     return rows

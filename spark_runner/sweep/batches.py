@@ -33,8 +33,8 @@ from typing import Any
 
 from solver import runtime
 from solver.errors import Interrupted
-from spark_runner.sweep.evaluate import COLUMNS, ROW_SCHEMA
 from spark_runner.sweep.grid import Grid, PendingScenario, plan
+from spark_runner.sweep.rows import COLUMNS, ROW_SCHEMA
 from spark_runner.sweep.session import cancel_jobs, master_label, start_spark
 from spark_runner.sweep.store import (
     REPORT,

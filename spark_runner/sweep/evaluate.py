@@ -20,7 +20,12 @@ warm-ups become its clients' previous tasks and lags at the next step, and the
 rows carry the :func:`solver.streams.scoring.score_streams` metrics and the
 Streams gaps (:func:`solver.gaps.streams_gap_metrics`).  Every gap rule, its fallback and the
 settle rule are :mod:`solver.gaps`'.  Both protocols share one row schema
-(:data:`ROW_SCHEMA`); the other protocol's columns are null.
+(:data:`spark_runner.sweep.rows.ROW_SCHEMA`); the other protocol's columns are null.
+
+Both protocols step through one loop (:func:`_step_through`); what differs is a
+protocol's hooks (:class:`_ProtocolHooks`): how one assignor runs, how its
+previous answer is carried into the next step, and which size, score and gap
+columns its rows get.
 """
 
 from __future__ import annotations
@@ -29,14 +34,12 @@ import contextlib
 import importlib
 import math
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from solver.api import score
-from solver.errors import InstanceError, Problem
 from solver.gaps import EPS as EPS  # the sweep's readers take the tolerance from here
 from solver.gaps import SETTLE, balance_optimal, consumer_gaps, gaps_defined, streams_gaps
 from solver.model import Assignment, Instance
@@ -46,12 +49,25 @@ from solver.streams.model import StreamsAssignment
 from solver.streams.scoring import score_streams
 from spark_runner.scenarios.consumer import Event, ScenarioParams, apply_event, generate
 from spark_runner.scenarios.streams import (
+    LagModel,
     StreamsEvent,
     StreamsScenarioParams,
     apply_streams_event,
     generate_streams,
     params_from_dict,
 )
+from spark_runner.sweep.rows import COLUMNS, SCORE_COLUMNS, STREAMS_COLUMNS
+
+# the row schema's former home: its readers may still import it from here
+from spark_runner.sweep.rows import GAP_COLUMNS as GAP_COLUMNS
+from spark_runner.sweep.rows import ID_COLUMNS as ID_COLUMNS
+from spark_runner.sweep.rows import PARAM_COLUMNS as PARAM_COLUMNS
+from spark_runner.sweep.rows import ROW_KEY as ROW_KEY
+from spark_runner.sweep.rows import ROW_SCHEMA as ROW_SCHEMA
+from spark_runner.sweep.rows import RUN_COLUMNS as RUN_COLUMNS
+from spark_runner.sweep.rows import arrow_schema as arrow_schema
+from spark_runner.sweep.rows import check_row_parts as check_row_parts
+from spark_runner.sweep.rows import unreadable_rows as unreadable_rows
 
 OPTIMAL = "optimal"
 #: The reference of the Streams gaps.
@@ -59,206 +75,12 @@ STREAMS_OPTIMAL = "optimal-streams"
 #: The optimum evaluated beside the assignors of each protocol.
 REFERENCE: Mapping[str, str] = MappingProxyType({"consumer": OPTIMAL, "streams": STREAMS_OPTIMAL})
 
-# --------------------------------------------------------------------------- row schema
-
-#: Identity of a row.
-ID_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("scenario_id", "string"),
-    ("seed", "long"),
-    ("step", "int"),
-    ("event", "string"),
-    ("event_detail", "string"),
-    ("assignor", "string"),
-    ("protocol", "string"),
-)
-
-#: Size of the instance at that step and how the run went.
-RUN_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("members", "int"),
-    ("topics", "int"),
-    ("partitions", "long"),
-    ("status", "string"),
-    ("seconds", "double"),
-    ("rounds", "int"),
-    ("error", "string"),
-    ("kafka_version", "string"),
-)
-
-#: Every metric of :func:`solver.model.scoring.score`, ``violations`` flattened.
-SCORE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("valid", "boolean"),
-    ("outcome", "string"),
-    ("violations", "int"),
-    ("violation_first", "string"),
-    ("unassigned", "long"),
-    ("not_joinable", "long"),
-    ("copartition_violations", "long"),
-    ("max_load", "double"),
-    ("min_load", "double"),
-    ("spread", "double"),
-    ("sum_sq_load", "double"),
-    ("weighted_max_load", "double"),
-    ("moved", "long"),
-    ("moved_cost", "double"),
-    ("cross_rack", "long"),
-    ("locally_balanced", "boolean"),
-)
-
-#: Gaps against the optimum of the same step.
-GAP_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("max_load_gap", "double"),
-    ("sum_sq_gap", "double"),
-    ("excess_moves", "double"),
-    ("excess_moves_proven", "boolean"),
-    ("balance_optimal", "boolean"),
-    ("opt_status", "string"),
-)
-
-
-#: Streams sizes and :func:`solver.streams.scoring.score_streams` metrics (null on consumer rows;
-#: ``members`` / ``topics`` / ``partitions`` hold clients / sub-topologies / tasks on Streams rows).
-STREAMS_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("threads", "long"),
-    ("stateful_tasks", "long"),
-    ("unassigned_tasks", "long"),
-    ("duplicate_actives", "long"),
-    ("standby_shortfall", "long"),
-    ("not_caught_up_actives", "long"),
-    ("max_active_load", "double"),
-    ("min_active_load", "double"),
-    ("active_spread", "double"),
-    ("max_total_load", "double"),
-    ("min_total_load", "double"),
-    ("total_spread", "double"),
-    ("restoration_cost", "double"),
-    ("moved_actives", "long"),
-    ("standbys", "long"),
-    ("warmups", "long"),
-    ("probing_rebalance", "boolean"),
-    ("cross_rack_traffic", "long"),
-    ("max_member_tasks", "long"),
-    ("member_spread", "long"),
-    ("moved_member_actives", "long"),
-    ("active_balance_gap", "double"),
-    ("total_balance_gap", "double"),
-    ("restoration_gap", "double"),
-    ("member_balance_gap", "double"),
-)
-
-
-def _param_type(name: str) -> str:
-    types = {f.name: f.type for f in fields(StreamsScenarioParams)}
-    types.update({f.name: f.type for f in fields(ScenarioParams)})
-    text = str(types[name])
-    if name == "events":
-        return "string"
-    if "bool" in text:
-        return "boolean"
-    if "int" in text:
-        return "long"
-    if "float" in text:
-        return "double"
-    return "string"
-
-
-_PARAM_NAMES = tuple(dict.fromkeys([*(f.name for f in fields(ScenarioParams)),
-                                     *(f.name for f in fields(StreamsScenarioParams))]))
-
-#: Generator parameters of both protocols, one column each (``events`` comma-joined), plus the JSON.
-PARAM_COLUMNS: tuple[tuple[str, str], ...] = (
-    *((f"param_{n}", _param_type(n)) for n in _PARAM_NAMES),
-    ("params_json", "string"),
-)
-
-#: Every column of a row, in order, with its Spark SQL type.
-ROW_SCHEMA: tuple[tuple[str, str], ...] = (ID_COLUMNS + RUN_COLUMNS + SCORE_COLUMNS + GAP_COLUMNS + STREAMS_COLUMNS
-                                           + PARAM_COLUMNS)
-#: Columns that identify a row: one step of one scenario as seen by one assignor (readers keep one row per key).
-ROW_KEY = ("scenario_id", "step", "assignor")
-COLUMNS: tuple[str, ...] = tuple(n for n, _ in ROW_SCHEMA)
-
-
-@contextlib.contextmanager
-def unreadable_rows(rows: Path) -> Iterator[None]:
-    """Turn a sweep's rows that cannot be read (a file that is not Parquet, a schema it does not have, an OS
-    error) into an :class:`~solver.errors.InstanceError` naming the folder (exit 65), not a traceback."""
-    import pyarrow as pa
-
-    try:
-        yield
-    except (pa.ArrowException, OSError) as e:
-        why = " ".join(str(e).split())[:300]
-        raise InstanceError(str(rows), [Problem("", f"cannot read the sweep rows: {why} (move the file away, or "
-                                                    f"start over with --overwrite)")]) from None
-
-
-def check_row_parts(rows: Path) -> None:
-    """Every Parquet part under ``rows/assignor=*/`` is a part of kassign's rows, or an
-    :class:`~solver.errors.InstanceError` naming the first that is not (exit 65).
-
-    Each part's columns must be row columns of their type (:data:`ROW_SCHEMA`) with the row key, and all parts
-    the same columns: a foreign file, or a part without a column the others have (which would read as null and
-    change the report's shares), is refused instead of read.  Only the files' footers are read.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    want = arrow_schema()
-    parts = sorted(rows.glob("assignor=*/*.parquet"))
-    seen: dict[frozenset[str], Path] = {}
-    for f in parts:
-        try:
-            schema = pq.read_schema(f)
-        except (pa.ArrowException, OSError) as e:
-            why = " ".join(str(e).split())[:200]
-            raise InstanceError(str(f), [Problem("", f"not a Parquet file of sweep rows ({why}): move it away, or "
-                                                     "start over with --overwrite")]) from None
-        problem = ""
-        for field in schema:
-            if field.name == "assignor":
-                continue
-            if want.get_field_index(field.name) < 0:
-                problem = f"column {field.name!r} is not a sweep row column"
-            elif not field.type.equals(want.field(field.name).type):
-                problem = (f"column {field.name!r} is {field.type}, a sweep row's is "
-                           f"{want.field(field.name).type}")
-            if problem:
-                break
-        names = frozenset(schema.names) - {"assignor"}
-        missing = [k for k in ROW_KEY if k != "assignor" and k not in names]
-        if not problem and missing:
-            problem = f"no {missing[0]!r} column"
-        if not problem and seen and names not in seen:
-            other, other_file = next(iter(seen.items()))
-            gone = sorted(other - names)
-            extra = sorted(names - other)
-            problem = (f"its columns differ from {other_file.relative_to(rows)}'s "
-                       + (f"(it lacks {', '.join(gone[:3])})" if gone else f"(it adds {', '.join(extra[:3])})"))
-        if problem:
-            raise InstanceError(str(f), [Problem("", f"not a part of these sweep rows: {problem} (move it away, or "
-                                                     "start over with --overwrite)")])
-        seen.setdefault(names, f)
-
-
-def arrow_schema() -> Any:
-    """:data:`ROW_SCHEMA` as a ``pyarrow.Schema``: reading a sweep with it gives every column, null in
-    files written before a column existed (e.g. Streams columns in an older consumer sweep)."""
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "double": pa.float64(),
-             "boolean": pa.bool_()}
-    return pa.schema([pa.field(n, types[t]) for n, t in ROW_SCHEMA])
-
-
-# --------------------------------------------------------------------------- gaps
-
-
 # --------------------------------------------------------------------------- one run
 
 
 @dataclass
-class _Run:
-    """One assignor at one step."""
+class AssignorRun:
+    """One assignor at one step: the instance it saw, its result and scores, or the error it raised."""
 
     instance: Instance
     result: Result | None
@@ -267,7 +89,7 @@ class _Run:
 
 
 def _attempt(spec: AssignorSpec, instance: Instance, params: Params, expected: type, what: str,
-             scorer: Callable[[Instance, Any], dict[str, Any]]) -> _Run:
+             scorer: Callable[[Instance, Any], dict[str, Any]]) -> AssignorRun:
     """Run ``spec`` and score its output; an exception (or an output not of type ``expected``) is the run's error."""
     try:
         result = spec.run(instance, params)
@@ -277,8 +99,8 @@ def _attempt(spec: AssignorSpec, instance: Instance, params: Params, expected: t
     except Exception as e:  # one failing assignor must not sink the scenario: the row records it
         last = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
         where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
-        return _Run(instance, None, None, f"{type(e).__name__}: {e}{where}")
-    return _Run(instance, result, metrics, None)
+        return AssignorRun(instance, None, None, f"{type(e).__name__}: {e}{where}")
+    return AssignorRun(instance, result, metrics, None)
 
 
 #: Options of every solver run in a sweep: a sweep is seeded, so its solvers count their limits in
@@ -292,7 +114,8 @@ def solver_params(time_limit: float | None) -> Params:
     return Params(time_limit=time_limit, seed=0, options=dict(SOLVER_OPTIONS))
 
 
-def _run(spec: AssignorSpec, instance: Instance, time_limit: float | None, kafka_version: str | None = None) -> _Run:
+def _run_consumer_assignor(spec: AssignorSpec, instance: Instance, time_limit: float | None,
+                           kafka_version: str | None = None) -> AssignorRun:
     # solvers get the time limit; heuristics the settle option (ignored by non-cooperative ones) and the release
     params = (solver_params(time_limit) if spec.kind == "solver"
               else Params(seed=0, options=SETTLE, kafka_version=kafka_version))
@@ -324,7 +147,7 @@ def _finite(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _gaps(run: _Run, opt: _Run, time_limit: float | None) -> dict[str, Any]:
+def _gaps(run: AssignorRun, opt: AssignorRun, time_limit: float | None) -> dict[str, Any]:
     """:func:`solver.gaps.consumer_gaps` against the optimum of the same step, as row columns.
 
     Gaps are defined for a ``valid`` outcome only (:func:`solver.gaps.defined_gaps`): otherwise they are ``None``
@@ -469,63 +292,107 @@ def evaluate_scenario(
     p = params if isinstance(params, (ScenarioParams, StreamsScenarioParams)) else params_from_dict(params)
     find = lookup or _default_lookup
     if isinstance(p, StreamsScenarioParams):
-        return _evaluate_streams(p, seed, assignors, solver_time_limit, find, kafka_version)
+        streams = generate_streams(p, seed)
+        return _step_through(_streams_hooks(streams.lag_model), streams.id, seed, p, streams.initial, streams.events,
+                             assignors, solver_time_limit, find, kafka_version)
     scenario = generate(p, seed)
-    names = list(dict.fromkeys([*assignors, OPTIMAL]))
+    return _step_through(_CONSUMER, scenario.id, seed, p, scenario.initial, scenario.events, assignors,
+                         solver_time_limit, find, kafka_version)
+
+
+# --------------------------------------------------------------------------- one loop, a hook per protocol
+
+#: The event type of a protocol's scenarios.
+_Ev = TypeVar("_Ev", bound=Event | StreamsEvent)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What a protocol's row hook sees at one step."""
+
+    runs: Mapping[str, AssignorRun]  #: every assignor's run at this step, by label
+    specs: Mapping[str, AssignorSpec]  #: every assignor's spec, by label
+    time_limit: float | None  #: the optimum's seconds per step
+
+
+@dataclass(frozen=True)
+class _ProtocolHooks(Generic[_Ev]):
+    """What differs between the protocols in :func:`_step_through`."""
+
+    protocol: str  #: the rows' ``protocol`` column
+    reference: str  #: the optimum evaluated beside the assignors
+    #: one assignor on one instance (spec, instance, time limit, Kafka release)
+    run: Callable[[AssignorSpec, Instance, float | None, str | None], AssignorRun]
+    #: the instance of the next step: the assignor's previous run (its answer as the claims) after the event
+    carry: Callable[[AssignorRun, _Ev, int], Instance]
+    #: a row's sizes, run, score and gap columns for one assignor (label, the step)
+    columns: Callable[[str, _Step], dict[str, Any]]
+
+
+def _step_through(hooks: _ProtocolHooks[_Ev], scenario_id: str, seed: int,
+                  params: ScenarioParams | StreamsScenarioParams, initial: Instance, events: Sequence[_Ev],
+                  assignors: Sequence[str], time_limit: float | None, find: Lookup,
+                  kafka_version: str | None) -> list[dict[str, Any]]:
+    """The rows of :func:`evaluate_scenario`: each step runs every assignor on its own instance (the initial one,
+    then its previous run carried through the step's event), then makes each assignor's row."""
+    names = list(dict.fromkeys([*assignors, hooks.reference]))
     specs = {n: find(split_label(n, None)[0]) for n in names}
     releases = {n: split_label(n, kafka_version)[1] for n in names}
-    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "consumer", **_param_values(p)}
-
+    base = {"scenario_id": scenario_id, "seed": int(seed), "protocol": hooks.protocol, **_param_values(params)}
     rows: list[dict[str, Any]] = []
-    current: dict[str, Instance] = {n: scenario.initial for n in names}
-    steps: list[Event | None] = [None, *scenario.events]
-    runs_prev: dict[str, _Run] = {}
-    for step, event in enumerate(steps):
-        runs: dict[str, _Run] = {}
+    previous: dict[str, AssignorRun] = {}
+    for step, event in enumerate([None, *events]):
+        runs: dict[str, AssignorRun] = {}
         for n in names:
-            if event is not None:
-                prev = runs_prev[n]
-                assignment = prev.result.assignment if prev.result is not None else None
-                current[n] = apply_event(prev.instance, event, assignment, step)
-            runs[n] = _run(specs[n], current[n], solver_time_limit, releases[n])
-        opt = runs[OPTIMAL]
-        opt_status = opt.result.status.value if opt.result is not None else "error"
+            instance = initial if event is None else hooks.carry(previous[n], event, step)
+            runs[n] = hooks.run(specs[n], instance, time_limit, releases[n])
+        at = _Step(runs, specs, time_limit)
         for n in names:
-            run = runs[n]
-            inst = run.instance
-            res = run.result
-            gaps = _gaps(run, opt, solver_time_limit)
-            gap_error = gaps.pop("error", None)
-            row: dict[str, Any] = {
-                **base,
-                **_step_columns(step, event, n),
-                "members": len(inst.members),
-                "topics": len(inst.topics),
-                "partitions": inst.total_partitions,
-                "status": res.status.value if res is not None else "error",
-                "seconds": float(res.seconds) if res is not None else None,
-                "rounds": int(res.extra.get("rounds", 1)) if res is not None else None,
-                "error": run.error or gap_error,
-                "kafka_version": res.extra.get("kafka_version") if res is not None else None,
-                **_score_columns(run.metrics),
-                **gaps,
-                "opt_status": opt_status,
-            }
+            row = {**base, **_step_columns(step, event, n), **hooks.columns(n, at)}
             rows.append({c: row.get(c) for c in COLUMNS})
-        runs_prev = runs
+        previous = runs
     return rows
+
+
+def _carry_consumer(previous: AssignorRun, event: Event, step: int) -> Instance:
+    assignment = previous.result.assignment if previous.result is not None else None
+    return apply_event(previous.instance, event, assignment, step)
+
+
+def _consumer_columns(name: str, at: _Step) -> dict[str, Any]:
+    run, opt = at.runs[name], at.runs[OPTIMAL]
+    inst, res = run.instance, run.result
+    gaps = _gaps(run, opt, at.time_limit)
+    gap_error = gaps.pop("error", None)
+    return {
+        "members": len(inst.members),
+        "topics": len(inst.topics),
+        "partitions": inst.total_partitions,
+        "status": res.status.value if res is not None else "error",
+        "seconds": float(res.seconds) if res is not None else None,
+        "rounds": int(res.extra.get("rounds", 1)) if res is not None else None,
+        "error": run.error or gap_error,
+        "kafka_version": res.extra.get("kafka_version") if res is not None else None,
+        **_score_columns(run.metrics),
+        **gaps,
+        "opt_status": opt.result.status.value if opt.result is not None else "error",
+    }
+
+
+_CONSUMER: _ProtocolHooks[Event] = _ProtocolHooks("consumer", OPTIMAL, _run_consumer_assignor, _carry_consumer,
+                                                  _consumer_columns)
 
 
 # --------------------------------------------------------------------------- Kafka Streams
 
 
-def _run_streams(spec: AssignorSpec, instance: Instance, time_limit: float | None,
-                 kafka_version: str | None = None) -> _Run:
+def _run_streams_assignor(spec: AssignorSpec, instance: Instance, time_limit: float | None,
+                          kafka_version: str | None = None) -> AssignorRun:
     params = solver_params(time_limit) if spec.kind == "solver" else Params(seed=0, kafka_version=kafka_version)
     return _attempt(spec, instance, params, StreamsAssignment, "a StreamsAssignment", score_streams)
 
 
-def _streams_gaps(run: _Run, ref: _Run) -> dict[str, Any]:
+def _streams_gaps(run: AssignorRun, ref: AssignorRun) -> dict[str, Any]:
     """:func:`solver.gaps.streams_gaps` of a run against the optimum solved on the *same* instance.
 
     The reference ``ref`` is the optimum of the instance the assignor saw (its
@@ -559,52 +426,36 @@ def _streams_score_columns(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _evaluate_streams(p: StreamsScenarioParams, seed: int, assignors: Sequence[str],
-                      solver_time_limit: float | None, find: Lookup,
-                      kafka_version: str | None = None) -> list[dict[str, Any]]:
-    """:func:`evaluate_scenario` for a Streams scenario (same row layout)."""
-    scenario = generate_streams(p, seed)
-    names = list(dict.fromkeys([*assignors, STREAMS_OPTIMAL]))
-    specs = {n: find(split_label(n, None)[0]) for n in names}
-    releases = {n: split_label(n, kafka_version)[1] for n in names}
-    base = {"scenario_id": scenario.id, "seed": int(seed), "protocol": "streams", **_param_values(p)}
-    rows: list[dict[str, Any]] = []
-    steps: list[StreamsEvent | None] = [None, *scenario.events]
-    runs_prev: dict[str, _Run] = {}
-    for step, event in enumerate(steps):
-        runs: dict[str, _Run] = {}
-        for n in names:
-            inst = scenario.initial
-            if event is not None:
-                prev = runs_prev[n]
-                held = prev.result.assignment if prev.result is not None else None
-                assert held is None or isinstance(held, StreamsAssignment)  # _run_streams checked it
-                inst = apply_streams_event(prev.instance, event, held, scenario.lag_model)
-            runs[n] = _run_streams(specs[n], inst, solver_time_limit, releases[n])
-        for n in names:
-            run = runs[n]
-            # the reference: the optimum of this assignor's own instance (the optimum's row is its own)
-            ref = run if n == STREAMS_OPTIMAL else _run_streams(specs[STREAMS_OPTIMAL], run.instance,
-                                                                 solver_time_limit)
-            spec = run.instance.streams
-            res = run.result
-            row: dict[str, Any] = {
-                **base,
-                **_step_columns(step, event, n),
-                "members": len(spec.clients),
-                "topics": len(spec.subtopologies or ()),
-                "partitions": len(spec.tasks),
-                "threads": sum(c.capacity for c in spec.clients),
-                "stateful_tasks": sum(1 for t in spec.tasks if t.stateful),
-                "status": res.status.value if res is not None else "error",
-                "seconds": float(res.seconds) if res is not None else None,
-                "rounds": 1 if res is not None else None,
-                "error": run.error or (f"reference optimum: {ref.error}" if ref.error else None),
-                "kafka_version": res.extra.get("kafka_version") if res is not None else None,
-                **_streams_score_columns(run.metrics),
-                **_streams_gaps(run, ref),
-                "opt_status": ref.result.status.value if ref.result is not None else "error",
-            }
-            rows.append({c: row.get(c) for c in COLUMNS})
-        runs_prev = runs
-    return rows
+def _streams_hooks(lag_model: LagModel) -> _ProtocolHooks[StreamsEvent]:
+    """The Streams hooks of a scenario whose lags follow ``lag_model``."""
+
+    def carry(previous: AssignorRun, event: StreamsEvent, step: int) -> Instance:
+        held = previous.result.assignment if previous.result is not None else None
+        assert held is None or isinstance(held, StreamsAssignment)  # _run_streams_assignor checked it
+        return apply_streams_event(previous.instance, event, held, lag_model)
+
+    return _ProtocolHooks("streams", STREAMS_OPTIMAL, _run_streams_assignor, carry, _streams_columns)
+
+
+def _streams_columns(name: str, at: _Step) -> dict[str, Any]:
+    run = at.runs[name]
+    # the reference: the optimum of this assignor's own instance (the optimum's row is its own)
+    ref = run if name == STREAMS_OPTIMAL else _run_streams_assignor(at.specs[STREAMS_OPTIMAL], run.instance,
+                                                                    at.time_limit)
+    spec = run.instance.streams
+    res = run.result
+    return {
+        "members": len(spec.clients),
+        "topics": len(spec.subtopologies or ()),
+        "partitions": len(spec.tasks),
+        "threads": sum(c.capacity for c in spec.clients),
+        "stateful_tasks": sum(1 for t in spec.tasks if t.stateful),
+        "status": res.status.value if res is not None else "error",
+        "seconds": float(res.seconds) if res is not None else None,
+        "rounds": 1 if res is not None else None,
+        "error": run.error or (f"reference optimum: {ref.error}" if ref.error else None),
+        "kafka_version": res.extra.get("kafka_version") if res is not None else None,
+        **_streams_score_columns(run.metrics),
+        **_streams_gaps(run, ref),
+        "opt_status": ref.result.status.value if ref.result is not None else "error",
+    }

@@ -22,8 +22,8 @@ from typing import Any
 
 from solver.errors import InstanceError, KassignError, Problem
 from solver.io import read_document, write_atomic
-from spark_runner.sweep.evaluate import ROW_KEY, check_row_parts, unreadable_rows
 from spark_runner.sweep.grid import Grid
+from spark_runner.sweep.rows import ROW_KEY, check_row_parts, unreadable_rows
 
 ROWS = "rows"
 REPORT = "report"

@@ -83,8 +83,8 @@ def test_a_refusing_assignor_is_a_row_with_its_error() -> None:
     from spark_runner import comparison
 
     spec = AssignorSpec("boom", boom, "heuristic", "consumer", "")
-    rows = comparison._rows(inst, "optimal", solver.solve(inst), [spec], solver.Params(),
-                            lambda n, m: seen.append((n, m)))
+    rows = comparison._assignor_rows(inst, "optimal", solver.solve(inst), [spec], solver.Params(),
+                                     lambda n, m: seen.append((n, m)))
     assert rows[-1] == {"assignor": "boom", "error": "RuntimeError: no"} and seen == [("boom", "RuntimeError: no")]
 
 

@@ -10,13 +10,8 @@ import pandas as pd
 from solver.errors import InstanceError, Problem
 from solver.model.files import check_input_dir
 from solver.model.scoring import INVALID, SPLIT, VALID
-from spark_runner.sweep.evaluate import (
-    EPS,
-    ROW_KEY,
-    arrow_schema,
-    check_row_parts,
-    unreadable_rows,
-)
+from spark_runner.sweep.evaluate import EPS
+from spark_runner.sweep.rows import ROW_KEY, arrow_schema, check_row_parts, unreadable_rows
 
 #: The gap columns of a consumer row and of a Streams row.
 GAPS = ("max_load_gap", "sum_sq_gap", "excess_moves")
