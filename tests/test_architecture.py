@@ -241,3 +241,18 @@ def test_one_command_a_file_listed_in_the_app() -> None:
         nested = [f.name for n in tree.body if isinstance(n, ast.FunctionDef) for f in ast.walk(n)
                   if isinstance(f, ast.FunctionDef) and f is not n and f.decorator_list]
         assert not nested, f"{mod}: decorated closures {nested}"
+
+
+#: Modules allowed past :data:`MAX_LINES` because they are tables rather than logic, each with the reason.
+TABLE_LIKE: dict[str, str] = {}
+#: One concern per module: past this many lines a module is cut (DEVELOPERS.md, "Style").
+MAX_LINES = 600
+
+
+def test_no_module_past_600_lines() -> None:
+    """Every module of the product is at most :data:`MAX_LINES` lines, but the table-like ones named above."""
+    long = {mod: n for mod, path in _modules().items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES and mod not in TABLE_LIKE}
+    assert not long, f"cut these by concern (or name them in TABLE_LIKE with the reason): {long}"
+    stale = [mod for mod in TABLE_LIKE if mod not in _modules()]
+    assert not stale, f"TABLE_LIKE names modules that are gone: {stale}"
