@@ -458,3 +458,43 @@ def test_twelve_owned_partitions_iterate_as_a_grown_set(version: str, registry_l
     i = _twelve_owned_group()
     assert get("uniform").run(i, Params(kafka_version=version)).assignment.canonical(i.member_ids) == expected
     assert literal_homogeneous(i, stable_extra=version != "4.0.0") == expected
+
+
+def _treeify_cases() -> list[dict[str, Any]]:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "uniform_treeify_kafka.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", _treeify_cases(), ids=lambda c: c["name"])
+def test_a_ninth_key_in_one_bucket_doubles_the_table_as_in_kafka(case: dict[str, Any], registry_loaded: None) -> None:
+    """``treeifyBin``: Kafka's answers (data/uniform_treeify_kafka.json, every release 4.0.0-4.4.0) on a member's
+    partition set, a member's assignment map and the member map whose tables a ninth colliding key doubled."""
+    from solver.registry import get
+    from solver.result import Params
+
+    i = parse_instance(case["instance"])
+    for version, expected in case["expected"].items():
+        assert get("uniform").run(i, Params(kafka_version=version)).assignment.canonical(i.member_ids) == expected
+        assert literal_homogeneous(i, stable_extra=version != "4.0.0") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 15).map(lambda k: 16 * k + 3), unique=True, max_size=24)
+                | st.lists(st.integers(0, 600), unique=True, max_size=30), max_size=4),
+       st.sampled_from([None, 17, 21]))
+def test_hashset_rank_equals_sets_built_step_by_step(runs: list[list[int]], copied_on: int | None) -> None:
+    """Each run's order is a ``HashSet<Integer>`` built by ``add`` (``new HashSet<>(list)`` on Java
+    ``copied_on``), ``treeifyBin``'s doublings included: the vectorised rank against :class:`JavaHashMap`."""
+    from heuristics._java import JavaHashMap, copy_initial_capacity, java_int_hash
+
+    segment = np.repeat(np.arange(len(runs)), [len(r) for r in runs]).astype(np.int64)
+    parts = np.array([p for r in runs for p in r], dtype=np.int64)
+    expected: list[int] = []
+    for r in runs:
+        table = JavaHashMap(java_int_hash, None if copied_on is None else copy_initial_capacity(len(r), copied_on))
+        for p in r:
+            table.put(p)
+        expected.extend(table.order())
+    assert parts[kip848.hashset_rank(segment, parts, copied_on)].tolist() == expected
