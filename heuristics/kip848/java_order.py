@@ -314,7 +314,7 @@ def owned_entries(
 def hashset_rank(segment: np.ndarray, parts: np.ndarray, copied_on: int | None = None) -> np.ndarray:
     """Positions that sort each run of ``segment`` into ``HashSet<Integer>`` order.
 
-    ``segment`` labels consecutive runs (one run per member and topic, parts in
+    ``segment`` labels consecutive runs with non-decreasing labels (one run per member and topic, parts in
     insertion order inside).  Each run is a set grown by ``add`` in that order (``copied_on=None``: the
     coordinator's in-memory target assignment, built by the assignor's ``add`` calls, and the fixtures'
     convention), or ``new HashSet<>(list)`` on Java ``copied_on`` (:func:`heuristics._java.copy_initial_capacity`;
@@ -357,9 +357,11 @@ def _treeify_runs(segment: np.ndarray, parts: np.ndarray, run_cap: np.ndarray, b
         return
     low = (parts[small] ^ (parts[small] >> 16)) & 15
     keys, counts = np.unique(segment[small] * 16 + low, return_counts=True)
-    for run in np.unique(keys[counts > _TREEIFY_THRESHOLD] // 16).tolist():
-        at = np.flatnonzero(segment == run)
-        members = parts[at].tolist()
+    runs = np.unique(keys[counts > _TREEIFY_THRESHOLD] // 16)
+    starts, ends = np.searchsorted(segment, runs), np.searchsorted(segment, runs, side="right")
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):  # runs are consecutive
+        at = np.arange(lo, hi)
+        members = parts[lo:hi].tolist()
         initial = None if copied_on is None else copy_initial_capacity(len(members), copied_on)
         table = JavaHashMap(java_int_hash, initial)
         for p in members:
