@@ -7,6 +7,7 @@ Python ports must reproduce both.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -136,8 +137,11 @@ def hashmap_order(
     """Iteration order of a Java ``HashMap`` filled with ``keys`` in this order.
 
     Entries iterate by bucket index ``spread(hash) & (capacity - 1)``; inside a
-    bucket in insertion order (a resize keeps relative order).  Treeified bins
-    (8+ colliding keys in one bucket) are not modelled.
+    bucket in insertion order (a resize keeps relative order).  Without an
+    explicit ``capacity``, a ninth key put in one bucket of a table of fewer
+    than 64 buckets doubles the table (``treeifyBin``), so the map is then
+    built step by step (:class:`JavaHashMap`); tree bins themselves (9+ keys in
+    one bucket of a 64+ table) are not modelled.
 
     Parameters
     ----------
@@ -155,6 +159,12 @@ def hashmap_order(
     --------
     >>> hashmap_order(["b", "a", "c"])
     ['a', 'b', 'c']
+
+    Nine ``Integer`` keys in bucket 0 of a 16-bucket table: the ninth doubles it, 16 and its odd
+    multiples move to bucket 16.
+
+    >>> hashmap_order(list(range(0, 129, 16)))
+    [0, 32, 64, 96, 128, 16, 48, 80, 112]
     """
     seen: dict[Hashable, None] = dict.fromkeys(keys)
     ks: Sequence[Hashable] = list(seen)
@@ -168,6 +178,14 @@ def hashmap_order(
 
     fn = hash_fn if callable(hash_fn) else default_hash
     cap = capacity if capacity is not None else hashmap_capacity(len(ks), initial_capacity)
+    if capacity is None and cap < _MIN_TREEIFY_CAPACITY and len(ks) > _TREEIFY_THRESHOLD:
+        # a bin reaches 9 keys only in a table of 16+ buckets, and its keys share a bucket of 16
+        low = Counter(_spread(fn(k)) & 15 for k in ks)
+        if max(low.values()) > _TREEIFY_THRESHOLD:
+            table = JavaHashMap(fn, initial_capacity)
+            for k in ks:
+                table.put(k)
+            return table.order()
     mask = cap - 1
     decorated = [(_spread(fn(k)) & mask, i, k) for i, k in enumerate(ks)]
     decorated.sort(key=lambda x: (x[0], x[1]))

@@ -22,7 +22,16 @@ from itertools import chain
 
 import numpy as np
 
-from heuristics._java import DEFAULT_JAVA, copy_initial_capacity, hashmap_capacity, hashmap_order
+from heuristics._java import (
+    _MIN_TREEIFY_CAPACITY,
+    _TREEIFY_THRESHOLD,
+    DEFAULT_JAVA,
+    JavaHashMap,
+    copy_initial_capacity,
+    hashmap_capacity,
+    hashmap_order,
+    java_int_hash,
+)
 from solver.model import Instance, OwnedMap
 
 _MASK64 = (1 << 64) - 1
@@ -107,10 +116,8 @@ def uuid_hashset_order(values: Sequence[int], *, copied: bool = True, java: int 
     java
         The Java release running Kafka (:func:`heuristics._java.copy_initial_capacity`).
     """
-    cap = None
-    if copied:
-        cap = hashmap_capacity(len(values), copy_initial_capacity(len(values), java))
-    return hashmap_order(values, uuid_hash, capacity=cap)
+    initial = copy_initial_capacity(len(values), java) if copied else None
+    return hashmap_order(values, uuid_hash, initial_capacity=initial)
 
 
 def member_map_order(instance: Instance) -> list[int]:
@@ -165,7 +172,8 @@ class TopicHashes:
     def __init__(self, instance: Instance, topic_ids: dict[str, int]) -> None:
         names = list(instance.topics)
         self.index = {t: k for k, t in enumerate(names)}
-        self.id_spread = np.array([_spread(uuid_hash(topic_ids[t])) for t in names], dtype=np.int64)
+        self.id_hash = [uuid_hash(topic_ids[t]) for t in names]
+        self.id_spread = np.array([_spread(h) for h in self.id_hash], dtype=np.int64)
 
     def iteration_order(self, topics: np.ndarray) -> np.ndarray:
         """Permutation putting topic numbers ``topics`` (insertion order) into iteration order.
@@ -189,8 +197,16 @@ class TopicHashes:
         n = topics.size
         if n <= 1:
             return np.arange(n)
-        mask = hashmap_capacity(n) - 1
-        return np.lexsort((np.arange(n), self.id_spread[topics] & mask))
+        cap = hashmap_capacity(n)
+        spread = self.id_spread[topics]
+        if cap < _MIN_TREEIFY_CAPACITY and np.bincount(spread & 15).max() > _TREEIFY_THRESHOLD:
+            # a ninth id put in one bucket of a table under 64 buckets doubles it (treeifyBin): step by step
+            ids = [self.id_hash[t] for t in topics.tolist()]
+            table = JavaHashMap(ids.__getitem__)
+            for j in range(n):
+                table.put(j)
+            return np.array(table.order(), dtype=np.int64)
+        return np.lexsort((np.arange(n), spread & (cap - 1)))
 
 
 def topic_id_map(instance: Instance) -> dict[str, int]:
@@ -213,8 +229,8 @@ def subscribed_id_order(instance: Instance, member_index: int, topic_ids: dict[s
     that name order.
     """
     names = subscribed(instance, member_index)
-    name_cap = hashmap_capacity(len(names), copy_initial_capacity(len(names), java))
-    by_uuid = {topic_ids[t]: t for t in hashmap_order(names, capacity=name_cap)}
+    name_order = hashmap_order(names, initial_capacity=copy_initial_capacity(len(names), java))
+    by_uuid = {topic_ids[t]: t for t in name_order}
     return [by_uuid[u] for u in uuid_hashset_order(list(by_uuid), java=java)]
 
 
@@ -298,7 +314,7 @@ def owned_entries(
 def hashset_rank(segment: np.ndarray, parts: np.ndarray, copied_on: int | None = None) -> np.ndarray:
     """Positions that sort each run of ``segment`` into ``HashSet<Integer>`` order.
 
-    ``segment`` labels consecutive runs (one run per member and topic, parts in
+    ``segment`` labels consecutive runs with non-decreasing labels (one run per member and topic, parts in
     insertion order inside).  Each run is a set grown by ``add`` in that order (``copied_on=None``: the
     coordinator's in-memory target assignment, built by the assignor's ``add`` calls, and the fixtures'
     convention), or ``new HashSet<>(list)`` on Java ``copied_on`` (:func:`heuristics._java.copy_initial_capacity`;
@@ -324,4 +340,31 @@ def hashset_rank(segment: np.ndarray, parts: np.ndarray, copied_on: int | None =
     bucket = (parts ^ (parts >> 16)) & (run_cap - 1)
     if np.array_equal(bucket, parts) and not np.any((np.diff(parts) < 0) & (np.diff(segment) == 0)):
         return np.arange(parts.size, dtype=np.int64)  # every run ascending and below its table size
+    _treeify_runs(segment, parts, run_cap, bucket, copied_on)
     return np.lexsort((np.arange(parts.size), bucket, segment))
+
+
+def _treeify_runs(segment: np.ndarray, parts: np.ndarray, run_cap: np.ndarray, bucket: np.ndarray,
+                  copied_on: int | None) -> None:
+    """Rewrite ``bucket`` in place, for the runs whose set ``treeifyBin`` doubled, as positions in Java's order.
+
+    A ninth partition added to one bucket of a table of fewer than 64 buckets doubles the table: it happens
+    only in runs whose final table (``run_cap``) is under 64 and which hold nine or more parts sharing a
+    bucket of 16; those few short runs (at most 24 parts) are built step by step (:class:`JavaHashMap`).
+    """
+    small = run_cap < _MIN_TREEIFY_CAPACITY
+    if not small.any():
+        return
+    low = (parts[small] ^ (parts[small] >> 16)) & 15
+    keys, counts = np.unique(segment[small] * 16 + low, return_counts=True)
+    runs = np.unique(keys[counts > _TREEIFY_THRESHOLD] // 16)
+    starts, ends = np.searchsorted(segment, runs), np.searchsorted(segment, runs, side="right")
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):  # runs are consecutive
+        at = np.arange(lo, hi)
+        members = parts[lo:hi].tolist()
+        initial = None if copied_on is None else copy_initial_capacity(len(members), copied_on)
+        table = JavaHashMap(java_int_hash, initial)
+        for p in members:
+            table.put(p)
+        rank = {p: k for k, p in enumerate(table.order())}
+        bucket[at] = [rank[p] for p in members]

@@ -226,8 +226,12 @@ def test_documented_weakness_per_topic_balance_is_not_group_balance() -> None:
 
 def literal_homogeneous(i: Any, stable_extra: bool) -> dict[str, dict[str, list[int]]]:
     """UniformHomogeneousAssignmentBuilder step by step, with Java's orders from the helpers (the oracle);
-    ``stable_extra``: ``maybeRevokePartitions`` as changed by KAFKA-18688 (4.0.1)."""
-    from heuristics._java import hashmap_order
+    ``stable_extra``: ``maybeRevokePartitions`` as changed by KAFKA-18688 (4.0.1).  A member's current
+    assignment is the coordinator's in-memory map: a ``HashMap`` filled by ``put`` in ``owned`` order, each
+    topic's partitions a ``new HashSet<>()`` grown by ``add`` in the listed order (:class:`JavaHashMap`, resizes
+    and ``treeifyBin``'s doubling included) -- not ``new HashSet<>(list)``'s copy, whose Java 17 table is twice
+    as large at 12, 24, 48... partitions."""
+    from heuristics._java import JavaHashMap, java_int_hash
 
     ids = topic_id_map(i)
     order = member_map_order(i)
@@ -247,7 +251,10 @@ def literal_homogeneous(i: Any, stable_extra: bool) -> dict[str, dict[str, list[
         # the assignment map is filled in `owned` order, each set from the partitions as listed
         names = [t for t, ps in m.owned.items() if ps.size]
         by_id = {ids[t]: t for t in names}
-        for u in hashmap_order(list(by_id), uuid_hash):
+        assignment_map = JavaHashMap(uuid_hash)
+        for u in by_id:
+            assignment_map.put(u)
+        for u in assignment_map.order():
             t = by_id[u]
             if t not in topics:
                 continue
@@ -256,7 +263,10 @@ def literal_homogeneous(i: Any, stable_extra: bool) -> dict[str, dict[str, list[
                 quota -= parts.size
                 out[m.id].setdefault(t, []).extend(parts.tolist())
                 continue
-            for p in int_hashset_order(parts):
+            partition_set = JavaHashMap(java_int_hash)
+            for p in parts.tolist():
+                partition_set.put(p)
+            for p in partition_set.order():
                 if quota > 0:
                     quota -= 1
                     out[m.id].setdefault(t, []).append(p)
@@ -414,3 +424,77 @@ def test_a_grown_set_and_a_java_17_copy_iterate_differently_at_twelve() -> None:
     assert grown == [0, 16, *range(1, 11)]
     assert parts[kip848.hashset_rank(zeros, parts, copied_on=21)].tolist() == grown
     assert parts[kip848.hashset_rank(zeros, parts, copied_on=17)].tolist() == sorted(parts.tolist())
+
+
+# --- regressions found by the properties, answers from Apache Kafka's own classes (java/harness) ---
+
+def _twelve_owned_group() -> Any:
+    """The shrunk group of ``--hypothesis-seed=138892643372455137406766851808012406454``: c0-6 owns 12 partitions
+    of t0 listed ``0..6, 16, 7..10``; in a set grown by ``add`` (16 buckets) 16 shares partition 0's bucket and
+    comes second, where Java 17's ``new HashSet<>(list)`` (32 buckets) would walk it last."""
+    topics: dict[str, Any] = {"t0": {"partitions": 17, "id": uid(0)}}
+    topics.update({f"t{k}": {"partitions": 1, "id": f"00000000-0000-{k:04x}-0000-{k:04x}00000000"}
+                   for k in range(1, 12)})
+    members: list[dict[str, Any]] = [{"id": f"c0-{k}", "topics": ["t0"]} for k in range(5)]
+    members.append({"id": "c0-5", "topics": ["t0"], "owned": {"t8": []}})
+    members.append({"id": "c0-6", "topics": ["t0"], "owned": {"t0": [0, 1, 2, 3, 4, 5, 6, 16, 7, 8, 9, 10]}})
+    return inst(topics, members)
+
+
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.1", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"])
+def test_twelve_owned_partitions_iterate_as_a_grown_set(version: str, registry_loaded: None) -> None:
+    """c0-6 keeps 0, 16 and 1 (its first three in grown-set order) at every release; the expected answers are
+    Kafka's own (the released kafka-group-coordinator jars through java/harness, 2026-11-27)."""
+    from solver.registry import get
+    from solver.result import Params
+
+    kafka_4_0_0 = {"c0-0": {"t0": [5, 6]}, "c0-1": {"t0": [3, 4]}, "c0-2": {"t0": [9, 10]},
+                   "c0-3": {"t0": [7, 8]}, "c0-4": {"t0": [2, 14, 15]}, "c0-5": {"t0": [11, 12, 13]},
+                   "c0-6": {"t0": [0, 1, 16]}}
+    kafka_from_4_0_1 = {"c0-0": {"t0": [3, 4]}, "c0-1": {"t0": [2, 15]}, "c0-2": {"t0": [8, 9, 10]},
+                        "c0-3": {"t0": [5, 6, 7]}, "c0-4": {"t0": [13, 14]}, "c0-5": {"t0": [11, 12]},
+                        "c0-6": {"t0": [0, 1, 16]}}
+    expected = kafka_4_0_0 if version == "4.0.0" else kafka_from_4_0_1
+    i = _twelve_owned_group()
+    assert get("uniform").run(i, Params(kafka_version=version)).assignment.canonical(i.member_ids) == expected
+    assert literal_homogeneous(i, stable_extra=version != "4.0.0") == expected
+
+
+def _treeify_cases() -> list[dict[str, Any]]:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "uniform_treeify_kafka.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", _treeify_cases(), ids=lambda c: c["name"])
+def test_a_ninth_key_in_one_bucket_doubles_the_table_as_in_kafka(case: dict[str, Any], registry_loaded: None) -> None:
+    """``treeifyBin``: Kafka's answers (data/uniform_treeify_kafka.json, every release 4.0.0-4.4.0) on a member's
+    partition set, a member's assignment map and the member map whose tables a ninth colliding key doubled."""
+    from solver.registry import get
+    from solver.result import Params
+
+    i = parse_instance(case["instance"])
+    for version, expected in case["expected"].items():
+        assert get("uniform").run(i, Params(kafka_version=version)).assignment.canonical(i.member_ids) == expected
+        assert literal_homogeneous(i, stable_extra=version != "4.0.0") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 15).map(lambda k: 16 * k + 3), unique=True, max_size=24)
+                | st.lists(st.integers(0, 600), unique=True, max_size=30), max_size=4),
+       st.sampled_from([None, 17, 21]))
+def test_hashset_rank_equals_sets_built_step_by_step(runs: list[list[int]], copied_on: int | None) -> None:
+    """Each run's order is a ``HashSet<Integer>`` built by ``add`` (``new HashSet<>(list)`` on Java
+    ``copied_on``), ``treeifyBin``'s doublings included: the vectorised rank against :class:`JavaHashMap`."""
+    from heuristics._java import JavaHashMap, copy_initial_capacity, java_int_hash
+
+    segment = np.repeat(np.arange(len(runs)), [len(r) for r in runs]).astype(np.int64)
+    parts = np.array([p for r in runs for p in r], dtype=np.int64)
+    expected: list[int] = []
+    for r in runs:
+        table = JavaHashMap(java_int_hash, None if copied_on is None else copy_initial_capacity(len(r), copied_on))
+        for p in r:
+            table.put(p)
+        expected.extend(table.order())
+    assert parts[kip848.hashset_rank(segment, parts, copied_on)].tolist() == expected
