@@ -38,13 +38,21 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver.errors import InstanceError, Problem
 from solver.io import read_document
 from solver.model.schema import META_KEYS
 from solver.result import Params
 from spark_runner.assignors import get as get_assignor
+
+if TYPE_CHECKING:
+    from solver.model import Assignment, Instance
+    from solver.streams.model import StreamsAssignment
+
+    #: A consumer or a Streams assignment (``score`` takes either).
+    AnyAssignment = Assignment | StreamsAssignment
+    from solver.result import Result
 
 #: Largest cache entry read: an optimum of a group at the input limit's size fits; anything larger is not ours.
 MAX_ENTRY = 256 << 20
@@ -110,7 +118,7 @@ def _version() -> str:
         return "0+unknown"
 
 
-def instance_key(instance: Any) -> dict[str, Any]:
+def instance_key(instance: Instance) -> dict[str, Any]:
     """The instance's content as it enters a key: the document without its documentation keys."""
     from solver.io import instance_to_dict
 
@@ -190,7 +198,7 @@ class Cache:
 # --------------------------------------------------------------------------- score's optimum and gaps
 
 
-def _optimum_result(inst: Any, path: Path) -> Any:
+def _optimum_result(inst: Instance, path: Path) -> Any:
     """``--optimum FILE`` as a Result: its assignment (a valid one of ``inst``) and its checked ``stats``."""
     from spark_runner.cli.output import read_assignment, result_from_document
 
@@ -205,7 +213,7 @@ def _optimum_result(inst: Any, path: Path) -> Any:
     return result_from_document(inst, doc, asg, str(path), trusted=False)
 
 
-def cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, optimum: Path | None,
+def cached_gaps(inst: Instance, asg: AnyAssignment, metrics: dict[str, Any], params: Params, optimum: Path | None,
                 cache: Cache | None) -> dict[str, Any]:
     """``score``'s gaps (:func:`_gap_columns`) and which are not proven, read from ``cache`` when the same
     instance, assignment and options were scored (``cache=None``: solve, neither read nor write); the optimum is
@@ -240,7 +248,7 @@ def cached_gaps(inst: Any, asg: Any, metrics: dict[str, Any], params: Params, op
     return {**g, "not_proven": _not_proven(opt, g)}
 
 
-def _not_proven(opt: Any, gaps: dict[str, Any]) -> list[str]:
+def _not_proven(opt: Result, gaps: dict[str, Any]) -> list[str]:
     """The gaps of ``gaps`` that are not proven, as ``compare`` says them: those measured against a stage of the
     optimum that is not proven (:func:`spark_runner.comparison.stage_proven`), and ``excess_moves`` when only a
     lower estimate."""
@@ -254,7 +262,7 @@ def _not_proven(opt: Any, gaps: dict[str, Any]) -> list[str]:
     return keys
 
 
-def _optimum_from_doc(inst: Any, doc: Any) -> Any:
+def _optimum_from_doc(inst: Instance, doc: Any) -> Any:
     """The cached optimum ``doc`` of ``inst`` as a Result; ``None`` when it is not one (a miss).
 
     The checksum only says the entry is intact: the cached assignment is re-scored, must be valid, and the
@@ -295,7 +303,8 @@ def _optimum_from_doc(inst: Any, doc: Any) -> Any:
     return opt
 
 
-def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict[str, Any]) -> dict[str, Any] | None:
+def _gaps_hold(inst: Instance, asg: AnyAssignment, metrics: dict[str, Any], opt: Result,
+               hit: dict[str, Any]) -> dict[str, Any] | None:
     """A cached gaps entry ``hit`` re-checked against the optimum ``opt``: every gap the optimum gives at once
     must be the same, the rest (the fewest moves, a solve) in range; ``None`` when it does not hold (a miss)."""
     import math
@@ -304,7 +313,9 @@ def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict
         fresh = _gap_columns(inst, asg, metrics, opt)  # every Streams gap is a difference of scores
         return fresh if hit == fresh else None
     from solver.gaps import balance_gaps, defined_gaps
+    from solver.model import Assignment
 
+    assert isinstance(asg, Assignment)  # a consumer instance is scored with a consumer assignment
     quick = defined_gaps(metrics, lambda: balance_gaps(inst, asg, opt, metrics))
     if set(hit) != {*quick, "optimal_status"} or hit["optimal_status"] != opt.status.value:
         return None
@@ -322,7 +333,7 @@ def _gaps_hold(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any, hit: dict
     return {**hit, **{k: quick[k] for k in ("max_load_gap", "sum_sq_gap")}}
 
 
-def _gap_columns(inst: Any, asg: Any, metrics: dict[str, Any], opt: Any,
+def _gap_columns(inst: Instance, asg: AnyAssignment, metrics: dict[str, Any], opt: Result,
                  time_limit: float | None = None) -> dict[str, Any]:
     """The gap metrics of ``asg`` against the optimum ``opt`` of ``inst``, with the optimum's status.
 

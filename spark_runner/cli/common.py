@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -14,6 +14,11 @@ from solver.io import Record, is_batch, iter_records, merge_errors
 from solver.resources import TooLargeError
 from solver.result import Params, Result
 from spark_runner.assignors import get as get_assignor
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from solver.model import Instance
 
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
@@ -139,7 +144,7 @@ def located(source: str) -> Iterator[None]:
         raise TooLargeError(source, e.problems) from None
 
 
-def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
+def unproven_note(name: str, res: Result, instance: Instance | None = None) -> str | None:
     """One stderr line with the per-stage gaps of a solver result that is not proven optimal, else ``None``:
     every stage with its value, and for each open stage its bound and gap (numbers with thousands separators;
     with the consumer ``instance``, each in its unit: loads in the weights' unit, MB/s for bytes/s, sums of
@@ -195,7 +200,7 @@ def unproven_note(name: str, res: Result, instance: Any = None) -> str | None:
     return f"{name}: not proven optimal: " + ", ".join(parts) + f"; why: {unproven_reason(res.extra)}"
 
 
-def unproven_reason(extra: Any) -> str:
+def unproven_reason(extra: Mapping[str, Any]) -> str:
     """Why a solver result is not proven, from its ``extra``: the scale notes (loads or move costs with no exact
     integer scale: proven only to a resolution), a model restricted to neighbourhoods, else the time limit.
 
@@ -214,7 +219,7 @@ def unproven_reason(extra: Any) -> str:
     return "the time limit (raise --time-limit)"
 
 
-def _stage_scales(instance: Any, values: dict[str, float]) -> dict[str, Any]:
+def _stage_scales(instance: Instance, values: dict[str, float]) -> dict[str, Any]:
     """The unit of each consumer optimum stage (``max_load``, ``sum_sq``, ``moves``, ``racks``) of ``instance``
     (``values``: each stage's value, which picks the prefix: MB/s, GB ...)."""
     from spark_runner.units import Scale, instance_units

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heuristics.shipped import shipped
 from spark_runner.cli.tables import Column
 from spark_runner.units import Scale, instance_units, number
+
+if TYPE_CHECKING:
+    from solver.model import Instance
 
 Cell = Callable[[str, Any], str]
 
@@ -64,7 +67,7 @@ _STAGE_NOUN = {"active_balance": "active balance", "total_balance": "total balan
                "cross_rack_traffic": "cross-rack traffic", "restoration": "restoration", "movement": "moves"}
 
 
-def streams_stages(instance: Any, stages: Sequence[str] | None = None) -> list[str]:
+def streams_stages(instance: Instance, stages: Sequence[str] | None = None) -> list[str]:
     """The optimum's stages of a Streams instance, in order: ``stages`` when given (the optimum's own,
     ``compare --json``'s ``optimal.stages``), else every stage, ``cross_rack_traffic`` only when rack
     awareness is on (every client has a rack and ``rack_aware_assignment_strategy`` is not ``none``)."""
@@ -77,7 +80,7 @@ def streams_stages(instance: Any, stages: Sequence[str] | None = None) -> list[s
     return [s for s in STREAMS_STAGES if s != "cross_rack_traffic" or racks]
 
 
-def columns(instance: Any, rows: Sequence[Mapping[str, Any]],
+def columns(instance: Instance, rows: Sequence[Mapping[str, Any]],
             stages: Sequence[str] | None = None) -> tuple[list[Column], Cell]:
     """The table's columns for ``instance`` and a cell formatter that shows each in its unit (Streams: one
     per stage of the optimum, ``stages`` in its order, see :func:`streams_stages`)."""
@@ -183,7 +186,7 @@ def proof_legend(opt: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> s
             "optimal.stage_proven).")
 
 
-def table_rows(instance: Any, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def table_rows(instance: Instance, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of ``compare``'s JSON document with the derived display keys (``ms``, ``x_optimum``)."""
     rows = []
     ref = doc["rows"][0] if doc["rows"] else {}
@@ -242,7 +245,7 @@ def _n(r: Mapping[str, Any], k: str) -> float:
     return float("inf") if v is None else round(v, 9)
 
 
-def _best_key(instance: Any, r: Mapping[str, Any], stages: Sequence[str] | None = None) -> tuple[Any, ...]:
+def _best_key(instance: Instance, r: Mapping[str, Any], stages: Sequence[str] | None = None) -> tuple[Any, ...]:
     since = _since(str(r["assignor"]))
     if instance.protocol == "streams":
         # the optimum's stages in its order: a later stage never outweighs an earlier one
@@ -257,7 +260,7 @@ def _opt(ref: Mapping[str, Any], key: str, text: str) -> str:
     return text + MARK if key in (ref.get("not_proven") or []) else text
 
 
-def _streams_cost(instance: Any, best: Mapping[str, Any], ref: Mapping[str, Any],
+def _streams_cost(instance: Instance, best: Mapping[str, Any], ref: Mapping[str, Any],
                   stages: Sequence[str] | None) -> str:
     """Each stage of the optimum, in its order: the assignor's figure and the optimum's; a later stage where
     it does better than the optimum is said to come at the cost of the earlier stage where it does worse."""
@@ -282,7 +285,7 @@ def _streams_cost(instance: Any, best: Mapping[str, Any], ref: Mapping[str, Any]
     return text
 
 
-def verdict_line(instance: Any, rows: Sequence[Mapping[str, Any]], source: str,
+def verdict_line(instance: Instance, rows: Sequence[Mapping[str, Any]], source: str,
                  stages: Sequence[str] | None = None) -> str:
     """One line: the best assignor Kafka ships here, its cost against the optimum, how to run the optimum.
 
@@ -368,7 +371,7 @@ _METRIC_UNITS = {
 _WEIGHTED_FIRST = ("weighted_max_load", "max_load_gap", "sum_sq_gap")
 
 
-def metric_rows(instance: Any, metrics: Mapping[str, Any]) -> list[dict[str, str]]:
+def metric_rows(instance: Instance, metrics: Mapping[str, Any]) -> list[dict[str, str]]:
     """``kassign score``'s table: one row per metric, the value for a person and its unit.
 
     On a weighted instance the weighted loads (``weighted_max_load``, ``max_load_gap``, ``sum_sq_gap``) come

@@ -12,12 +12,15 @@ import errno
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spark_runner.cli.signals import takes_over
 
+if TYPE_CHECKING:
+    from types import FrameType
 
-def _early_exit(signum: int, _frame: Any) -> None:
+
+def _early_exit(signum: int, _frame: FrameType | None) -> None:
     os.write(2, f"interrupted ({signal.Signals(signum).name}); nothing was written\n".encode())
     os._exit(128 + signum)
 

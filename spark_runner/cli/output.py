@@ -87,7 +87,7 @@ def result_from_document(instance: Instance, doc: Any, assignment: Any, source: 
     return Result(assignment, status, tuple(objective), tuple(bound), stats.seconds, extra)
 
 
-def read_assignment(path: Path, inst: Any, raw: Any = None) -> Any:
+def read_assignment(path: Path, inst: Instance, raw: Any = None) -> Any:
     """The assignment document ``path`` of ``inst``, either protocol (``raw``: its decoded content, when already
     read)."""
     from solver.io import parse_assignment, read_document

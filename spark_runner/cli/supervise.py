@@ -37,12 +37,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solver import runtime
 from solver.errors import Interrupted, OutputError
 from spark_runner.cli import watchdog
 from spark_runner.cli.signals import takes_over
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: Seconds a command gets to end by itself after a signal before the process exits anyway (solvers seldom stop
 #: sooner, and the exit must come within a second on a loaded machine too).
@@ -239,7 +242,7 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     state: dict[str, Any] = {"deadline": None, "code": None}
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         if state["deadline"] is not None:  # a second signal: out now
             _hard_exit(state["code"])
         state["code"] = 128 + signum
@@ -251,11 +254,11 @@ def run(body: Callable[[], int], say: Callable[[str], None]) -> int:
     if watchdog.supervised():
         # the parent owns the signals and passes each on (a notice on a pipe); a signal of the child's own is a
         # copy of what the parent got (a process group's), unless the parent is gone
-        def on_own(signum: int, frame: Any) -> None:
+        def on_own(signum: int, frame: FrameType | None) -> None:
             if watchdog.orphaned():
                 on_signal(signum, frame)
 
-        def on_notice(_signum: int, frame: Any) -> None:
+        def on_notice(_signum: int, frame: FrameType | None) -> None:
             for signum in watchdog.take_stops():
                 on_signal(signum, frame)
 

@@ -30,9 +30,12 @@ import os
 import select
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spark_runner.cli.signals import takes_over
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: Seconds the parent waits, after the child's own grace period, before it kills the child.
 MARGIN = 0.5
@@ -133,7 +136,7 @@ class _Parent:
         self.code: int | None = None
         self.pending = b""
 
-    def on_stop(self, signum: int, _frame: Any) -> None:
+    def on_stop(self, signum: int, _frame: FrameType | None) -> None:
         first = self.code is None
         if first:
             self.code = 128 + signum
@@ -144,7 +147,7 @@ class _Parent:
         # the child stops by itself within its grace (a second signal: at once); past that it cannot run Python
         signal.setitimer(signal.ITIMER_REAL, (self.grace if first else 0.0) + MARGIN)
 
-    def on_alarm(self, _signum: int, _frame: Any) -> None:
+    def on_alarm(self, _signum: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -248,7 +251,7 @@ class _Parent:
         self.report = -1
 
 
-def _child_signal(signum: int, _frame: Any) -> None:
+def _child_signal(signum: int, _frame: FrameType | None) -> None:
     """The child's handler until the command runs: the parent's notice, or its own signal once orphaned."""
     stops = take_stops() if signum == NOTICE else ([signum] if orphaned() else [])
     if stops:
@@ -259,7 +262,7 @@ def _child_signal(signum: int, _frame: Any) -> None:
 _child_signal.kassign_early = True  # type: ignore[attr-defined]  # supervise.run replaces it
 
 
-def _on_child(_signum: int, _frame: Any) -> None:
+def _on_child(_signum: int, _frame: FrameType | None) -> None:
     """The parent's SIGCHLD: nothing to do here (the wake-up descriptor ends its wait)."""
 
 

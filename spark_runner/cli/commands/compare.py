@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from spark_runner.cli.common import KAFKA_VERSION_HELP, TIME_LIMIT_HELP, _params, one_instance, output_format
 from spark_runner.cli.tables import FORMAT_HELP
+
+if TYPE_CHECKING:
+    from solver.model import Instance
+    from solver.result import Params
 
 #: The command's line in ``kassign --help`` (``compare``).
 SHORT_HELP = "Every assignor beside the optimum; what to run."
@@ -32,7 +36,7 @@ def _releases(doc: dict[str, Any]) -> str:
     return f"; Kafka {', '.join(releases)} rules" if releases and releases != [str(DEFAULT)] else ""
 
 
-def compare_rows(instance: Any, names: list[str] | None, params: Any, err: Console | None = None,
+def compare_rows(instance: Instance, names: list[str] | None, params: Params, err: Console | None = None,
                  settle: bool = True) -> dict[str, Any]:
     """The JSON document of :func:`spark_runner.comparison.compare`: ``{"instance", "protocol", "optimal", "rows"}``."""
     from spark_runner.comparison import compare as compare_fn

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from spark_runner.cli.common import _params, one_instance
 
+if TYPE_CHECKING:
+    from solver.model import Instance
+
 #: The command's line in ``kassign --help`` (``frontier``).
 SHORT_HELP = "Balance-movement trade-off, assignors on it."
 
 
-def frontier_notes(instance: Any, doc: dict[str, Any]) -> list[str]:
+def frontier_notes(instance: Instance, doc: dict[str, Any]) -> list[str]:
     """The stderr lines of a frontier: budgets left out, points not proven; figures in the instance's units.
 
     Examples

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,9 @@ from solver.io import dumps, read_document
 from spark_runner.cli.common import TIME_LIMIT_HELP, UsageError, _params, _records, check_kafka_version, output_format
 from spark_runner.cli.output import read_assignment
 from spark_runner.cli.tables import FORMAT_HELP, Column, emit, render, terminal_width
+
+if TYPE_CHECKING:
+    from solver.model import Instance
 
 #: The command's line in ``kassign --help`` (``score``).
 SHORT_HELP = "Every metric of an assignment, and its gaps."
@@ -91,7 +94,7 @@ def score(
     emit(text)
 
 
-def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Any) -> str | None:
+def _scored_release(doc: Any, assignment: Path, flag: str | None, inst: Instance) -> str | None:
     """The Kafka release the scored assignment (document ``doc``) followed: its ``stats.kafka_version``, else
     the flag or the instance's field; a flag that contradicts the document is a usage error (exit 2)."""
     from solver.kafka_version import KafkaVersion, KafkaVersionError
