@@ -36,6 +36,8 @@ from solver.consumer.exact.primal.start import lpt, shed_refill
 STEPS_PER_SECOND = 20_000
 #: Subset-sum table words (:mod:`.repartition`) per local-search work unit (about the same time).
 WORDS_PER_STEP = 1_500
+#: Extra share of the max-load work for the pairwise re-split, when no start reaches the bound.
+RESPLIT_SHARE = 0.25
 #: Windows per second of budget in deterministic mode.
 WINDOWS_PER_SECOND = 4
 #: In counted mode (:class:`Work`), the wall clock stops a search at this multiple of its seconds.
@@ -114,9 +116,10 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     """Solutions of low max load (see the module docstring), the best first (max load, then moved cost).
 
     The starts, in order, each with a share of ``work``: the sticky local search towards ``lb`` (few
-    moves), that result re-split pair by pair (:mod:`.repartition`: exact subset sums, for tight
-    packings), the first result levelled, the sticky greedy levelled and the plain greedy levelled; the
-    search stops at the first solution that reaches ``lb``.
+    moves), that result levelled, the sticky greedy levelled and the plain greedy levelled; the search
+    stops at the first solution that reaches ``lb``.  When none does, the best is re-split pair by pair
+    (:mod:`.repartition`: exact subset sums, for tight packings) with :data:`RESPLIT_SHARE` more of the
+    work, and its items sent home within the max load it reaches.
     """
     counted = work.deterministic or work.counted  # each start gets a fixed share of the counted work
     t_end = time.perf_counter() + work.seconds * (COUNTED_SAFETY if work.counted else 1.0)
@@ -130,14 +133,7 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     def levelled(x: np.ndarray, w: Work) -> np.ndarray:
         return level(d, x, nl_max(d, x), 2**62, deadline=w.deadline(), max_steps=w.steps())
 
-    def resplit(w: Work) -> np.ndarray:
-        best = min(pool, key=lambda x: nl_max(d, x))
-        steps = w.steps()
-        return repartition(d, best, lb, max_work=2**62 if steps is None else steps * WORDS_PER_STEP,
-                           deadline=w.deadline())
-
     steps = [lambda w: improve(d, lb, deadline=w.deadline(), max_steps=w.steps()),
-             resplit,
              lambda w: levelled(pool[0], w),
              lambda w: levelled(lpt(d, sticky=True), w),
              lambda w: levelled(lpt(d, sticky=False), w)]
@@ -147,6 +143,16 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
         pool.append(step(share(k, len(steps))))
         if nl_max(d, pool[-1]) <= lb:
             break
+    if min(nl_max(d, x) for x in pool) > lb:
+        # no start reached the bound: the best one re-split pair by pair (exact subset sums), then items sent
+        # home within its max load -- an extra share of the work, so the starts above keep theirs
+        w = work.part(RESPLIT_SHARE) if counted else Work(max(0.02, work.seconds * RESPLIT_SHARE), False)
+        best = min(pool, key=lambda x: (nl_max(d, x), moved_cost(d, x)))
+        steps_left = w.steps()
+        got = repartition(d, best, lb, max_work=2**62 if steps_left is None else steps_left * WORDS_PER_STEP,
+                          deadline=w.deadline())
+        if nl_max(d, got) < nl_max(d, best):
+            pool.append(give_back(d, got, nl_max(d, got), deadline=w.deadline(), max_steps=w.steps()))
     pool.sort(key=lambda x: (nl_max(d, x), moved_cost(d, x)))
     return pool
 
