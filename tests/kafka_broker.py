@@ -123,8 +123,15 @@ def maven_classpath(module: Path, classpath_file: Path) -> str:
 
 
 def cluster_id() -> str:
-    """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as ``random-uuid`` prints).
+
+    Never starting with ``-``, as Kafka's ``Uuid.randomUuid`` draws again then: ``StorageTool format -t -x...``
+    would read such an id as an option (1 run in 64 failed "argument --cluster-id/-t: expected one argument").
+    """
+    while True:
+        out = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not out.startswith("-"):
+            return out
 
 
 def die_with_parent() -> None:

@@ -28,3 +28,12 @@ def test_extra_settings_replace_the_defaults_and_listeners_stay_local(tmp_path) 
     assert props["process.roles"] == "broker,controller"
     assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
     assert props["log.dirs"] == str(tmp_path / "data")
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """StorageTool reads ``-t -x...`` as an option: Kafka's own ids never start with ``-``, nor do ours."""
+    from tests.kafka_broker import cluster_id
+
+    ids = [cluster_id() for _ in range(3_000)]  # about 47 would start with "-" without the redraw
+    assert not [i for i in ids if i.startswith("-")]
+    assert all(len(i) == 22 for i in ids)
