@@ -16,9 +16,12 @@ member can take; the split nearest the pair's balance point wins.
    next attempt), at most :data:`MAX_KICKS` in a row.
 
 Everything is exact integer arithmetic on the engine's data (``NL_m = ratio_m *
-load_m``); loads too large for a table are grouped in coarser units (the split
-found is then checked exactly).  Work is counted (table words), so a run with a
-work budget gives the same answer on every machine.
+load_m``).  A pool too large for one exact table keeps its smallest loads in an
+exact table and the rest in coarser units: the coarse part is taken as the first
+member holds it now or as the coarse table's nearest split, and the exact table
+settles the remainder to the unit (the last units of a tight packing are found
+only so).  Work is counted (:func:`_cost`), so a run with a work budget gives
+the same answer on every machine.
 
 Examples
 --------
@@ -47,6 +50,8 @@ __all__ = ["repartition"]
 
 #: Widest subset-sum table (bits); larger pools are grouped in coarser load units.
 MAX_BITS = 1 << 18
+#: Exact table for the smallest loads of a pool too wide for one exact table (bits).
+FINE_BITS = 1 << 22
 #: Kicks in a row without a lower max load before the search stops.
 MAX_KICKS = 2_000
 
@@ -121,6 +126,7 @@ class _Search:
         both end below ``cur``; with it a random split keeping both below ``cur``.  Whether ``x`` changed."""
         x, w = self.x, self.w
         pool = [c for c in np.nonzero(x[:, a] + x[:, b])[0].tolist() if a in self.elig[c] and b in self.elig[c]]
+        self.work += 16 + len(pool)  # finding the pool, whether or not a split follows
         if not pool:
             return False
         total = sum(w[c] * int(x[c, a] + x[c, b]) for c in pool)
@@ -132,36 +138,41 @@ class _Search:
         s_lo = total + fb - (cur - 1) // rb
         if s_lo > s_hi or s_hi < 0 or s_lo > total:
             return False
-        q = max(1, -(-total // MAX_BITS))
-        groups: list[tuple[int, int, int]] = []  # (class, items, coarse load)
-        for c in pool:
-            left, k = int(x[c, a] + x[c, b]), 1
-            while left > 0:
-                g = min(k, left)
-                groups.append((c, g, g * w[c] // q))
-                left -= g
-                k *= 2
-        reach = 1
-        table = [reach]
-        words = total // q // 64 + 1
-        for _, _, gw in groups:
-            reach |= reach << gw
-            table.append(reach)
-        self.work += len(groups) * words
-        if rng is None:
-            aim = (rb * (fb + total) - ra * fa) // (ra + rb)
-            picks = [_below(reach, aim // q), _above(reach, aim // q)]
-        else:
-            picks = [_above(reach, rng.randint(max(0, s_lo), min(total, s_hi)) // q)]
+        groups = _groups(pool, x, a, b, w)
+        # coarse units lose the last units of a tight packing: the smallest groups stay exact (a second table)
+        # and settle the exact remainder of whatever the coarse groups take
+        fine: list[tuple[int, int, int]] = []
+        if total > MAX_BITS:
+            groups.sort(key=lambda g: (g[2], g[0]))
+            room = FINE_BITS
+            while groups and groups[0][2] <= room:
+                room -= groups[0][2]
+                fine.append(groups.pop(0))
+        coarse_total = sum(g[2] for g in groups)
+        fine_total = FINE_BITS - room if fine else 0
+        q = max(1, -(-coarse_total // MAX_BITS))
+        coarse = [(c, k, load // q) for c, k, load in groups]
+        table_c = _table(coarse)
+        table_f = _table(fine)
+        self.work += _cost(len(coarse), coarse_total // q) + _cost(len(fine), fine_total)
+        aim = (rb * (fb + total) - ra * fa) // (ra + rb) if rng is None else rng.randint(max(0, s_lo), min(total, s_hi))
         best: tuple[int, dict[int, int]] | None = None
-        for s in picks:
-            if s is None:
-                continue
-            take = _subset(table, groups, s)
-            got = sum(w[c] * k for c, k in take.items())
-            worst = max(ra * (fa + got), rb * (fb + total - got))
-            if worst < cur and (best is None or worst < best[0]):
-                best = (worst, take)
+        mid = (aim - fine_total // 2) // q
+        # a's coarse groups as they are (only the fine ones re-split: the endgame of a tight packing) and the
+        # coarse subsets nearest the aim; a kick takes the first one above its random aim
+        near = _near if rng is None else _first_above
+        takes = ([_held(coarse, x, a)] if rng is None else []) + [_subset(table_c, coarse, sc)
+                                                                 for sc in near(table_c[-1], mid)]
+        for take in takes:
+            got_c = sum(w[c] * k for c, k in take.items())
+            for sf in near(table_f[-1], aim - got_c):
+                split = dict(take)
+                for c, k in _subset(table_f, fine, sf).items():
+                    split[c] = split.get(c, 0) + k
+                got = got_c + sf
+                worst = max(ra * (fa + got), rb * (fb + total - got))
+                if worst < cur and (best is None or worst < best[0]):
+                    best = (worst, split)
         if best is None:
             return False
         take = best[1]
@@ -172,6 +183,58 @@ class _Search:
         self.load[a] = fa + sum(w[c] * take.get(c, 0) for c in pool)
         self.load[b] = fb + total - (self.load[a] - fa)
         return True
+
+
+def _groups(pool: list[int], x: np.ndarray, a: int, b: int, w: list[int]) -> list[tuple[int, int, int]]:
+    """The pair's items of each class in binary groups (1, 2, 4, ... items): (class, items, exact load)."""
+    groups: list[tuple[int, int, int]] = []
+    for c in pool:
+        left, k = int(x[c, a] + x[c, b]), 1
+        while left > 0:
+            g = min(k, left)
+            groups.append((c, g, g * w[c]))
+            left -= g
+            k *= 2
+    return groups
+
+
+def _cost(groups: int, bits: int) -> int:
+    """Work of a table: a shift and an or a group, about 16 words' worth of interpreter overhead and an eighth of
+    a word per word (a 2**20-bit table shifts at about 5 ns a word; the budget's word is about 35 ns)."""
+    return groups * (16 + bits // 512)
+
+
+def _held(groups: list[tuple[int, int, int]], x: np.ndarray, a: int) -> dict[int, int]:
+    """Items per class of the groups ``a`` holds now (a class's groups are taken largest first)."""
+    have: dict[int, int] = {}
+    left = {c: int(x[c, a]) for c, _, _ in groups}
+    for c, k, _ in sorted(groups, key=lambda g: -g[1]):
+        if k <= left[c]:
+            left[c] -= k
+            have[c] = have.get(c, 0) + k
+    return have
+
+
+def _table(groups: list[tuple[int, int, int]]) -> list[int]:
+    """Reachable sums after each group (bit ``s`` of ``table[i]``: sum ``s`` with the first ``i`` groups)."""
+    reach = 1
+    table = [reach]
+    for _, _, gw in groups:
+        reach |= reach << gw
+        table.append(reach)
+    return table
+
+
+def _near(reach: int, s: int) -> list[int]:
+    """The reachable sums nearest ``s`` from below and from above (one when they are the same)."""
+    got = [v for v in (_below(reach, s), _above(reach, s)) if v is not None]
+    return sorted(set(got))
+
+
+def _first_above(reach: int, s: int) -> list[int]:
+    """The reachable sum nearest ``s`` from above (none: empty)."""
+    got = _above(reach, s)
+    return [] if got is None else [got]
 
 
 def _below(reach: int, s: int) -> int | None:

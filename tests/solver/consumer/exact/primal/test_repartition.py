@@ -6,10 +6,12 @@ import itertools
 import random
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.consumer.exact.bounds import max_load_bound
+from solver.consumer.exact.primal import repartition as repartition_module
 from solver.consumer.exact.primal.data import Data
 from solver.consumer.exact.primal.repartition import repartition
 from solver.consumer.exact.primal.search import Work, lower_max_load, nl_max
@@ -64,6 +66,28 @@ def test_tight_packings_reach_the_even_split():
         reached += max(_nl(d, repartition(d, lpt(d, sticky=False), lb, max_work=2_000_000))) == lb
     assert reached >= 18
 
+
+
+def _wide_tight_packings_reached() -> list[int]:
+    """How far above the even split 20 tight packings of wide loads (bytes/s) end: 60-120 lognormal loads
+    of about 200,000 over 3-7 members, so a pair's pool is wider than one exact table."""
+    rnd = random.Random(11)
+    over = []
+    for _ in range(20):
+        n, k = rnd.randint(60, 120), rnd.randint(3, 7)
+        loads = [int(rnd.lognormvariate(0, 1) * 200_000) + 1 for _ in range(n)]
+        d = Data(weights=loads, counts=[1] * n, eligible=[list(range(k))] * n, cost=[{}] * n, ratio=[1] * k)
+        lb = max(max(loads), -(-sum(loads) // k))
+        over.append(max(_nl(d, repartition(d, lpt(d, sticky=False), lb, max_work=5_000_000))) - lb)
+    return over
+
+
+def test_wide_loads_are_settled_to_the_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the smallest loads in an exact table settle what the coarse table rounds: the bound is reached
+    assert sum(v == 0 for v in _wide_tight_packings_reached()) >= 18
+    # without that table the coarse units stop every packing above the bound (this test can fail)
+    monkeypatch.setattr(repartition_module, "FINE_BITS", 0)
+    assert sum(v == 0 for v in _wide_tight_packings_reached()) <= 2
 
 def test_lower_max_load_reaches_the_bound_of_a_tight_packing():
     loads = [9421, 6128, 6025, 5779, 3606, 3478, 3310, 3028, 3017, 2927, 2918, 2874, 2183, 2144, 2107, 2024,
