@@ -39,6 +39,7 @@ all start on member 0:
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -144,12 +145,10 @@ class _Search:
         fine: list[tuple[int, int, int]] = []
         if total > MAX_BITS:
             groups.sort(key=lambda g: (g[2], g[0]))
-            room = FINE_BITS
-            while groups and groups[0][2] <= room:
-                room -= groups[0][2]
-                fine.append(groups.pop(0))
+            n_fine = sum(1 for s in itertools.accumulate(g[2] for g in groups) if s <= FINE_BITS)
+            fine, groups = groups[:n_fine], groups[n_fine:]
         coarse_total = sum(g[2] for g in groups)
-        fine_total = FINE_BITS - room if fine else 0
+        fine_total = sum(g[2] for g in fine)
         q = max(1, -(-coarse_total // MAX_BITS))
         coarse = [(c, k, load // q) for c, k, load in groups]
         table_c = _table(coarse)
@@ -199,8 +198,11 @@ def _groups(pool: list[int], x: np.ndarray, a: int, b: int, w: list[int]) -> lis
 
 
 def _cost(groups: int, bits: int) -> int:
-    """Work of a table: a shift and an or a group, about 16 words' worth of interpreter overhead and an eighth of
-    a word per word (a 2**20-bit table shifts at about 5 ns a word; the budget's word is about 35 ns)."""
+    """Work of building a table: a shift and an or a group, about 16 words' worth of interpreter overhead and an
+    eighth of a word per word (a 2**20-bit table shifts at about 5 ns a word; the budget's word is about 35 ns).
+
+    Reading the table back (:func:`_below`, :func:`_above`, :func:`_subset`) is not counted: on wide pools the
+    work is undercounted about 3x (docs/benchmarks.md, "Wide loads settled to the unit")."""
     return groups * (16 + bits // 512)
 
 
