@@ -229,6 +229,7 @@ def run_sweep(
         if work:
             own = spark is None
             committed = [0]
+            interrupted = False
             try:
                 if own:
                     runtime.check()
@@ -237,6 +238,7 @@ def run_sweep(
                 batches = _run_batches(spark, work, out, partitions, batch_size, fail, say, progress_every,
                                        committed)
             except Interrupted as e:
+                interrupted = True
                 try:  # what is on disk: a batch committed just before the signal counts too
                     written = len(scenarios) - len(plan(grid, finished(out)))
                 except Exception:  # unreadable now: what this run saw committed
@@ -247,6 +249,11 @@ def run_sweep(
                 if own:
                     with contextlib.suppress(Exception):  # a JVM that is already gone cannot be stopped
                         spark.stop()
+                if interrupted:
+                    # a cancelled job's abort races its killed tasks, which may still create attempt
+                    # directories under rows/_temporary after the abort deleted it; nothing of it is kept
+                    with contextlib.suppress(OSError):
+                        clear_uncommitted(out)
         rows_total = count_rows(out)
         write_manifest(out, grid, len(scenarios), rows_total)
     secs = time.monotonic() - t0
