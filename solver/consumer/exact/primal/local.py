@@ -127,6 +127,17 @@ def level(data: Data, counts: np.ndarray, cap: int, moves_cap: int, *, deadline:
     return s.counts()
 
 
+def _most_room(room: np.ndarray, a: int, k: int) -> list[int]:
+    """The ``k`` members other than ``a`` with the most room, most first (ties: lower index), room above 0.
+
+    >>> _most_room(np.array([5, 0, 7, 5, -2, 9]), a=5, k=3)
+    [2, 0, 3]
+    """
+    idx = np.flatnonzero(room > 0)
+    idx = idx[idx != a]
+    return idx[np.lexsort((idx, -room[idx]))][:k].tolist()  # type: ignore[no-any-return]
+
+
 def _pick(D: np.ndarray, dc: np.ndarray, ok: np.ndarray, need: int) -> tuple[int, int]:
     """Row and column of the step to take among ``ok`` ones (at least one): the cheapest that shifts at
     least ``need``, else the one that shifts most (then the cheapest)."""
@@ -163,6 +174,7 @@ class _Search:
         self.at = [-1] * len(self.cls)
         self.load = [0] * self.n
         self.r = [int(x) for x in d.ratio]
+        self.r_a = np.asarray(self.r, dtype=np.int64)
         self.held: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]  # sorted (w, item)
         # eligibility per class (classes of one eligible set share its list: one set and one row each), as
         # sets and as a (classes x members) table for vectorised checks
@@ -275,6 +287,11 @@ class _Search:
         """Load ``m`` can still take without ``NL_m`` exceeding ``cap``."""
         return (cap - self.nl(m)) // self.r[m]
 
+    def _rooms(self, cap: int) -> np.ndarray:
+        """:meth:`room` of every member (one array pass: a step's candidates are picked among all members)."""
+        load = np.fromiter(self.load, dtype=np.int64, count=self.n)
+        return (cap - self.r_a * load) // self.r_a
+
     def balance(self, target: int, *, pairs: bool = False) -> None:
         # cheap moves first: a move or swap may add at most ``limit`` moved cost, raised when stuck
         top = max((max([self.dflt[i], *self.cd[i].values()]) for i in range(len(self.cls))), default=0)
@@ -307,18 +324,17 @@ class _Search:
         members with the most room and the owners of ``a``'s items.
         """
         need = -(-(self.nl(a) - target) // self.r[a])
-        rooms = [(self.room(b, target), b) for b in range(self.n) if b != a]
-        rooms = [(rm, b) for rm, b in rooms if rm > 0]
-        if not rooms:
+        room = self._rooms(target)
+        top = _most_room(room, a, 4 if only is not None else CANDIDATES)
+        if not top:
             return None
-        rooms.sort(key=lambda t: (-t[0], t[1]))
         if only is not None:
-            cands = [b for b in only if b != a and self.room(b, target) > 0]
-            cands += [b for _, b in rooms[:4] if b not in cands]
+            cands = [b for b in only if b != a and room[b] > 0]
+            cands += [b for b in top if b not in cands]
         else:
-            cands = [b for _, b in rooms[:CANDIDATES]]
+            cands = top
             homes = {self.home[self.cls[i]] for _, i in self.held[a]} - {a, -1}
-            cands += sorted(b for b in homes if b not in cands and self.room(b, target) > 0)
+            cands += sorted(b for b in homes if b not in cands and room[b] > 0)
         got = self._options(a, cands, [self.room(b, target) for b in cands], limit)
         if got is None:
             return None
@@ -336,17 +352,13 @@ class _Search:
         if ia.size == 0 or not cands:
             return None
         # columns: every item on a candidate member, plus one "no item" column per member (a move)
-        cols_j = [np.full(len(cands), -1, dtype=np.int64)]
-        cols_b = [np.asarray(cands, dtype=np.int64)]
-        cols_r = [np.asarray(room_b, dtype=np.int64)]
-        for b, rm in zip(cands, room_b, strict=True):
-            ib = self._items(b)
-            cols_j.append(ib)
-            cols_b.append(np.full(ib.size, b, dtype=np.int64))
-            cols_r.append(np.full(ib.size, rm, dtype=np.int64))
-        J = np.concatenate(cols_j)
-        B = np.concatenate(cols_b)
-        rb = np.concatenate(cols_r)
+        held = [self._items(b) for b in cands]
+        cb = np.asarray(cands, dtype=np.int64)
+        cr = np.asarray(room_b, dtype=np.int64)
+        sizes = [ib.size for ib in held]
+        J = np.concatenate([np.full(len(cands), -1, dtype=np.int64), *held])
+        B = np.concatenate([cb, np.repeat(cb, sizes)])
+        rb = np.concatenate([cr, np.repeat(cr, sizes)])
         has_j = J >= 0
         Jc = np.where(has_j, J, 0)
         wj = np.where(has_j, self.wa[Jc], 0)
@@ -380,8 +392,7 @@ class _Search:
         if ia.size == 0 or ia.size > PAIR_ITEMS:
             return None
         need = -(-(self.nl(a) - target) // self.r[a])
-        rooms = sorted(((self.room(b, target), b) for b in range(self.n) if b != a), key=lambda t: (-t[0], t[1]))
-        cands = [b for rm, b in rooms[:CANDIDATES] if rm > 0 and self._items(b).size <= PAIR_ITEMS]
+        cands = [b for b in _most_room(self._rooms(target), a, CANDIDATES) if self._items(b).size <= PAIR_ITEMS]
         if not cands:
             return None
         ga = _groups(ia, with_empty=False)

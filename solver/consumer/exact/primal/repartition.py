@@ -155,7 +155,7 @@ class _Search:
         table_f = _table(fine)
         self.work += _cost(len(coarse), coarse_total // q) + _cost(len(fine), fine_total)
         aim = (rb * (fb + total) - ra * fa) // (ra + rb) if rng is None else rng.randint(max(0, s_lo), min(total, s_hi))
-        best: tuple[int, dict[int, int]] | None = None
+        best: tuple[int, dict[int, int], int] | None = None
         mid = (aim - fine_total // 2) // q
         # a's coarse groups as they are (only the fine ones re-split: the endgame of a tight packing) and the
         # coarse subsets nearest the aim; a kick takes the first one above its random aim
@@ -165,16 +165,16 @@ class _Search:
         for take in takes:
             got_c = sum(w[c] * k for c, k in take.items())
             for sf in near(table_f[-1], aim - got_c):
-                split = dict(take)
-                for c, k in _subset(table_f, fine, sf).items():
-                    split[c] = split.get(c, 0) + k
                 got = got_c + sf
                 worst = max(ra * (fa + got), rb * (fb + total - got))
                 if worst < cur and (best is None or worst < best[0]):
-                    best = (worst, split)
+                    best = (worst, take, sf)
         if best is None:
             return False
-        take = best[1]
+        # the fine items of the winner only: reading a wide table back costs about as much as building it
+        take = dict(best[1])
+        for c, k in _subset(table_f, fine, best[2]).items():
+            take[c] = take.get(c, 0) + k
         for c in pool:
             k = take.get(c, 0)
             both = int(x[c, a] + x[c, b])
@@ -201,8 +201,8 @@ def _cost(groups: int, bits: int) -> int:
     """Work of building a table: a shift and an or a group, about 16 words' worth of interpreter overhead and an
     eighth of a word per word (a 2**20-bit table shifts at about 5 ns a word; the budget's word is about 35 ns).
 
-    Reading the table back (:func:`_below`, :func:`_above`, :func:`_subset`) is not counted: on wide pools the
-    work is undercounted about 3x (docs/benchmarks.md, "Wide loads settled to the unit")."""
+    Reading the table back (:func:`_below`, :func:`_above`, :func:`_subset`) is not counted: on wide pools a
+    work unit takes about 2.7 times the nominal 35 ns (docs/benchmarks.md, "Wide loads settled to the unit")."""
     return groups * (16 + bits // 512)
 
 
@@ -240,25 +240,58 @@ def _first_above(reach: int, s: int) -> list[int]:
 
 
 def _below(reach: int, s: int) -> int | None:
-    """The largest reachable sum ``<= s``."""
+    """The largest reachable sum ``<= s``.
+
+    A table of subset sums is symmetric (a subset's complement sums to ``top - s``, ``top`` its highest bit):
+    the answer is ``top`` less the smallest reachable sum ``>= top - s``, one shift of ``s`` bits instead of a
+    mask of ``s`` bits built and applied.
+
+    >>> reach = 1 | 1 << 3 | 1 << 5 | 1 << 8  # items 3 and 5
+    >>> [_below(reach, s) for s in (-1, 0, 2, 4, 5, 7, 8, 9)]
+    [None, 0, 0, 3, 5, 5, 8, 8]
+    """
     if s < 0:
         return None
-    low = reach & ((1 << (s + 1)) - 1)
-    return low.bit_length() - 1 if low else None
+    top = reach.bit_length() - 1
+    if s >= top:
+        return top
+    return top - _above(reach, top - s)  # type: ignore[operator]  # top is reachable: never None
 
 
 def _above(reach: int, s: int) -> int | None:
     """The smallest reachable sum ``>= s``."""
     s = max(0, s)
     high = reach >> s
-    return s + (high & -high).bit_length() - 1 if high else None
+    return s + _low_bit(high) if high else None
+
+
+def _low_bit(x: int) -> int:
+    """The lowest set bit of ``x > 0``, read in windows growing from bit 0 (``x & -x`` copies all of ``x``
+    twice: ten times a shift on a wide table).
+
+    >>> [_low_bit(v) for v in (1, 6, 1 << 100, 3 << 5000)]
+    [0, 1, 100, 5000]
+    """
+    k = 64
+    while not x & ((1 << k) - 1):
+        k <<= 2
+    low = x & ((1 << k) - 1)
+    return (low & -low).bit_length() - 1
+
+
+def _bit(reach: int, s: int) -> bool:
+    """Whether sum ``s`` is reachable: by symmetry the cheaper of bit ``s`` and bit ``top - s`` is read."""
+    top = reach.bit_length() - 1
+    if s < 0 or s > top:
+        return False
+    return bool((reach >> (s if 2 * s >= top else top - s)) & 1)
 
 
 def _subset(table: list[int], groups: list[tuple[int, int, int]], s: int) -> dict[int, int]:
     """Items per class of a group subset whose coarse loads sum to ``s`` (``s`` reachable in ``table[-1]``)."""
     take: dict[int, int] = {}
     for i in range(len(groups) - 1, -1, -1):
-        if (table[i] >> s) & 1:
+        if _bit(table[i], s):
             continue  # reachable without group i
         c, g, gw = groups[i]
         take[c] = take.get(c, 0) + g

@@ -97,3 +97,22 @@ def test_lower_max_load_reaches_the_bound_of_a_tight_packing():
     lb = -(-sum(loads) // 5)
     pool = lower_max_load(d, lb, Work(1.0, deterministic=True))
     assert nl_max(d, pool[0]) == lb == 15186
+
+
+@settings(max_examples=200, deadline=None)
+@given(loads=st.lists(st.integers(1, 300), max_size=8), s=st.integers(-5, 2_500), wide=st.booleans())
+def test_table_reads_agree_with_every_subset(loads, s, wide):
+    """The table reads (the symmetric ``_below``, the windowed lowest bit, ``_bit``, the traced-back subset) agree
+    with the sums of all subsets; ``wide`` shifts every load far up, so the lowest set bit lies past a window."""
+    scale = 1 << 12 if wide else 1
+    groups = [(i, 1, v * scale) for i, v in enumerate(loads)]
+    sums = {sum(c) for r in range(len(groups) + 1) for c in itertools.combinations([g[2] for g in groups], r)}
+    table = repartition_module._table(groups)
+    reach = table[-1]
+    t = s * scale
+    assert repartition_module._below(reach, t) == max((v for v in sums if v <= t), default=None)
+    assert repartition_module._above(reach, t) == min((v for v in sums if v >= max(0, t)), default=None)
+    assert repartition_module._bit(reach, t) == (t in sums)
+    if t in sums:
+        take = repartition_module._subset(table, groups, t)
+        assert sum(groups[c][2] * k for c, k in take.items()) == t
