@@ -55,6 +55,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from solver.consumer.exact.primal.data import Data
+from solver.consumer.exact.primal.steps import item_pairs, most_room, pick
 
 #: Above this many items the search is skipped (its start alone would be too slow).
 MAX_ITEMS = 300_000
@@ -125,39 +126,6 @@ def level(data: Data, counts: np.ndarray, cap: int, moves_cap: int, *, deadline:
     s.place_counts(counts)
     s.level(cap, moves_cap)
     return s.counts()
-
-
-def _most_room(room: np.ndarray, a: int, k: int) -> list[int]:
-    """The ``k`` members other than ``a`` with the most room, most first (ties: lower index), room above 0.
-
-    >>> _most_room(np.array([5, 0, 7, 5, -2, 9]), a=5, k=3)
-    [2, 0, 3]
-    """
-    idx = np.flatnonzero(room > 0)
-    idx = idx[idx != a]
-    return idx[np.lexsort((idx, -room[idx]))][:k].tolist()  # type: ignore[no-any-return]
-
-
-def _pick(D: np.ndarray, dc: np.ndarray, ok: np.ndarray, need: int) -> tuple[int, int]:
-    """Row and column of the step to take among ``ok`` ones (at least one): the cheapest that shifts at
-    least ``need``, else the one that shifts most (then the cheapest)."""
-    full = ok & (need <= D)
-    if full.any():
-        flat = int(np.argmin(np.where(full, dc, np.iinfo(np.int64).max)))
-    else:
-        big = int(np.abs(dc).max()) + 1
-        flat = int(np.argmax(np.where(ok, D * (2 * big) - dc, np.iinfo(np.int64).min)))
-    r, col = divmod(flat, D.shape[1])
-    return r, col
-
-
-def _groups(items: np.ndarray, *, with_empty: bool) -> np.ndarray:
-    """Rows of one or two items (``-1`` pads), optionally with an empty row first: shape ``(g, 2)``."""
-    k = items.size
-    rows = [[-1, -1]] if with_empty else []
-    rows += [[int(items[x]), -1] for x in range(k)]
-    rows += [[int(items[x]), int(items[y])] for x in range(k) for y in range(x + 1, k)]
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
 
 
 class _Search:
@@ -325,7 +293,7 @@ class _Search:
         """
         need = -(-(self.nl(a) - target) // self.r[a])
         room = self._rooms(target)
-        top = _most_room(room, a, 4 if only is not None else CANDIDATES)
+        top = most_room(room, a, 4 if only is not None else CANDIDATES)
         if not top:
             return None
         if only is not None:
@@ -339,7 +307,7 @@ class _Search:
         if got is None:
             return None
         ia, J, B, D, dc, ok = got
-        r, col = _pick(D, dc, ok, need)
+        r, col = pick(D, dc, ok, need)
         i, j, b = int(ia[r]), int(J[col]), int(B[col])
         self._apply(a, i, j, b)
         return int(dc[r, col])
@@ -392,14 +360,14 @@ class _Search:
         if ia.size == 0 or ia.size > PAIR_ITEMS:
             return None
         need = -(-(self.nl(a) - target) // self.r[a])
-        cands = [b for b in _most_room(self._rooms(target), a, CANDIDATES) if self._items(b).size <= PAIR_ITEMS]
+        cands = [b for b in most_room(self._rooms(target), a, CANDIDATES) if self._items(b).size <= PAIR_ITEMS]
         if not cands:
             return None
-        ga = _groups(ia, with_empty=False)
+        ga = item_pairs(ia, with_empty=False)
         best: tuple[tuple[int, int, int], tuple[list[int], list[int], int]] | None = None
         for b in cands:
             ib = self._items(b)
-            gb = _groups(ib, with_empty=True)
+            gb = item_pairs(ib, with_empty=True)
             self.charge(ga.shape[0] * gb.shape[0])
             wa = self.wa[ga].sum(axis=1, where=ga >= 0)
             wb = self.wa[np.maximum(gb, 0)].sum(axis=1, where=gb >= 0)
@@ -418,7 +386,7 @@ class _Search:
             ok &= dc <= limit
             if not ok.any():
                 continue
-            r, col = _pick(D, dc, ok, need)
+            r, col = pick(D, dc, ok, need)
             key = (0 if D[r, col] >= need else 1, int(dc[r, col]) if D[r, col] >= need else -int(D[r, col]),
                    int(dc[r, col]))
             if best is None or key < best[0]:
@@ -457,7 +425,7 @@ class _Search:
         return np.asarray(self.elig_mat[self.cls_a[items], members])
 
     def _group_eligible(self, groups: np.ndarray, m: int) -> np.ndarray:
-        """Rows of :func:`_groups` whose every item (``-1``: none) may go to ``m``."""
+        """Rows of :func:`.steps.item_pairs` whose every item (``-1``: none) may go to ``m``."""
         ok = self.elig_mat[self.cls_a[np.maximum(groups, 0)], m]
         return np.asarray(np.where(groups >= 0, ok, True).all(axis=1))
 

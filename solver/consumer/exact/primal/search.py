@@ -120,7 +120,8 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     moves), that result levelled, the sticky greedy levelled and the plain greedy levelled; the search
     stops at the first solution that reaches ``lb``.  When none does, the best is re-split pair by pair
     (:mod:`.repartition`: exact subset sums, for tight packings) with :data:`RESPLIT_SHARE` more of the
-    work, and its items sent home within the max load it reaches.
+    work, and its items sent home within the max load it reaches with as much again (the two are counted
+    apart: on gen-11 of the generated groups the sending home takes most of the max-load stage's time).
     """
     counted = work.deterministic or work.counted  # each start gets a fixed share of the counted work
     t_end = time.perf_counter() + work.seconds * (COUNTED_SAFETY if work.counted else 1.0)
@@ -146,7 +147,7 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
             break
     if min(nl_max(d, x) for x in pool) > lb:
         # no start reached the bound: the best one re-split pair by pair (exact subset sums), then items sent
-        # home within its max load -- an extra share of the work, so the starts above keep theirs
+        # home within its max load -- an extra share of the work each, so the starts above keep theirs
         w = work.part(RESPLIT_SHARE) if counted else Work(max(0.02, work.seconds * RESPLIT_SHARE), False)
         best = min(pool, key=lambda x: (nl_max(d, x), moved_cost(d, x)))
         steps_left = w.steps()
