@@ -303,7 +303,7 @@ class _Search:
             cands = top
             homes = {self.home[self.cls[i]] for _, i in self.held[a]} - {a, -1}
             cands += sorted(b for b in homes if b not in cands and room[b] > 0)
-        got = self._options(a, cands, [self.room(b, target) for b in cands], limit)
+        got = self._options(a, cands, room[cands].tolist(), limit)
         if got is None:
             return None
         ia, J, B, D, dc, ok = got
