@@ -88,6 +88,7 @@ class _Search:
     def __init__(self, d: Data, x: np.ndarray, max_work: int, deadline: float | None, seed: int) -> None:
         self.x = np.array(x, dtype=np.int64, copy=True)
         self.w = [int(v) for v in d.weights]
+        self.wv = np.asarray(self.w, dtype=np.int64)
         self.ratio = [int(r) for r in d.ratio]
         self.elig = [frozenset(int(m) for m in e) for e in d.eligible]
         self.load = [int(v) for v in np.asarray(self.w, dtype=np.int64) @ self.x]
@@ -126,20 +127,24 @@ class _Search:
         """Re-split the items ``a`` and ``b`` may both hold; without ``rng`` the split nearest balance, kept when
         both end below ``cur``; with it a random split keeping both below ``cur``.  Whether ``x`` changed."""
         x, w = self.x, self.w
-        pool = [c for c in np.nonzero(x[:, a] + x[:, b])[0].tolist() if a in self.elig[c] and b in self.elig[c]]
+        col_a, col_b = x[:, a], x[:, b]
+        pool = [c for c in np.flatnonzero(col_a + col_b).tolist() if a in self.elig[c] and b in self.elig[c]]
         self.work += 16 + len(pool)  # finding the pool, whether or not a split follows
         if not pool:
             return False
-        total = sum(w[c] * int(x[c, a] + x[c, b]) for c in pool)
-        fa = self.load[a] - sum(w[c] * int(x[c, a]) for c in pool)
-        fb = self.load[b] - sum(w[c] * int(x[c, b]) for c in pool)
+        # the pool's loads as array sums (most tries end at the window test below: these sums are their cost)
+        at = np.asarray(pool, dtype=np.int64)
+        held_a, held_b = int(self.wv[at] @ col_a[at]), int(self.wv[at] @ col_b[at])
+        total = held_a + held_b
+        fa = self.load[a] - held_a
+        fb = self.load[b] - held_b
         ra, rb = self.ratio[a], self.ratio[b]
         # exact loads s of a's share keeping both below cur: ra*(fa+s) < cur and rb*(fb+total-s) < cur
         s_hi = (cur - 1) // ra - fa
         s_lo = total + fb - (cur - 1) // rb
         if s_lo > s_hi or s_hi < 0 or s_lo > total:
             return False
-        groups = _groups(pool, x, a, b, w)
+        groups = _groups(pool, (col_a[at] + col_b[at]).tolist(), w)
         # coarse units lose the last units of a tight packing: the smallest groups stay exact (a second table)
         # and settle the exact remainder of whatever the coarse groups take
         fine: list[tuple[int, int, int]] = []
@@ -184,11 +189,12 @@ class _Search:
         return True
 
 
-def _groups(pool: list[int], x: np.ndarray, a: int, b: int, w: list[int]) -> list[tuple[int, int, int]]:
-    """The pair's items of each class in binary groups (1, 2, 4, ... items): (class, items, exact load)."""
+def _groups(pool: list[int], both: list[int], w: list[int]) -> list[tuple[int, int, int]]:
+    """The pair's items of each class in binary groups (1, 2, 4, ... items): (class, items, exact load);
+    ``both``: the items of each pool class the two members hold."""
     groups: list[tuple[int, int, int]] = []
-    for c in pool:
-        left, k = int(x[c, a] + x[c, b]), 1
+    for c, left in zip(pool, both, strict=True):
+        k = 1
         while left > 0:
             g = min(k, left)
             groups.append((c, g, g * w[c]))
