@@ -14,6 +14,7 @@ its own event loop in its own thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -190,6 +191,10 @@ class Member(threading.Thread):
             raise RuntimeError(f"{self.name} did not stop")
 
 
+#: Longest wait for one poll or for leaving the group (an aiokafka member whose coordinator died still stops).
+STOP_SECONDS = 10.0
+
+
 class AioMember(threading.Thread):
     """An aiokafka consumer in a group, on its own event loop in its own thread, until :meth:`stop`.
 
@@ -224,10 +229,15 @@ class AioMember(threading.Thread):
         await consumer.start()
         try:
             while not self._halt.is_set():
-                await consumer.getmany(timeout_ms=50, max_records=1 << 16)
+                # bounded: after a broker stall aiokafka's coordinator can die (noida-db once sent an empty
+                # assignment) and a poll must not keep the member from seeing its halt
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(consumer.getmany(timeout_ms=50, max_records=1 << 16), STOP_SECONDS)
                 self._held = frozenset((tp.topic, tp.partition) for tp in consumer.assignment())
         finally:
-            await consumer.stop()  # LeaveGroup
+            # LeaveGroup, bounded for the same reason; leaving asyncio.run then closes what is left
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(consumer.stop(), STOP_SECONDS)
 
     def assigned(self) -> set[tuple[str, int]]:
         """The partitions this member held at its last poll."""
