@@ -91,7 +91,7 @@ class _Search:
         self.wv = np.asarray(self.w, dtype=np.int64)
         self.ratio = [int(r) for r in d.ratio]
         self.elig = [frozenset(int(m) for m in e) for e in d.eligible]
-        self.load = [int(v) for v in np.asarray(self.w, dtype=np.int64) @ self.x]
+        self.load = [int(v) for v in self.wv @ self.x]
         self.work = 0
         self.max_work = max_work
         self.deadline = deadline
