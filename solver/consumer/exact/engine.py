@@ -70,10 +70,14 @@ LOCAL_SHARE = 0.4
 #: side finds more in the time (on ws411-0, 10,143 variables, the CP-SAT stages after a 30% share ended at
 #: 29,802 moved cost where a 70% share reaches 6,807).
 PRIMAL_SHARE = {"small": 0.3, "mid": 0.7}
-#: Windows without a gain after which the primal moves search hands over to CP-SAT (models CP-SAT takes whole):
-#: on small models CP-SAT closes the moves stage faster than windows do, so they get the starts only (on the
-#: realistic records a patience of 25 windows took the median whole solve from 0.65 s to 2.14 s).
-HYBRID_PATIENCE = {"small": 0, "mid": 25}
+#: Windows in a row without a gain after which the primal moves search stops (and, on a model CP-SAT takes
+#: whole, hands over to it).  Small models get the starts only: CP-SAT closes their moves stage faster than
+#: windows do (on the realistic records a patience of 25 windows took the median whole solve from 0.65 s to
+#: 2.14 s).  Larger ones stop after three idle windows: on the weighted-scale and generated groups (72 runs,
+#: strict and 1%) a window gained after more than two idle ones once (gen-3, 3,441 of 973,775 moved), while
+#: the idle windows after the last gain took 3.8 s a run (an idle window's 0.25 deterministic seconds are
+#: 0.6-1.5 s of wall time there).
+HYBRID_PATIENCE = {"small": 0, "mid": 3, "large": 3}
 #: Largest model counted as small for :data:`PRIMAL_SHARE`.
 SMALL_VARS = 8_000
 #: Models up to this many variables go to the plain CP-SAT stages at once (no primal search, no local-search
@@ -251,7 +255,7 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
                           deadline=t_start + share * (deadline - t_start), seed=seed,
                           deterministic=deterministic, workers=workers, tolerance=tolerance,
                           topic_balance=lambda flows: topic_balance_value(ic, flows), restricted=restricted,
-                          patience=None if restricted else HYBRID_PATIENCE[size], given=given)
+                          patience=HYBRID_PATIENCE["large" if restricted else size], given=given)
         if restricted or all(r.proven for r in out.stages):
             out.seconds = time.perf_counter() - t_start
             return out

@@ -70,8 +70,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     restricted
         Reported as ``CpsatOutcome.restricted``: whether one CP-SAT model was too large.
     patience
-        Stop the moves search after this many windows without a gain (``None``: use the whole share);
-        set when CP-SAT takes over afterwards.
+        Stop the moves search after this many windows in a row without a gain (``None``: use the whole
+        share; the engine sets it, :data:`.engine.HYBRID_PATIENCE`).
     given
         ``(counts, zcap, moves_cap)``: a solution found by an earlier solve, the max-load cap and the
         moved-cost cap (scaled; ``None``: none) the later stages keep; ``stages`` then leaves out

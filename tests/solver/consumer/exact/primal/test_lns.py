@@ -54,3 +54,32 @@ def test_focused_model_packs_orphans_into_the_exact_rooms():
              ratio=[1, 1], default_cost=[9, 9, 0, 0])
     x = focused(d, 8, Budget(time.perf_counter() + 5, deterministic=True, windows=4))
     assert x is not None and moved_cost(d, x) == 0 and nl_max(d, x) == 8
+
+
+def test_patience_stops_after_that_many_idle_windows(monkeypatch):
+    """Owner 0's two items of 5 meet a cap of 5: one must sit on member 1 and no window can do better, so the
+    search runs its whole budget of windows without patience and stops after ``patience`` with it."""
+    import numpy as np
+
+    from solver.consumer.exact.primal import lns
+    from solver.consumer.exact.primal.data import Data
+
+    d = Data(weights=[5, 5], counts=[1, 1], eligible=[[0, 1]] * 2, cost=[{0: 0}, {0: 0}], ratio=[1, 1],
+             default_cost=[5, 5])
+    x = np.array([[1, 0], [0, 1]])
+    calls = []
+    real = lns._solve
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lns, "_solve", counted)
+    runs = {}
+    for patience in (None, 3):
+        calls.clear()
+        out = fewer_moves(d, x, 5, Budget(time.perf_counter() + 30, deterministic=True, windows=8),
+                          patience=patience)
+        assert moved_cost(d, out) == 5
+        runs[patience] = len(calls)
+    assert runs == {None: 8, 3: 3}
