@@ -15,8 +15,9 @@ which go wherever there is room -- a model far smaller than the whole, and
 the one that packs orphans into the exact rooms left at a tight cap.
 
 Determinism: with ``deterministic`` every window gets a fixed CP-SAT
-deterministic time and one worker and the number of windows is fixed, so the
-same seed gives the same result whatever the machine's load.
+deterministic time and one worker, the number of windows is fixed and a
+window's size follows CP-SAT's status (finished or out of time), so the same
+seed gives the same result whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from solver.runtime import run_cpsat
 SAFETY_FACTOR = 20.0
 SAFETY_SECONDS = 10.0
 
-#: Members in a window at first (grown while windows end quickly without a gain, shrunk when they time out).
+#: Members in a window at first (grown after a window that finished its search without a gain, shrunk after
+#: one that ran out of time).
 WINDOW = 10
 #: Smallest and largest window.
 WINDOW_RANGE = (4, 24)
@@ -102,12 +104,21 @@ class _Model:
         return total - int((x[self.cheap_c, self.cheap_m] * self.cheap_d).sum())
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """A window's re-solve: the new counts (``None``: nothing better found) and whether CP-SAT finished its
+    search within its time (proved its answer optimal, or that nothing cheaper exists)."""
+
+    counts: np.ndarray | None
+    finished: bool
+
+
 def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, seconds: float, seed: int,
-             workers: int, deterministic: bool, below: int | None) -> np.ndarray | None:
+             workers: int, deterministic: bool, below: int | None) -> _Outcome:
     """Place the items ``counts`` (classes x members, hint) on ``win`` at the least moved cost, each member
     within its room less ``base``; with ``below``, only an arrangement cheaper than that is of use.
 
-    Returns the new counts (zero outside ``win``), or ``None`` when nothing (better) was found.
+    The outcome's counts are zero outside ``win``, ``None`` when nothing (better) was found.
     """
     from ortools.sat.python import cp_model
 
@@ -132,7 +143,7 @@ def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, 
                 terms.append((cost, v))
             model.add_hint(v, int(counts[c, m]))
         if not row:
-            return None
+            return _Outcome(None, True)
         model.add(sum(row) == k)
     for m in win:
         if loads[m]:
@@ -150,26 +161,29 @@ def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, 
         p.max_time_in_seconds = seconds * SAFETY_FACTOR + SAFETY_SECONDS
     else:
         p.max_time_in_seconds = max(0.01, seconds)
-    if run_cpsat(solver, model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
+    st = run_cpsat(solver, model)
+    finished = st in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return _Outcome(None, finished)
     out = np.zeros_like(counts)
     for (c, m), v in ys.items():
         out[c, m] = solver.value(v)
-    return out
+    return _Outcome(out, finished)
 
 
 def _solve(mod: _Model, x: np.ndarray, win: list[int], seconds: float, seed: int, workers: int,
-           deterministic: bool) -> np.ndarray | None:
-    """Re-solve window ``win`` of ``x``: its items among its members; ``None`` when nothing cheaper was found."""
+           deterministic: bool) -> _Outcome:
+    """Re-solve window ``win`` of ``x``: its items among its members (the outcome's counts are the whole
+    solution, ``None`` when nothing cheaper was found)."""
     current = sum(mod.cost(c, m) * int(x[c, m]) for m in win for c in np.flatnonzero(x[:, m]).tolist())
     if current == 0:
-        return None
+        return _Outcome(None, True)
     got = _resolve(mod, x, win, np.zeros(mod.n, dtype=np.int64), seconds, seed, workers, deterministic, current)
-    if got is None:
-        return None
+    if got.counts is None:
+        return got
     out = x.copy()
-    out[:, win] = got[:, win]
-    return out
+    out[:, win] = got.counts[:, win]
+    return _Outcome(out, got.finished)
 
 
 def _pick(mod: _Model, x: np.ndarray, rng: np.random.Generator, size: int) -> list[int] | None:
@@ -230,23 +244,20 @@ def fewer_moves(d: Data, x: np.ndarray, cap: int, budget: Budget, *, seed: int =
         win = _pick(mod, x, rng, min(size, mod.n))
         if win is None:
             break
-        t0 = time.perf_counter()
         secs = budget.seconds(WINDOW_SECONDS)
         if secs <= 0.005:
             break
         got = _solve(mod, x, win, secs, seed + done, budget.workers, budget.deterministic)
         done += 1
         idle += 1
-        if got is not None:
-            val = mod.moved(got)
+        if got.counts is not None:
+            val = mod.moved(got.counts)
             if val < best:
-                x, best, idle = got, val, 0
+                x, best, idle = got.counts, val, 0
                 continue
-        # no gain: a window that ended well inside its time looks for more room, one that timed out for less
-        if budget.deterministic or time.perf_counter() - t0 < 0.5 * secs:
-            size = min(WINDOW_RANGE[1], size + 1)
-        else:
-            size = max(WINDOW_RANGE[0], size - 1)
+        # no gain: a window whose search finished looks for more room, one that ran out of time for less (by
+        # CP-SAT's status, which deterministic time makes reproducible)
+        size = min(WINDOW_RANGE[1], size + 1) if got.finished else max(WINDOW_RANGE[0], size - 1)
     return x
 
 
@@ -284,6 +295,6 @@ def focused(d: Data, cap: int, budget: Budget, hint: np.ndarray | None = None, *
             loose[c, members[0]] = counts[c]
     secs = budget.seconds(max(WINDOW_SECONDS, budget.windows * WINDOW_SECONDS / 4 if budget.deterministic else 1e9))
     got = _resolve(mod, loose, win, base, secs, seed, budget.workers, budget.deterministic, None)
-    if got is None:
+    if got.counts is None:
         return None
-    return start + got
+    return start + got.counts

@@ -83,3 +83,31 @@ def test_patience_stops_after_that_many_idle_windows(monkeypatch):
         assert moved_cost(d, out) == 5
         runs[patience] = len(calls)
     assert runs == {None: 8, 3: 3}
+
+
+def test_window_size_follows_whether_the_search_finished(monkeypatch):
+    """A window whose CP-SAT search finished without a gain is followed by a larger one, one that ran out of
+    time by a smaller one (the status, not the clock, so deterministic runs repeat)."""
+    import numpy as np
+
+    from solver.consumer.exact.primal import lns
+    from solver.consumer.exact.primal.data import Data
+
+    n = 30
+    d = Data(weights=[5, 5], counts=[1, 1], eligible=[list(range(n))] * 2, cost=[{0: 0}, {0: 0}],
+             ratio=[1] * n, default_cost=[5, 5])
+    x = np.zeros((2, n), dtype=np.int64)
+    x[0, 0] = x[1, 1] = 1
+    sizes: list[int] = []
+    real_pick = lns._pick
+
+    def pick(mod, x, rng, size):
+        sizes.append(size)
+        return real_pick(mod, x, rng, size)
+
+    monkeypatch.setattr(lns, "_pick", pick)
+    for finished, expected in ((True, [10, 11, 12, 13]), (False, [10, 9, 8, 7])):
+        sizes.clear()
+        monkeypatch.setattr(lns, "_solve", lambda *a, finished=finished, **k: lns._Outcome(None, finished))
+        fewer_moves(d, x, 5, Budget(time.perf_counter() + 30, deterministic=True, windows=4))
+        assert sizes == expected
