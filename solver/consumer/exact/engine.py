@@ -74,9 +74,9 @@ PRIMAL_SHARE = {"small": 0.3, "mid": 0.7}
 #: whole, hands over to it).  Small models get the starts only: CP-SAT closes their moves stage faster than
 #: windows do (on the realistic records a patience of 25 windows took the median whole solve from 0.65 s to
 #: 2.14 s).  Larger ones stop after three idle windows: on the weighted-scale and generated groups (72 runs,
-#: strict and 1%) a window gained after more than two idle ones once (gen-3, 3,441 of 973,775 moved), while
-#: the idle windows after the last gain took 3.8 s a run (an idle window's 0.25 deterministic seconds are
-#: 0.6-1.5 s of wall time there).
+#: strict and 1%) a window gained after more than two idle ones in one group only (gen-3: strict 806,380
+#: moved instead of 799,050, at 1% 439,244 instead of 577,947), while the idle windows after the last gain
+#: took 3.8 s a run (an idle window's 0.25 deterministic seconds are 0.6-1.5 s of wall time there).
 HYBRID_PATIENCE = {"small": 0, "mid": 3, "large": 3}
 #: Largest model counted as small for :data:`PRIMAL_SHARE`.
 SMALL_VARS = 8_000
