@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.consumer.exact.bounds import max_load_bound, moves_bound
+from solver.consumer.exact.primal import lns
+from solver.consumer.exact.primal.data import Data
 from solver.consumer.exact.primal.lns import Budget, fewer_moves, focused
 from solver.consumer.exact.primal.search import Work, fewer_moves_at, lower_max_load, moved_cost, nl_max
 from tests.solver.consumer.optimal_strategies import engine_data as _data
@@ -48,8 +51,6 @@ def test_moves_search_is_deterministic(inst):
 
 def test_focused_model_packs_orphans_into_the_exact_rooms():
     """Owners keep everything; two orphans of 3 and 2 fit only one way into rooms of 3 and 2."""
-    from solver.consumer.exact.primal.data import Data
-
     d = Data(weights=[5, 6, 3, 2], counts=[1, 1, 1, 1], eligible=[[0, 1]] * 4, cost=[{0: 0}, {1: 0}, {}, {}],
              ratio=[1, 1], default_cost=[9, 9, 0, 0])
     x = focused(d, 8, Budget(time.perf_counter() + 5, deterministic=True, windows=4))
@@ -59,11 +60,6 @@ def test_focused_model_packs_orphans_into_the_exact_rooms():
 def test_patience_stops_after_that_many_idle_windows(monkeypatch):
     """Owner 0's two items of 5 meet a cap of 5: one must sit on member 1 and no window can do better, so the
     search runs its whole budget of windows without patience and stops after ``patience`` with it."""
-    import numpy as np
-
-    from solver.consumer.exact.primal import lns
-    from solver.consumer.exact.primal.data import Data
-
     d = Data(weights=[5, 5], counts=[1, 1], eligible=[[0, 1]] * 2, cost=[{0: 0}, {0: 0}], ratio=[1, 1],
              default_cost=[5, 5])
     x = np.array([[1, 0], [0, 1]])
@@ -88,11 +84,6 @@ def test_patience_stops_after_that_many_idle_windows(monkeypatch):
 def test_window_size_follows_whether_the_search_finished(monkeypatch):
     """A window whose CP-SAT search finished without a gain is followed by a larger one, one that ran out of
     time by a smaller one (the status, not the clock, so deterministic runs repeat)."""
-    import numpy as np
-
-    from solver.consumer.exact.primal import lns
-    from solver.consumer.exact.primal.data import Data
-
     n = 30
     d = Data(weights=[5, 5], counts=[1, 1], eligible=[list(range(n))] * 2, cost=[{0: 0}, {0: 0}],
              ratio=[1] * n, default_cost=[5, 5])
