@@ -86,6 +86,15 @@ PLAIN_VARS = 0
 #: Share of the time limit the strict ``max_load, moves`` phase takes (:func:`_two_phases`); the same with or
 #: without a balance tolerance, so both runs hold the same strict answer.
 STRICT_SHARE = 0.7
+#: Budget of the moves stage's column generation (:mod:`.colgen`), as a share of its phase's time limit, by where
+#: the stage runs and the model's size.  At the strict cap of a large model little (a perfect packing leaves its
+#: bound weak: ws411-16 9 against 89 moved after 5 s; where the strict answer moves little it proves fast,
+#: ws411-19 24 in 0.3 s); on small models half (their rounds are cheap: 48-partition lognormal steps of the
+#: research grid proven at 3 moved from 11 and 20 in under a second, where 0.2 s left them at 0-5 against
+#: 3-20); in the window of a balance tolerance the whole phase (ws411-21's 16 moved needs 0.5 counted seconds,
+#: ws411-16's 47 about 1.5).
+COLGEN_SHARE = {("strict", "small"): 0.5, ("strict", "mid"): 0.1, ("strict", "large"): 0.1,
+                ("window", "small"): 1.0, ("window", "mid"): 1.0, ("window", "large"): 1.0}
 #: Share of the sum_sq stage's budget its levelling local search may take.
 LEVEL_SHARE = 0.2
 
@@ -191,7 +200,8 @@ def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, membe
     """
     first = _solve(ic, capacities, member_racks, stages=["max_load", "moves"], tolerance=None, load_cap=None,
                    moves_cap=None, time_limit=time_limit * STRICT_SHARE,
-                   deadline=t_start + STRICT_SHARE * (deadline - t_start), t_start=t_start, **common)
+                   deadline=t_start + STRICT_SHARE * (deadline - t_start), t_start=t_start,
+                   colgen="strict", **common)
     sc = scale(ic, np.asarray(capacities, dtype=np.float64).tolist())
     x = _counts(ic, first.flows)
     w_arr = np.asarray(sc.wint, dtype=np.int64)
@@ -203,7 +213,8 @@ def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, membe
         rest, zcap, mcap = stages[1:], window_cap(z, tolerance), None
     second = _solve(ic, capacities, member_racks, stages=rest, tolerance=None, load_cap=None, moves_cap=None,
                     time_limit=time_limit * (1 - STRICT_SHARE), deadline=deadline, t_start=time.perf_counter(),
-                    given=(x, zcap, mcap), **common)
+                    given=(x, zcap, mcap),
+                    colgen="strict" if tolerance is None else "window", **common)
     flows = second.flows
     if _moved(ic, sc, flows) > moved:  # never worse than the answer it started from (a bug if it were)
         raise AssertionError("the second phase moved more than the solution it started from")
@@ -234,7 +245,8 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
            stages: list[str], time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
            backend: str, tolerance: float | None, load_cap: float | None, moves_cap: float | None, max_vars: int,
            t_start: float, given: tuple[np.ndarray, int, int | None] | None = None,
-           start_flows: Sequence[tuple[int, int, int]] | None = None) -> CpsatOutcome:
+           start_flows: Sequence[tuple[int, int, int]] | None = None,
+           colgen: str = "strict") -> CpsatOutcome:
     """One solve of ``stages`` (see :func:`solve_exact`); ``given``: a start and the caps it sets
     (:func:`_two_phases`), the stages then leave out ``max_load``."""
     caps = np.asarray(capacities, dtype=np.float64)
@@ -244,6 +256,7 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
     restricted = n_vars_full > max_vars
     start: np.ndarray | None = None if given is None else given[0]
     window_hint: np.ndarray | None = None
+    known: dict[int, int] = {}
     size = "small" if n_vars_full <= SMALL_VARS else "mid"
     if (set(stages) <= set(LARGE_TAKES) and load_cap is None and (given is not None or stages[0] == "max_load")
             and moves_cap is None and backend == "cpsat" and ic.total_items <= MAX_ITEMS
@@ -255,13 +268,15 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
                           deadline=t_start + share * (deadline - t_start), seed=seed,
                           deterministic=deterministic, workers=workers, tolerance=tolerance,
                           topic_balance=lambda flows: topic_balance_value(ic, flows), restricted=restricted,
-                          patience=HYBRID_PATIENCE["large" if restricted else size], given=given)
+                          patience=HYBRID_PATIENCE["large" if restricted else size], given=given,
+                          colgen_seconds=COLGEN_SHARE[colgen, "large" if restricted else size] * time_limit)
         if restricted or all(r.proven for r in out.stages):
             out.seconds = time.perf_counter() - t_start
             return out
         # CP-SAT's max-load stage starts from the primal max-load solution (as without a tolerance, so both
         # runs reach the same max load); the window's solution is the hint of the stages after it
         start = _counts(ic, out.balanced if out.balanced is not None else out.flows)
+        known = dict(out.info.get("moves_bounds", {}))  # type: ignore[call-overload]
         if out.balanced is not None and given is None:
             window_hint = _counts(ic, out.flows)
         if deterministic:
@@ -272,7 +287,7 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
                         time_limit=time_limit, deadline=deadline, seed=seed, deterministic=deterministic,
                         workers=workers, backend=backend, tolerance=tolerance, load_cap=load_cap,
                         moves_cap=moves_cap, max_vars=max_vars, window_hint=window_hint,
-                        given=None if given is None else given[1:]).run()
+                        given=None if given is None else given[1:], known=known).run()
 
 
 def _counts(ic: ItemClasses, flows: list[tuple[int, int, int]]) -> np.ndarray:
@@ -289,9 +304,12 @@ class _CpsatStages:
                  *, start: np.ndarray | None, restricted: bool, t_start: float, time_limit: float, deadline: float,
                  seed: int, deterministic: bool, workers: int, backend: str, tolerance: float | None,
                  load_cap: float | None, moves_cap: float | None, max_vars: int,
-                 window_hint: np.ndarray | None = None, given: tuple[int, int | None] | None = None) -> None:
+                 window_hint: np.ndarray | None = None, given: tuple[int, int | None] | None = None,
+                 known: dict[int, int] | None = None) -> None:
         self.ic, self.sc, self.racks, self.stages = ic, sc, racks, stages
         self.restricted, self.t_start, self.time_limit, self.deadline = restricted, t_start, time_limit, deadline
+        #: Moved-cost bounds the primal stages' column generation proved, by cap (valid for every assignment).
+        self.known = dict(known or {})
         self.seed, self.deterministic, self.workers, self.backend = seed, deterministic, workers, backend
         self.tolerance = tolerance
         W, ratio = sc.wint, sc.ratio
@@ -365,7 +383,9 @@ class _CpsatStages:
         """A bound valid for every assignment with all loads within ``zcap`` (0 where there is none)."""
         ic, sc = self.ic, self.sc
         if name == "moves":
-            return moves_bound(ic, sc.wint, sc.ratio, sc.owned, sc.own, zcap)
+            # a bound at a cap holds at every tighter cap too
+            cg = max((b for z, b in self.known.items() if z >= zcap), default=0)
+            return max(cg, moves_bound(ic, sc.wint, sc.ratio, sc.owned, sc.own, zcap))
         if name == "sum_sq":
             bound = sum_sq_bound(sum(sc.wint[c] * int(ic.count[c]) for c in range(ic.n_classes)), sc.ratio)
             return bound // self.m.sq_coarse ** 2  # squares of coarser loads: that unit, rounded down

@@ -28,6 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from solver.consumer.exact.bounds import max_load_bound, moves_bound, sum_sq_bound
+from solver.consumer.exact.colgen import fewest_moves_at
 from solver.consumer.exact.data import Scaled, local_data
 from solver.consumer.exact.primal.local import level
 from solver.consumer.exact.primal.search import Work, fewer_moves_at, lower_max_load, moved_cost, nl_max
@@ -44,7 +45,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
                 time_limit: float, deadline: float, seed: int, deterministic: bool, workers: int,
                 tolerance: float | None, topic_balance: Callable[[list[tuple[int, int, int]]], int] | None = None,
                 restricted: bool = True, patience: int | None = None,
-                given: tuple[np.ndarray, int, int | None] | None = None) -> CpsatOutcome:
+                given: tuple[np.ndarray, int, int | None] | None = None,
+                colgen_seconds: float = 0.0) -> CpsatOutcome:
     """Every stage of ``stages`` (``max_load`` first) by primal search and valid bounds.
 
     Parameters
@@ -76,6 +78,10 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         ``(counts, zcap, moves_cap)``: a solution found by an earlier solve, the max-load cap and the
         moved-cost cap (scaled; ``None``: none) the later stages keep; ``stages`` then leaves out
         ``max_load`` and the search starts from that solution (kept unless something better is found).
+    colgen_seconds
+        Budget of the moves stage's column generation (:mod:`.colgen`: a bound and an assignment from its
+        columns), before the window search; counted seconds in deterministic mode, else its share of the
+        clock left (``0``: none).
 
     Returns
     -------
@@ -118,6 +124,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
             out["topic_balance"] = topic_balance(_flows(y)) if topic_balance is not None else 0
         return out
 
+    stats = {"colgen_rounds": 0, "colgen_seconds": 0.0}
+    moves_bounds: dict[int, int] = {}  # cap -> the column generation's bound there (the CP-SAT stages reuse it)
     fixed: dict[str, int] = {}  # each settled stage's cap: later stages may not make it worse
     bounds: dict[str, int] = {}
     seconds: dict[str, float] = {}
@@ -154,8 +162,23 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         t_s = time.perf_counter()
         if name == "moves":
             bounds["moves"] = moves_bound(ic, W, ratio, sc.owned, sc.own, zcap)
+            cg_seconds = colgen_seconds if deterministic else min(colgen_seconds,
+                                                                      max(0.02, deadline - time.perf_counter()))
+
+            def refine(best: np.ndarray, others: list[np.ndarray],
+                       cg_seconds: float = cg_seconds) -> tuple[np.ndarray, int]:
+                # the Dantzig-Wolfe bound, and an assignment from its columns, before the window search
+                got = fewest_moves_at(ic, sc, zcap, best, seconds=cg_seconds, deterministic=deterministic,
+                                      seed=seed, workers=workers, others=others)
+                bounds["moves"] = max(bounds["moves"], got.bound)
+                moves_bounds[zcap] = max(moves_bounds.get(zcap, 0), got.bound)
+                stats["colgen_rounds"] += got.rounds
+                stats["colgen_seconds"] += got.seconds
+                return got.solution, got.bound
+
             got = fewer_moves_at(data, zcap, work("moves"), [p for p in pool if keeps(p)] or [x], seed=seed,
-                                 floor=bounds["moves"], patience=patience)
+                                 floor=bounds["moves"], patience=patience,
+                                 refine=refine if colgen_seconds > 0 else None)
             if keeps(got) and moved_cost(data, got) < moved_cost(data, x):  # type: ignore[arg-type]
                 x = got  # type: ignore[assignment]
         elif name == "sum_sq":
@@ -179,7 +202,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
                                    seconds[name]))
     info: dict[str, object] = {"load_unit": float(sc.load_unit), "move_unit": float(sc.move_unit),
                                "lower_bound_max_load": float(lb * sc.load_unit), "backend": "primal",
-                               "stage_done_at": done_at, "mip_fallbacks": 0, "mip_proofs": 0}
+                               "stage_done_at": done_at, "mip_fallbacks": 0, "mip_proofs": 0, **stats,
+                               "moves_bounds": moves_bounds}
     if given is None and reports[0].proven:
         info["optimal_max_load"] = reports[0].value
     if sc.notes:

@@ -20,7 +20,7 @@ every run).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,24 +193,31 @@ def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[
 
 
 def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], *, seed: int = 0,
-                   floor: int = 0, patience: int | None = None) -> np.ndarray | None:
+                   floor: int = 0, patience: int | None = None,
+                   refine: Callable[[np.ndarray, list[np.ndarray]], tuple[np.ndarray, int]] | None = None,
+                   ) -> np.ndarray | None:
     """A solution with every ``NL_m <= cap`` and little moved cost (see the module docstring).
 
     ``starts``: solutions already known (those within the cap are candidates);
     ``floor``: a lower bound on the moved cost (the search stops when it is reached); ``patience``:
     windows without a gain after which the window search stops (0: the starts only, no focused model
-    and no windows -- CP-SAT takes over).
+    and no windows -- CP-SAT takes over); ``refine(best, others)``: after the starts, a better solution (or
+    ``best``) and a lower bound on the moved cost (the column generation of :mod:`..colgen`, which takes the
+    other solutions found within the cap as first columns); the bound becomes the floor of what follows.
     Returns ``None`` only when no start fits the cap and none is found.
     """
     t0 = time.perf_counter()
     best: np.ndarray | None = None
     best_cost = 0
 
+    fitting: list[np.ndarray] = []  # every solution within the cap seen (the column generation's first columns)
+
     def offer(x: np.ndarray | None) -> None:
         """Keep ``x`` if it fits the cap and moves less than the best so far."""
         nonlocal best, best_cost
         if x is None or nl_max(d, x) > cap:
             return
+        fitting.append(x)
         cost = moved_cost(d, x)
         if best is None or cost < best_cost:
             best, best_cost = x, cost
@@ -222,6 +229,12 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
     for x in shed_refill_starts(d, cap, work.part(SHED_SHARE), seed=seed):
         offer(x)
     offer(improve(d, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
+    if refine is not None and best is not None and best_cost > floor:
+        got, bound = refine(best, fitting)
+        offer(got)
+        floor = max(floor, bound)
+        if best_cost <= floor:  # proven: nothing left to search
+            return best
     if patience == 0:  # starts only: what is left goes to CP-SAT
         if best is not None and best_cost > floor:
             offer(give_back(d, best, cap, deadline=work.part(0.1).deadline(), max_steps=work.part(0.1).steps()))
