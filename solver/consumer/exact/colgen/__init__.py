@@ -8,8 +8,9 @@ LP relaxation of the assignment model or the per-owner covers of
 :mod:`..bounds.moves`: a member's column respects its own packing, so an item
 too large for any member's free room must push others out, and those must
 land somewhere too.  On the visible weighted-scale set it proves the 1%
-tolerance answers of ws411-5, -19 and -21 optimal, where the cover bounds
-stopped at 11, 0 and 15 below 15, 13 and 16.
+tolerance answers of ws411-5, -16, -19 and -21 optimal (15, 47, 13 and 16
+moved), where the cover bounds stopped at 11, 45, 0 and 15 (and -16's answer
+was 51).
 
 :func:`fewest_moves_at` runs, within a budget:
 
@@ -220,28 +221,32 @@ def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seco
         if fits and cost < best_cost and (x.sum(axis=1) == np.asarray(ic.count)).all():
             best, best_cost = x, cost
 
-    if bound < best_cost and sq_left is None and build_cost(master.columns) < seconds - spent:
+    if bound < best_cost and sq_left is None:
         # the LP optimum's support first: a compact model over where it puts items, which may combine parts of
         # its columns (ws411-16 at 1%: 47 at once, where the columns alone make 51)
         master.solve()
-        counts, det = cheapest_on_support(prob, master.columns, master.values(), prob.free_counts(best),
-                                          seconds=max(0.05, (seconds - spent) * SUPPORT_SHARE),
-                                          deterministic=deterministic, seed=seed, workers=workers,
-                                          below=best_cost - prob.fixed_cost, bound=max(0, bound - prob.fixed_cost))
-        spent += det if deterministic else 0.0
-        offer(counts)
+        values = master.values()
+        used = [col for col, v in zip(master.columns, values.tolist(), strict=True) if v > 1e-7]
+        if build_cost(used) < seconds - spent:
+            counts, det = cheapest_on_support(prob, master.columns, values, prob.free_counts(best),
+                                              seconds=max(0.05, (seconds - spent) * SUPPORT_SHARE),
+                                              deterministic=deterministic, seed=seed, workers=workers,
+                                              below=best_cost - prob.fixed_cost,
+                                              bound=max(0, bound - prob.fixed_cost))
+            spent += det if deterministic else 0.0
+            offer(counts)
+    # only columns that can be part of an assignment cheaper than the best (the reduced-cost filter), the
+    # start's columns first
+    gaps = b.gaps(master.columns) if bound < best_cost else np.zeros(0)
+    keep = [k for k in range(len(gaps))
+            if k < len(init) or gaps[k] <= (best_cost - 1 - b.value) + 1e-7 * max(1.0, abs(b.value))]
     if (bound < best_cost and best_cost * RESTART_GAIN >= ub  # (a far cheaper one: the next pass takes over)
-            and build_cost(master.columns) < seconds - spent):
+            and build_cost([master.columns[k] for k in keep]) < seconds - spent):
         def exact_dsq(k: int) -> int:
             col = master.columns[k]
             r2, f = int(ratio2[col.member]), int(prob.fixed_load[col.member])
             return r2 * ((f + col.load) ** 2 - f * f)
 
-        # only columns that can be part of an assignment cheaper than the best (the reduced-cost filter), the
-        # start's columns first
-        gaps = b.gaps(master.columns)
-        keep = [k for k in range(len(master.columns))
-                if k < len(init) or gaps[k] <= (best_cost - 1 - b.value) + 1e-7 * max(1.0, abs(b.value))]
         cols = [master.columns[k] for k in keep]
         sq = None if sq_left is None else ([exact_dsq(k) for k in keep], sq_left)
         counts, det = cheapest_of(prob, cols, list(range(len(init))), seconds=max(0.05, seconds - spent),

@@ -127,8 +127,8 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
         return Bound(float(prob.fixed_cost), True, 0, 0)
     N = np.asarray(prob.count, dtype=np.float64)
     # the centre starts at each class's cost of moving: there every member's best column keeps what of its own
-    # fits, so the bound is the sum of the per-owner least-cost covers of the excess (on ws411-19: 25 rounds
-    # against 80 from the master's first duals)
+    # fits, so the bound there is the sum of the per-owner least-cost covers of the excess (bounds/moves.py),
+    # and the first exact round prices the centre itself
     center = np.where(prob.allowed, prob.cost, 0).max(axis=0).astype(np.float64)
     center_rho = 0.0
     out = Bound(-math.inf, False, 0, 0)
@@ -173,14 +173,14 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
                         new.append(col)
                 if a > 0.0:
                     # automatic smoothing (Pessoa et al. 2018): smooth less when the master's duals lie
-                    # uphill from the centre, more when not (on ws411-16 the bound 47 in 77 rounds, 17
-                    # after 57 with a fixed weight of 0.7)
+                    # uphill from the centre, more when not
                     alpha = max(0.0, alpha - 0.1) if float(g @ (pi - center)) > 0 else min(0.9, alpha + 0.1)
                 cost_exact = (CELL_COST * (pricer.cells - cells) + PIECE_COST * (pricer.pieces - pieces)
                               + MEMBER_COST * len(active))
                 meter.charge(cost_exact)
-                # an exact round that costs little more than a round with quick columns is worth every round:
-                # its columns are the best ones (ws411-19, 85 cells a member: 26 rounds against 83)
+                # an exact round that costs little more than a round with quick columns (its master solve
+                # included) runs every round: its columns are each member's best; on wide grids quick columns
+                # go first (ws411-21 at 1%: 4,096 cells a member, proven in 8 rounds)
                 exact_only = cost_exact <= EXACT_EVERY * (GREEDY_SECONDS * len(active) + lp_cost)
                 if lb > out.value:
                     out.value, out.duals, out.rho, out.values = lb, s_pi.copy(), s_rho, values
@@ -189,8 +189,8 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
                     return out
                 if out.integer() >= Bound(z + prob.fixed_cost, False, 0, 0).integer():
                     # the bound has reached the master's value rounded up: the LP optimum, which lies between,
-                    # rounds up to it too, so no later round raises the integer bound (ws411-16: at round 34
-                    # of 91)
+                    # rounds up to it too, so no later round raises the integer bound (ws411-16 at 1%: at
+                    # round 34, where the loop had gone on to 91 for nothing)
                     out.converged = True
                     return out
                 if not new and a == 0.0:
