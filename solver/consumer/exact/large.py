@@ -73,7 +73,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
         Reported as ``CpsatOutcome.restricted``: whether one CP-SAT model was too large.
     patience
         Stop the moves search after this many windows in a row without a gain (``None``: use the whole
-        share; the engine sets it, :data:`.engine.HYBRID_PATIENCE`).
+        share; the engine sets it, :data:`.budgets.HYBRID_PATIENCE`).
     given
         ``(counts, zcap, moves_cap)``: a solution found by an earlier solve, the max-load cap and the
         moved-cost cap (scaled; ``None``: none) the later stages keep; ``stages`` then leaves out
