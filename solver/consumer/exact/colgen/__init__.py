@@ -18,8 +18,11 @@ was 51).
 2. :func:`.generate.lower_bound` -- column generation (:mod:`.master` on
    HiGHS, :mod:`.pricing` by a dynamic programme) to a bound valid for every
    assignment within the cap;
-3. :func:`.integer.cheapest_of` -- when the bound does not meet the start, the
-   cheapest assignment made of the columns generated (CP-SAT).
+3. :mod:`.integer` -- when the bound does not meet the start, assignments from
+   the columns (CP-SAT): a compact model over the LP optimum's support, then
+   the cheapest choice of columns;
+4. another pass from an answer far cheaper than its start (cost fixing then
+   leaves a much smaller problem).
 
 Everything is counted work in deterministic mode (the same input gives the
 same answer), the wall clock only as a safety net.
@@ -93,10 +96,6 @@ def _nl(sc: Scaled, x: np.ndarray) -> np.ndarray:
     return (np.asarray(sc.wint, dtype=np.int64) @ x) * np.asarray(sc.ratio, dtype=np.int64)
 
 
-def _sum_sq(nl: np.ndarray) -> int:
-    return sum(int(v) * int(v) for v in nl.tolist())
-
-
 def _columns(prob: MovesProblem, pricer: Pricer, x: np.ndarray) -> list[Column]:
     """The members' sets of a ``[class, member]`` solution that are columns of the reduced problem (a solution
     that moved an item cost fixing keeps home is not an answer of it, but its other members' sets may be)."""
@@ -113,8 +112,8 @@ def _columns(prob: MovesProblem, pricer: Pricer, x: np.ndarray) -> list[Column]:
 
 def fewest_moves_at(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seconds: float,
                     deterministic: bool = True, seed: int = 0, workers: int = 1,
-                    sum_sq_cap: int | None = None, others: Sequence[np.ndarray] = ()) -> MovesAtCap:
-    """Fewest moved cost with every ``NL_m <= zcap`` (and ``sum_m NL_m**2 <= sum_sq_cap``), from ``start``.
+                    others: Sequence[np.ndarray] = ()) -> MovesAtCap:
+    """Fewest moved cost with every ``NL_m <= zcap``, from ``start``.
 
     Parameters
     ----------
@@ -128,8 +127,6 @@ def fewest_moves_at(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *
         Budget (counted seconds when ``deterministic``).
     deterministic, seed, workers
         As for the exact engine.
-    sum_sq_cap
-        Cap on the sum of squared loads per capacity (scaled ``NL`` squared), or ``None``.
     others
         Further assignments within the caps: their members' sets are first columns too (a master that starts
         with more than one set a member converges sooner).
@@ -139,7 +136,7 @@ def fewest_moves_at(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *
     MovesAtCap
     """
     out = _one_pass(ic, sc, zcap, start, seconds=seconds, deterministic=deterministic, seed=seed,
-                    workers=workers, sum_sq_cap=sum_sq_cap, others=others)
+                    workers=workers, others=others)
     used = out.seconds
     ub = moved(ic, sc, start)
     # a pass that found a far cheaper assignment starts another from it: cost fixing against its moved cost
@@ -147,7 +144,7 @@ def fewest_moves_at(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *
     while (not out.proven and out.cost * RESTART_GAIN < ub and seconds - used > RESTART_LEFT * seconds):
         ub = out.cost
         nxt = _one_pass(ic, sc, zcap, out.solution, seconds=seconds - used, deterministic=deterministic, seed=seed,
-                        workers=workers, sum_sq_cap=sum_sq_cap, others=others)
+                        workers=workers, others=others)
         used += nxt.seconds
         keep = nxt if nxt.cost < out.cost else out
         out = MovesAtCap(max(out.bound, nxt.bound), keep.solution, keep.cost, used, out.exact_grid and nxt.exact_grid,
@@ -156,11 +153,11 @@ def fewest_moves_at(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *
 
 
 def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seconds: float, deterministic: bool,
-              seed: int, workers: int, sum_sq_cap: int | None, others: Sequence[np.ndarray]) -> MovesAtCap:
+              seed: int, workers: int, others: Sequence[np.ndarray]) -> MovesAtCap:
     """One column generation from ``start`` and the integer models after it (see :func:`fewest_moves_at`)."""
     nl = _nl(sc, start)
-    if int(nl.max(initial=0)) > zcap or (sum_sq_cap is not None and _sum_sq(nl) > sum_sq_cap):
-        raise ValueError("the start does not keep the caps")
+    if int(nl.max(initial=0)) > zcap:
+        raise ValueError("the start does not keep the cap")
     ub = moved(ic, sc, start)
     meter = Meter(seconds * BOUND_SHARE, deterministic)
     prob = reduce(ic, sc, zcap, ub) if ub > 0 else None
@@ -168,22 +165,10 @@ def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seco
         return MovesAtCap(ub, start, ub, 0.0, True, 0)
     if prob.n_free == 0:  # cost fixing left one assignment: the fixed items where they are
         x = prob.full(np.zeros((prob.n_members, 0), dtype=np.int64))
-        nl = _nl(sc, x)
-        if sum_sq_cap is not None and _sum_sq(nl) > sum_sq_cap:
-            return MovesAtCap(ub, start, ub, 0.0, True, 0)
         return MovesAtCap(prob.fixed_cost, x, prob.fixed_cost, 0.0, True, 0)
     grid = grid_for(prob)
-    ratio2 = prob.ratio.astype(object) ** 2
-    fixed_sq = [int(r) * int(f) ** 2 for r, f in zip(ratio2.tolist(), prob.fixed_load.tolist(), strict=True)]
-    sq_scale = float(zcap) ** 2 if sum_sq_cap is not None and zcap > 0 else None
-    sq_left = None if sum_sq_cap is None else sum_sq_cap - sum(fixed_sq)
-    if sq_left is not None and sq_left < 0:  # the items cost fixing keeps home are already over the cap
-        return MovesAtCap(ub, start, ub, 0.0, True, 0)
-    pricer = Pricer(prob, grid, sq_scale)
-    # the sum-of-squares row a hair looser than the cap: float sums of the start's own columns may not exceed it
-    # (a looser relaxation still bounds from below; the integer master checks the exact cap)
-    sq_rhs = None if sq_left is None or sq_scale is None else sq_left / sq_scale * (1 + 1e-9) + 1e-9
-    master = Master(prob.count, prob.n_members, sq_rhs)
+    pricer = Pricer(prob, grid)
+    master = Master(prob.count, prob.n_members)
     # the start's columns where they are columns of the reduced problem; a start that moved an item cost
     # fixing keeps home is not an answer of it, and the master then gets artificial columns, dear enough never to
     # be part of its optimum where anything else covers (cheap ones spoil the duals: on ws411-19 the bound stayed
@@ -200,11 +185,12 @@ def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seco
             if key not in seen:
                 seen.add(key)
                 extra.append(col)
-    if (covered < prob.count).any() or (sq_rhs is not None and sum(col.dsq for col in init) > sq_rhs):
+    if (covered < prob.count).any():
         master.add_artificial(float(ub) * (1.0 + float(prob.count.sum())))
     master.add(init)
+    master.protect()
     master.add(extra)
-    b = lower_bound(prob, pricer, master, meter, target=ub, sq_cap=0.0 if sq_rhs is None else sq_rhs)
+    b = lower_bound(prob, pricer, master, meter, target=ub)
     bound = min(ub, b.integer())
     best, best_cost = start, ub
     spent = meter.used()
@@ -217,11 +203,10 @@ def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seco
         x = prob.full(counts)
         nl = _nl(sc, x)
         cost = moved(ic, sc, x)
-        fits = int(nl.max(initial=0)) <= zcap and (sum_sq_cap is None or _sum_sq(nl) <= sum_sq_cap)
-        if fits and cost < best_cost and (x.sum(axis=1) == np.asarray(ic.count)).all():
+        if int(nl.max(initial=0)) <= zcap and cost < best_cost and (x.sum(axis=1) == np.asarray(ic.count)).all():
             best, best_cost = x, cost
 
-    if bound < best_cost and sq_left is None:
+    if bound < best_cost:
         # the LP optimum's support first: a compact model over where it puts items, which may combine parts of
         # its columns (ws411-16 at 1%: 47 at once, where the columns alone make 51)
         master.solve()
@@ -242,16 +227,10 @@ def _one_pass(ic: ItemClasses, sc: Scaled, zcap: int, start: np.ndarray, *, seco
             if k < len(init) or gaps[k] <= (best_cost - 1 - b.value) + 1e-7 * max(1.0, abs(b.value))]
     if (bound < best_cost and best_cost * RESTART_GAIN >= ub  # (a far cheaper one: the next pass takes over)
             and build_cost([master.columns[k] for k in keep]) < seconds - spent):
-        def exact_dsq(k: int) -> int:
-            col = master.columns[k]
-            r2, f = int(ratio2[col.member]), int(prob.fixed_load[col.member])
-            return r2 * ((f + col.load) ** 2 - f * f)
-
         cols = [master.columns[k] for k in keep]
-        sq = None if sq_left is None else ([exact_dsq(k) for k in keep], sq_left)
         counts, det = cheapest_of(prob, cols, list(range(len(init))), seconds=max(0.05, seconds - spent),
                                   deterministic=deterministic, seed=seed, workers=workers,
-                                  below=best_cost - prob.fixed_cost, bound=max(0, bound - prob.fixed_cost), sq=sq)
+                                  below=best_cost - prob.fixed_cost, bound=max(0, bound - prob.fixed_cost))
         spent += det if deterministic else 0.0
         offer(counts)
     if not deterministic:

@@ -1,9 +1,9 @@
 """The column generation loop: duals from the master, columns from pricing, the Lagrangian bound.
 
-For any duals ``pi >= 0`` (and ``rho >= 0``), every assignment's moved cost is
-at least the *Lagrangian bound*
+For any duals ``pi >= 0``, every assignment's moved cost is at least the
+*Lagrangian bound*
 
-    ``fixed_cost + sum_c pi_c n_c - rho S' - sum_m v_m(pi, rho)``,
+    ``fixed_cost + sum_c pi_c n_c - sum_m v_m(pi)``,
 
 ``v_m`` the value of member ``m``'s best column (at least 0: the empty one),
 because the cost of each member's items is at least their worth at ``pi``
@@ -16,7 +16,7 @@ The duals priced are smoothed (Wentges): a convex combination of the master's
 and of the duals that gave the best bound so far (the *centre*), which starts
 at each class's cost of moving; when that finds no column the weight of the
 centre is halved (a *mis-price*) down to the master's own duals.  Quick columns
-(:meth:`.Pricer.greedy`) are tried first; the exact programme runs, and the
+(:meth:`.Pricer.greedy_all`) are tried first; the exact programme runs, and the
 bound is computed, when they find few.
 """
 
@@ -43,6 +43,10 @@ SMOOTHING = 0.7
 #: per quick column.
 LP_ROW_SECONDS = 1e-7
 GREEDY_SECONDS = 1.1e-4
+#: The master keeps at most ``PRUNE_AT`` columns a row: past that its non-basic columns of the largest reduced
+#: cost go, down to ``PRUNE_TO`` a row.
+PRUNE_AT = 6
+PRUNE_TO = 3
 #: Exact pricing every round while an exact round costs at most this many greedy rounds.
 EXACT_EVERY = 4.0
 
@@ -97,7 +101,6 @@ class Bound:
     rounds: int
     exact_rounds: int
     duals: np.ndarray | None = None
-    rho: float = 0.0
     values: dict[int, float] | None = None
 
     def gaps(self, columns: Sequence[Column]) -> np.ndarray:
@@ -107,8 +110,7 @@ class Bound:
         if self.duals is None or self.values is None:
             return np.zeros(len(columns))
         d = self.duals
-        return np.array([c.cost - float(d[c.idx] @ c.cnt) + self.rho * c.dsq + self.values.get(c.member, 0.0)
-                         for c in columns])
+        return np.array([c.cost - float(d[c.idx] @ c.cnt) + self.values.get(c.member, 0.0) for c in columns])
 
     def integer(self) -> int:
         """The bound rounded up to the next integer cost (costs are integers), less a float tolerance."""
@@ -118,8 +120,8 @@ class Bound:
         return max(0, math.ceil(v - 1e-7 * max(1.0, abs(v))))
 
 
-def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter, *, target: int | None = None,
-                sq_cap: float = 0.0) -> Bound:
+def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter, *,
+                target: int | None = None) -> Bound:
     """Column generation until the bound reaches ``target`` (proves it), the master converges or the budget
     runs out.  ``master`` must already hold a feasible set of columns (the incumbent's)."""
     active = [m for m in range(prob.n_members) if prob.allowed[m].any()]
@@ -130,7 +132,6 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
     # fits, so the bound there is the sum of the per-owner least-cost covers of the excess (bounds/moves.py),
     # and the first exact round prices the centre itself
     center = np.where(prob.allowed, prob.cost, 0).max(axis=0).astype(np.float64)
-    center_rho = 0.0
     out = Bound(-math.inf, False, 0, 0)
     # exact pricing every round while it costs little beside a round of quick columns (see the loop)
     exact_only = pricer.estimate(active, center) <= EXACT_EVERY * GREEDY_SECONDS * len(active)
@@ -138,14 +139,14 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
     while not meter.out():
         runtime.check()
         its = master.iterations
-        z, pi, mu, rho = master.solve()
+        z, pi, mu = master.solve()
         lp_cost = LP_ROW_SECONDS * (master.iterations - its) * master.n_rows
         meter.charge(lp_cost)
         out.rounds += 1
 
-        def improving(col: Column, pi: np.ndarray = pi, mu: np.ndarray = mu, rho: float = rho) -> bool:
+        def improving(col: Column, pi: np.ndarray = pi, mu: np.ndarray = mu) -> bool:
             """Whether ``col`` has a negative reduced cost at the master's duals (it enters the master)."""
-            reduced = float(col.cost - pi[col.idx] @ col.cnt - mu[col.member] + rho * col.dsq)
+            reduced = float(col.cost - pi[col.idx] @ col.cnt - mu[col.member])
             return bool(col.idx.size) and reduced < -1e-7 * (1.0 + abs(col.cost))
 
         # this round's weight of the centre (halved on a mis-price); the first prices the centre itself, whose
@@ -153,19 +154,18 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
         a = alpha if out.exact_rounds else 1.0
         while True:
             s_pi = a * center + (1 - a) * pi
-            s_rho = a * center_rho + (1 - a) * rho
             new: list[Column] = []
             first = out.exact_rounds == 0
             if not (exact_only or first):
-                new = [col for col in (pricer.greedy(m, s_pi) for m in active) if improving(col)]
+                new = [col for col in pricer.greedy_all(active, s_pi) if improving(col)]
                 meter.charge(GREEDY_SECONDS * len(active))
             if exact_only or first or len(new) < max(1, len(active) // 20):
                 out.exact_rounds += 1
                 cells, pieces = pricer.cells, pricer.pieces
-                lb = prob.fixed_cost + float(s_pi @ N) - s_rho * sq_cap
+                lb = prob.fixed_cost + float(s_pi @ N)
                 values: dict[int, float] = {}
                 g = N.copy()  # the subgradient at the smoothed duals: items short of their cover
-                for m, (v, col) in zip(active, pricer.exact_all(active, s_pi, s_rho), strict=True):
+                for m, (v, col) in zip(active, pricer.exact_all(active, s_pi), strict=True):
                     lb -= v
                     values[m] = v
                     g[col.idx] -= col.cnt
@@ -183,8 +183,8 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
                 # go first (ws411-21 at 1%: 4,096 cells a member, proven in 8 rounds)
                 exact_only = cost_exact <= EXACT_EVERY * (GREEDY_SECONDS * len(active) + lp_cost)
                 if lb > out.value:
-                    out.value, out.duals, out.rho, out.values = lb, s_pi.copy(), s_rho, values
-                    center, center_rho = s_pi.copy(), s_rho
+                    out.value, out.duals, out.values = lb, s_pi.copy(), values
+                    center = s_pi.copy()
                 if target is not None and out.integer() >= target:
                     return out
                 if out.integer() >= Bound(z + prob.fixed_cost, False, 0, 0).integer():
@@ -200,5 +200,7 @@ def lower_bound(prob: MovesProblem, pricer: Pricer, master: Master, meter: Meter
             a = 0.0 if a < 0.1 else a / 2  # a mis-price: nearer the master's own duals
         if out.converged or not new:
             break
+        if len(master.columns) > PRUNE_AT * master.n_rows:
+            master.prune(PRUNE_TO * master.n_rows)
         master.add(new)
     return out

@@ -1,8 +1,8 @@
 """The integer master: the cheapest assignment made of the columns generated (price and branch), by CP-SAT.
 
 One Boolean per column, at most one column per member, every free class
-covered at least ``n_c`` times, the moved cost minimised (and the sum of
-squares kept within its cap); the incumbent's columns are the hint.  A chosen
+covered at least ``n_c`` times, the moved cost minimised; the incumbent's
+columns are the hint.  A chosen
 column may give back items it holds where they cost (a member holding less
 still fits): two columns that both hold an item then pay for it once, which
 the columns alone cannot express (a column is a whole set).  What a class is
@@ -24,8 +24,6 @@ from solver.runtime import run_cpsat
 
 __all__ = ["cheapest_of"]
 
-#: Largest coefficient the sum-of-squares row keeps exactly in CP-SAT (larger ones are divided, rounded up).
-MAX_COEF = 2**50
 #: Counted seconds of building and presolving a model, per non-zero (CP-SAT's deterministic time leaves them
 #: out: on ws411-0 at 1% the column model took 5.0 s of wall time for 1.9 deterministic seconds, 9,525 non-zeros).
 BUILD_SECONDS = 2e-5
@@ -37,8 +35,8 @@ def build_cost(columns: Sequence[Column]) -> float:
 
 
 def cheapest_of(prob: MovesProblem, columns: Sequence[Column], hint: Sequence[int], *, seconds: float,
-                deterministic: bool, seed: int = 0, workers: int = 1, below: int | None = None, bound: int = 0,
-                sq: tuple[Sequence[int], int] | None = None) -> tuple[np.ndarray | None, float]:
+                deterministic: bool, seed: int = 0, workers: int = 1, below: int | None = None,
+                bound: int = 0) -> tuple[np.ndarray | None, float]:
     """The cheapest choice of one column per member (at most) covering every free class, if one costs less
     than ``below``.
 
@@ -58,8 +56,6 @@ def cheapest_of(prob: MovesProblem, columns: Sequence[Column], hint: Sequence[in
         CP-SAT's limit (deterministic seconds when ``deterministic``).
     deterministic, seed, workers
         CP-SAT's search settings.
-    sq
-        ``(per column its exact sum-of-squares increase, the cap on their sum)`` when the sum of squares is capped.
 
     Returns
     -------
@@ -97,11 +93,6 @@ def cheapest_of(prob: MovesProblem, columns: Sequence[Column], hint: Sequence[in
         saving.append(unit * r)
     for c, terms in enumerate(cover):
         model.add(sum(t * ys[k] for k, t in terms) - sum(given[c]) >= int(prob.count[c]))
-    if sq is not None:
-        coef, cap = sq
-        div = max(1, -(-max(coef, default=0) // MAX_COEF))
-        # rounded so that a choice within the divided row is within the true one (giving back only lowers it)
-        model.add(sum(-(-int(a) // div) * ys[k] for k, a in enumerate(coef) if a) <= int(cap) // div)
     objective = sum(int(col.cost) * ys[k] for k, col in enumerate(columns) if col.cost) - sum(saving)
     model.add(objective >= int(bound))  # valid for every choice: CP-SAT can stop at a choice that reaches it
     if below is not None:

@@ -1,18 +1,17 @@
 """Pricing: one member's best column for given duals, a bounded knapsack over the free classes.
 
-For duals ``pi_c`` (what covering one item of class ``c`` is worth) and ``rho``
-(the price of the sum of squares, when it is capped), member ``m``'s best
-column maximises ``sum_c (pi_c - cost_mc) y_c - rho * dsq_m(load)`` over counts
+For duals ``pi_c`` (what covering one item of class ``c`` is worth), member
+``m``'s best column maximises ``sum_c (pi_c - cost_mc) y_c`` over counts
 ``0 <= y_c <= n_c`` with ``sum_c W_c y_c <= room_m``.  The value of the best
 column bounds the Lagrangian bound, so it must never be underestimated:
 
 * :class:`Grid` counts weights in a unit ``u``: ``floor(W / u)`` and
   ``floor(room / u)``.  Every set that fits in true weights fits on the grid,
   so the grid's optimum is at least the true one (exact when ``u`` divides every
-  weight); the sum of squares is charged at the grid's (lower) load.
+  weight).
 * :meth:`Pricer.exact` is a dynamic programme over the grid (binary splitting of
-  the counts); :meth:`Pricer.greedy` a quick column by profit per weight, used
-  before the exact one is needed.
+  the counts); :meth:`Pricer.greedy_all` quick columns by profit per weight,
+  used before the exact ones are needed.
 * A column is always checked in true weights; one the grid let overfill is
   :meth:`Pricer.repair`-ed (least profitable units dropped), so every column
   kept is a real assignment of that member.
@@ -45,14 +44,13 @@ MEMBER_COST = 2e-5
 
 @dataclass(frozen=True)
 class Column:
-    """One member's set of items: free class indices, counts, true weight, moved cost, sum-of-squares increase."""
+    """One member's set of items: free class indices, counts, true weight, moved cost."""
 
     member: int
     idx: np.ndarray
     cnt: np.ndarray
     load: int
     cost: int
-    dsq: float
 
 
 @dataclass(frozen=True)
@@ -106,12 +104,10 @@ class Pricer:
         The reduced problem.
     grid
         Its pricing grid (:func:`grid_for`).
-    sq_scale
-        Divisor of the sum of squares in the master (``None``: no sum-of-squares cap).
     """
 
-    def __init__(self, prob: MovesProblem, grid: Grid, sq_scale: float | None = None) -> None:
-        self.prob, self.grid, self.sq_scale = prob, grid, sq_scale
+    def __init__(self, prob: MovesProblem, grid: Grid) -> None:
+        self.prob, self.grid = prob, grid
         self.W = np.asarray(prob.weight, dtype=np.int64)
         self.N = np.asarray(prob.count, dtype=np.int64)
         self.cost = np.asarray(prob.cost, dtype=np.float64)
@@ -119,19 +115,11 @@ class Pricer:
         self.pieces = 0
 
     # ---- values
-    def dsq(self, m: int, load: float) -> float:
-        """The member's sum-of-squares increase (master's units) at weight ``load`` on top of its fixed load."""
-        if self.sq_scale is None:
-            return 0.0
-        r = float(self.prob.ratio[m])
-        f = float(self.prob.fixed_load[m])
-        return (r * r * ((f + load) ** 2 - f * f)) / self.sq_scale
-
     def column(self, m: int, idx: np.ndarray, cnt: np.ndarray) -> Column:
-        """The column of ``cnt[k]`` items of free class ``idx[k]`` on member ``m`` (true weight, cost, dsq)."""
+        """The column of ``cnt[k]`` items of free class ``idx[k]`` on member ``m`` (true weight, cost)."""
         load = int(self.W[idx] @ cnt) if idx.size else 0
         cost = int(np.asarray(self.prob.cost[m, idx], dtype=np.int64) @ cnt) if idx.size else 0
-        return Column(m, idx, cnt, load, cost, self.dsq(m, load))
+        return Column(m, idx, cnt, load, cost)
 
     def profits(self, m: int, pi: np.ndarray) -> np.ndarray:
         """Per free class, the worth of one item on member ``m`` (``-inf`` where not allowed)."""
@@ -146,25 +134,22 @@ class Pricer:
         cells = float((pos * pieces[None, :]).sum(axis=1) @ (self.grid.room[ms] + 1))
         return cells * CELL_COST + float(pieces[pos.any(axis=0)].sum()) * PIECE_COST + len(members) * MEMBER_COST
 
-    def exact_all(self, members: list[int], pi: np.ndarray, rho: float = 0.0) -> list[tuple[float, Column]]:
+    def exact_all(self, members: list[int], pi: np.ndarray) -> list[tuple[float, Column]]:
         """For each member of ``members``: an upper bound on its best column's value (exact on an exact grid)
         and a real column (the programme's choice, repaired to fit).
 
         One dynamic programme over the grid for all members at once, class by class: a class's pieces
         (binary splitting of its count) update only the members for which it is worth something, so a
         numpy call serves every member that wants the class.  A member whose worthwhile items all fit
-        takes them without a programme (not under a sum-of-squares price: taking less may then pay).
+        takes them without a programme.
         """
         ms = np.asarray(members, dtype=np.int64)
         prof = np.where(self.prob.allowed[ms], pi[None, :] - self.cost[ms], -np.inf)
         pos = prof > 0.0  # every positive profit counts: the value must never be underestimated
         wu = self.grid.weight
         K = self.grid.room[ms]
-        if rho <= 0.0:
-            fits = ((pos * (wu * self.N)[None, :]).sum(axis=1) <= K) & \
-                   ((pos * (self.W * self.N)[None, :]).sum(axis=1) <= self.prob.room[ms])
-        else:
-            fits = np.zeros(len(ms), dtype=bool)
+        fits = ((pos * (wu * self.N)[None, :]).sum(axis=1) <= K) & \
+               ((pos * (self.W * self.N)[None, :]).sum(axis=1) <= self.prob.room[ms])
         dp = pos & ~fits[:, None]
         kmax = int(K[~fits].max(initial=0))
         best = np.zeros((len(ms), kmax + 1))
@@ -197,15 +182,7 @@ class Pricer:
                         best[rows] = sub
                     steps.append((c, t, ww, rows, better))
         at = K.copy()
-        if rho > 0.0:
-            loads = np.arange(kmax + 1, dtype=np.float64) * self.grid.unit
-            for i, m in enumerate(members):
-                # charged at the grid's load, never above the true one: still an upper bound
-                scored = best[i] - rho * self._dsq_vec(int(m), loads)
-                at[i] = int(np.argmax(scored))
-                value[i] += scored[at[i]]
-        else:
-            value += np.where(fits, 0.0, best[np.arange(len(ms)), np.minimum(K, kmax)])
+        value += np.where(fits, 0.0, best[np.arange(len(ms)), np.minimum(K, kmax)])
         value += np.where(fits[:, None] & pos, prof * self.N[None, :], 0.0).sum(axis=1)
         take += np.where(fits[:, None] & pos, self.N[None, :], 0)
         kk = at.copy()
@@ -222,34 +199,33 @@ class Pricer:
             out.append((max(0.0, float(value[i])), self.repair(int(m), idx, take[i, idx], prof[i])))
         return out
 
-    def _dsq_vec(self, m: int, loads: np.ndarray) -> np.ndarray:
-        assert self.sq_scale is not None
-        r = float(self.prob.ratio[m])
-        f = float(self.prob.fixed_load[m])
-        return np.asarray(r * r * ((f + loads) ** 2 - f * f) / self.sq_scale)
-
     # ---- quick columns
-    def greedy(self, m: int, pi: np.ndarray) -> Column:
-        """A column by profit per true weight, filled while it fits (no bound: a candidate only)."""
-        prof = self.profits(m, pi)
-        live = np.flatnonzero(prof > 0.0)
-        if live.size == 0:
-            return self.column(m, live, live)
-        w = self.W[live]
-        ratio = np.where(w > 0, prof[live] / np.maximum(w, 1), np.inf)
-        order = live[np.argsort(-ratio, kind="stable")]
-        left = int(self.prob.room[m])
-        idx: list[int] = []
-        cnt: list[int] = []
-        for c in order.tolist():
-            wc = int(self.W[c])
-            k = int(self.N[c]) if wc == 0 else min(int(self.N[c]), left // wc)
-            if k > 0:
-                idx.append(c)
-                cnt.append(k)
-                left -= wc * k
-        o = np.argsort(idx)
-        return self.column(m, np.asarray(idx, dtype=np.int64)[o], np.asarray(cnt, dtype=np.int64)[o])
+    def greedy_all(self, members: list[int], pi: np.ndarray) -> list[Column]:
+        """Quick columns of every member of ``members`` (no bound: candidates only): each member's classes by
+        profit per true weight, as many of each as still fit.  The members run side by side in numpy, one step
+        per rank in their orders (on ws411-3 at 1% a third of the time a member-by-member loop took)."""
+        ms = np.asarray(members, dtype=np.int64)
+        prof = np.where(self.prob.allowed[ms], pi[None, :] - self.cost[ms], -np.inf)
+        pos = prof > 0.0
+        W = self.W
+        ratio = np.where(pos, np.where(W > 0, prof / np.maximum(W, 1), np.inf), -np.inf)
+        order = np.argsort(-ratio, axis=1, kind="stable")
+        npos = pos.sum(axis=1)
+        room = np.asarray(self.prob.room, dtype=np.int64)[ms].copy()
+        take = np.zeros(prof.shape, dtype=np.int64)
+        rows = np.arange(len(ms))
+        for j in range(int(npos.max(initial=0))):
+            c = order[:, j]
+            w, n = W[c], self.N[c]
+            k = np.where(w > 0, np.minimum(n, room // np.maximum(w, 1)), n)
+            k = np.where(j < npos, np.maximum(k, 0), 0)
+            take[rows, c] = k
+            room -= k * w
+        out = []
+        for i, m in enumerate(members):
+            idx = np.flatnonzero(take[i])
+            out.append(self.column(int(m), idx, take[i, idx]))
+        return out
 
     def repair(self, m: int, idx: np.ndarray, cnt: np.ndarray, prof: np.ndarray) -> Column:
         """The column with the least profitable units dropped until it fits member ``m``'s true room."""

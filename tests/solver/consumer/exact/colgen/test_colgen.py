@@ -1,8 +1,8 @@
 """Column generation for fewest moves at a cap: its bound never above the true fewest, its answers real.
 
 Every claim is held against brute force over all assignments of tiny instances (class counts per member):
-the bound of :func:`fewest_moves_at` is at most the fewest moved cost of any assignment within the caps, the
-assignment it returns keeps the caps and moves what it says (never more than the start), and when it says
+the bound of :func:`fewest_moves_at` is at most the fewest moved cost of any assignment within the cap, the
+assignment it returns keeps the cap and moves what it says (never more than the start), and when it says
 proven it is the fewest.  The pricing programme's value is an upper bound of every member's best column,
 exact on an exact grid and still an upper bound on a coarse one.
 """
@@ -62,17 +62,14 @@ def small_enough(ic) -> bool:  # type: ignore[no-untyped-def]
     return 0 < total <= 4000
 
 
-def check(ic, sc, x0: np.ndarray, zcap: int, sq_cap: int | None, seconds: float = 2.0) -> None:  # type: ignore[no-untyped-def]
-    fewest = min(moved(ic, sc, x) for x in every_assignment(ic, sc)
-                 if nl(sc, x).max(initial=0) <= zcap and (sq_cap is None or int((nl(sc, x) ** 2).sum()) <= sq_cap))
-    got = fewest_moves_at(ic, sc, zcap, x0, seconds=seconds, deterministic=True, sum_sq_cap=sq_cap)
+def check(ic, sc, x0: np.ndarray, zcap: int, seconds: float = 2.0) -> None:  # type: ignore[no-untyped-def]
+    fewest = min(moved(ic, sc, x) for x in every_assignment(ic, sc) if nl(sc, x).max(initial=0) <= zcap)
+    got = fewest_moves_at(ic, sc, zcap, x0, seconds=seconds, deterministic=True)
     assert got.bound <= fewest, (got.bound, fewest)
     x = got.solution
     assert (x.sum(axis=1) == np.asarray(ic.count)).all()
     assert not (x[~eligible_matrix(ic)]).any()
     assert nl(sc, x).max(initial=0) <= zcap
-    if sq_cap is not None:
-        assert int((nl(sc, x) ** 2).sum()) <= sq_cap
     assert got.cost == moved(ic, sc, x) <= moved(ic, sc, x0)
     if got.proven:
         assert got.cost == fewest
@@ -80,14 +77,14 @@ def check(ic, sc, x0: np.ndarray, zcap: int, sq_cap: int | None, seconds: float 
 
 @SETTINGS
 @given(inst=instances(max_topics=2, max_partitions=4, max_members=3, weights=True, capacities=True,
-                      move_costs=True), pick=st.integers(0, 10**6), squares=st.booleans())
-def test_the_bound_is_valid_and_the_answer_real(inst, pick, squares):  # type: ignore[no-untyped-def]
+                      move_costs=True), pick=st.integers(0, 10**6), slack=st.sampled_from([0, 1, 10]))
+def test_the_bound_is_valid_and_the_answer_real(inst, pick, slack):  # type: ignore[no-untyped-def]
     ic, sc, _ = engine_data(inst)
     if ic.total_items == 0 or not small_enough(ic):
         return
     xs = list(every_assignment(ic, sc))
-    x0 = xs[pick % len(xs)]  # the start: any assignment; the caps are its own max load (and sum of squares)
-    check(ic, sc, x0, int(nl(sc, x0).max(initial=0)), int((nl(sc, x0) ** 2).sum()) if squares else None)
+    x0 = xs[pick % len(xs)]  # the start: any assignment; the cap its own max load, or a little above it
+    check(ic, sc, x0, int(nl(sc, x0).max(initial=0)) * (100 + slack) // 100)
 
 
 def test_an_item_too_large_for_any_free_room_pushes_others_out() -> None:
@@ -176,3 +173,37 @@ def test_cost_fixing_keeps_the_items_that_cannot_move_cheaper_than_the_start() -
     heavy = [c for c in range(ic.n_classes) if int(sc.owned[c]) == int(cost_matrix(ic, sc).max())]
     assert heavy and not set(heavy) & set(prob.classes.tolist())
     assert prob.fixed[heavy[0]].tolist() == [1, 0]
+
+
+def _greedy_one(prob, m: int, pi: np.ndarray) -> tuple[list[int], list[int]]:  # type: ignore[no-untyped-def]
+    """The quick column of one member, the plain way: by profit per weight, as many of each as still fit."""
+    prof = np.where(prob.allowed[m], pi - prob.cost[m], -np.inf)
+    live = np.flatnonzero(prof > 0)
+    ratio = np.where(prob.weight[live] > 0, prof[live] / np.maximum(prob.weight[live], 1), np.inf)
+    left = int(prob.room[m])
+    take = {}
+    for c in live[np.argsort(-ratio, kind="stable")].tolist():
+        w = int(prob.weight[c])
+        k = int(prob.count[c]) if w == 0 else min(int(prob.count[c]), left // w)
+        if k > 0:
+            take[c] = k
+            left -= w * k
+    return sorted(take), [take[c] for c in sorted(take)]
+
+
+@SETTINGS
+@given(inst=instances(max_topics=3, max_partitions=6, max_members=4, weights=True, capacities=True,
+                      move_costs=True), duals=st.lists(st.floats(0, 12), min_size=10, max_size=10))
+def test_quick_columns_side_by_side_are_each_members_own(inst, duals):  # type: ignore[no-untyped-def]
+    ic, sc, _ = engine_data(inst)
+    if ic.total_items == 0:
+        return
+    zcap = int(np.asarray(sc.ratio).max()) * int(np.asarray(sc.wint) @ np.asarray(ic.count)) // 2
+    prob = reduce(ic, sc, zcap)
+    if prob is None or prob.n_free == 0:
+        return
+    pi = np.resize(np.asarray(duals), prob.n_free)
+    members = list(range(prob.n_members))
+    for m, col in zip(members, Pricer(prob, grid_for(prob)).greedy_all(members, pi), strict=True):
+        assert (col.idx.tolist(), col.cnt.tolist()) == _greedy_one(prob, m, pi)
+        assert col.load <= max(0, int(prob.room[m])) or not col.idx.size
