@@ -489,3 +489,48 @@ def expand(ic: ItemClasses, instance: Instance, flows: list[tuple[int, int, int]
         for t in ((ic.topics[ref],) if kind == 0 else ic.groups[ref]):
             owners[t][parts] = dest[a:b]
     return Assignment.from_owners(instance.member_ids, owners)
+
+
+def class_counts(ic: ItemClasses, instance: Instance, assignment: Assignment) -> np.ndarray | None:
+    """The inverse of :func:`expand`: ``[class, member]`` counts of ``assignment``, or ``None`` when an item
+    has no single member in it (a topic-partition unassigned or on two members, a co-partition unit split).
+
+    Examples
+    --------
+    >>> from solver.io import parse_instance
+    >>> inst = parse_instance({"format": "kassign/v1", "topics": {"T": 3},
+    ...     "members": [{"id": "a", "topics": ["T"]}, {"id": "b", "topics": ["T"]}]})
+    >>> ic = build_classes(inst)
+    >>> class_counts(ic, inst, Assignment.from_lists({"a": {"T": [0, 2]}, "b": {"T": [1]}})).tolist()
+    [[2, 1]]
+    >>> class_counts(ic, inst, Assignment.from_lists({"a": {"T": [0]}, "b": {"T": [1]}})) is None
+    True
+    """
+    index = {mid: i for i, mid in enumerate(instance.member_ids)}
+    owners = {t: np.full(tp.partitions, -1, dtype=np.int64) for t, tp in instance.topics.items()}
+    for mid, topics in assignment.members.items():
+        m = index.get(mid)
+        if m is None:
+            return None
+        for t, parts in topics.items():
+            own = owners.get(t)
+            if own is None:
+                continue
+            parts = np.asarray(parts, dtype=np.int64)
+            parts = parts[(parts >= 0) & (parts < own.size)]
+            if (own[parts] >= 0).any() or np.unique(parts).size != parts.size:
+                return None  # on two members
+            own[parts] = m
+    dest = np.full(ic.item_class.size, -1, dtype=np.int64)
+    for kind, ref, a, b in ic.chunks:
+        parts = ic.item_part[a:b]
+        names = (ic.topics[ref],) if kind == 0 else ic.groups[ref]
+        first = owners[names[0]][parts]
+        if any((owners[t][parts] != first).any() for t in names[1:]):
+            return None  # a unit split
+        dest[a:b] = first
+    if (dest < 0).any():
+        return None
+    out = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
+    np.add.at(out, (ic.item_class, dest), 1)
+    return out

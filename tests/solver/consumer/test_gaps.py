@@ -210,6 +210,41 @@ def test_fewest_moves_is_the_brute_force_minimum(inst):
         assert fewest_moves(inst, cap_max, cap_sq, upper=own) == (pytest.approx(best), True)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=2, max_partitions=5, max_members=3, weights=True, capacities=True))
+def test_fewest_moves_through_the_column_generation_is_the_brute_force_minimum(inst):
+    """With CP-SAT's first try given no time, the column generation's bound and answer decide: a proven answer
+    is the least moved cost within both caps, an unproven one is a real assignment's (never below it)."""
+    import itertools
+
+    import solver.consumer.gaps as gaps
+
+    if inst.copartition:
+        return
+    slots = [(t, p) for t, topic in inst.topics.items() for p in range(topic.partitions)]
+    choices = [[m.id for m in inst.members if t in m.topics] for t, _ in slots]
+    if any(not c for c in choices) or math.prod(len(c) for c in choices) > 3000:
+        return
+    seen = []
+    for pick in itertools.product(*choices):
+        lists: dict[str, dict[str, list[int]]] = {m.id: {} for m in inst.members}
+        for (t, p), m in zip(slots, pick, strict=True):
+            lists[m].setdefault(t, []).append(p)
+        a = Assignment.from_lists(lists)
+        s = score(inst, a)
+        if s["valid"]:
+            loads = member_loads(inst, a)
+            seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"]), a))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gaps, "CPSAT_FIRST", 0.0)
+        for cap_max, cap_sq, own, a in seen[:: max(1, len(seen) // 6)]:
+            best = min(c for mx, sq, c, _ in seen if mx <= cap_max + 1e-9 and sq <= cap_sq + 1e-9)
+            got, proven = fewest_moves(inst, cap_max, cap_sq, upper=own, starts=[a], deterministic=True)
+            assert got >= best - 1e-9 and got <= own + 1e-9, (cap_max, cap_sq)
+            if proven:
+                assert got == pytest.approx(best), (cap_max, cap_sq)
+
+
 def test_fewest_moves_never_dies_on_a_timeout() -> None:
     """A 3,000-partition weighted group and no time to search: the measured assignment's own cost comes back,
     not proven (a timeout is not infeasibility), and gap_metrics reports a lower estimate."""
