@@ -177,7 +177,8 @@ def skew(log: Any, stride: int = 1) -> dict[str, Any]:
     for _sid, seed, p in grid.scenarios():
         key = _point(p)
         seen[key] = seen.get(key, 0) + 1
-        acc = per.setdefault(key, {"scenarios": 0, "in_grid": 0, "steps": 0, "optimal": 0, "cpu_s": 0.0})
+        acc = per.setdefault(key, {"scenarios": 0, "in_grid": 0, "steps": 0, "optimal": 0, "cpu_s": 0.0,
+                                   "excess_rows": 0, "excess_proven": 0})
         acc["in_grid"] += 1
         if (seen[key] - 1) % stride:
             continue
@@ -188,10 +189,14 @@ def skew(log: Any, stride: int = 1) -> dict[str, Any]:
         opt = [r for r in rows if r["assignor"] in ("optimal", "optimal-streams")]
         acc["steps"] += len(opt)
         acc["optimal"] += sum(1 for r in opt if r["status"] == "optimal")
+        gapped = [r for r in rows if r.get("excess_moves") is not None]
+        acc["excess_rows"] += len(gapped)
+        acc["excess_proven"] += sum(1 for r in gapped if r.get("excess_moves_proven"))
         log(f"{key} seed {seed}: {time.process_time() - cpu0:.1f} s CPU")
     est = sum(a["cpu_s"] / a["scenarios"] * a["in_grid"] for a in per.values() if a["scenarios"])
     for key, a in per.items():
         log(f"{key}: {a['scenarios']:.0f} scenarios, optimum steps proven {a['optimal']:.0f}/{a['steps']:.0f}, "
+            f"excess_moves proven {a['excess_proven']:.0f}/{a['excess_rows']:.0f}, "
             f"{a['cpu_s'] / max(1, a['scenarios']):.1f} s CPU a scenario")
     log(f"whole grid ({sum(a['in_grid'] for a in per.values()):.0f} scenarios) estimated at {est:,.0f} s CPU, "
         f"{est / 2 / 60:.1f} min on 2 cores without Spark's overhead")
