@@ -24,9 +24,11 @@ and the flow's fewest-moves (or most balanced) answer meets the sum-of-squares
 cap, else a CP-SAT model with both caps (an assignment with co-partition
 violations is compared with assignments free of the co-partition constraint,
 one that leaves not-joinable partitions idle with assignments that may too);
-if CP-SAT does not prove its answer within the time limit,
-``excess_moves_proven`` is false and ``excess_moves`` is a lower estimate
-(computed from the best assignment found, never below 0).
+what CP-SAT leaves open in a tenth of the time goes to the exact engine's
+column generation at the load cap alone, from the measured assignment, whose
+bound holds under both caps.  If neither proves the answer within the time
+limit, ``excess_moves_proven`` is false and ``excess_moves`` is a lower
+estimate (computed from the best assignment found, never below 0).
 """
 
 from __future__ import annotations
