@@ -180,18 +180,15 @@ def test_the_proven_optimum_has_no_excess_moves(inst):
     assert proven and fewest == pytest.approx(score(inst, opt.assignment)["moved_cost"])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(inst=instances(max_topics=2, max_partitions=4, max_members=3, weights=True, capacities=True))
-def test_fewest_moves_is_the_brute_force_minimum(inst):
-    """fewest_moves(L, S) = the least moved cost over every valid assignment with max <= L and sum_sq <= S."""
+def _every_valid(inst, limit):
+    """Every valid assignment of a tiny instance as ``(max load, sum of squares, moved cost, assignment)``, or
+    ``None`` when there are more than ``limit`` to try (or a topic no member takes)."""
     import itertools
 
-    if inst.copartition:
-        return
     slots = [(t, p) for t, topic in inst.topics.items() for p in range(topic.partitions)]
     choices = [[m.id for m in inst.members if t in m.topics] for t, _ in slots]
-    if any(not c for c in choices) or math.prod(len(c) for c in choices) > 2000:
-        return
+    if any(not c for c in choices) or math.prod(len(c) for c in choices) > limit:
+        return None
     seen = []
     for pick in itertools.product(*choices):
         lists: dict[str, dict[str, list[int]]] = {m.id: {} for m in inst.members}
@@ -201,9 +198,19 @@ def test_fewest_moves_is_the_brute_force_minimum(inst):
         s = score(inst, a)
         if s["valid"]:
             loads = member_loads(inst, a)
-            seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"])))
-    for cap_max, cap_sq, own in seen[:: max(1, len(seen) // 6)]:
-        best = min(c for mx, sq, c in seen if mx <= cap_max + 1e-9 and sq <= cap_sq + 1e-9)
+            seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"]), a))
+    return seen
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=2, max_partitions=4, max_members=3, weights=True, capacities=True))
+def test_fewest_moves_is_the_brute_force_minimum(inst):
+    """fewest_moves(L, S) = the least moved cost over every valid assignment with max <= L and sum_sq <= S."""
+    seen = None if inst.copartition else _every_valid(inst, 2000)
+    if not seen:
+        return
+    for cap_max, cap_sq, own, _ in seen[:: max(1, len(seen) // 6)]:
+        best = min(c for mx, sq, c, _ in seen if mx <= cap_max + 1e-9 and sq <= cap_sq + 1e-9)
         got, proven = fewest_moves(inst, cap_max, cap_sq)
         assert proven and got == pytest.approx(best), (cap_max, cap_sq)
         # the measured assignment's own cost as an upper bound prunes, never changes the answer
@@ -215,26 +222,11 @@ def test_fewest_moves_is_the_brute_force_minimum(inst):
 def test_fewest_moves_through_the_column_generation_is_the_brute_force_minimum(inst):
     """With CP-SAT's first try given no time, the column generation's bound and answer decide: a proven answer
     is the least moved cost within both caps, an unproven one is a real assignment's (never below it)."""
-    import itertools
-
     import solver.consumer.gaps as gaps
 
-    if inst.copartition:
+    seen = None if inst.copartition else _every_valid(inst, 3000)
+    if not seen:
         return
-    slots = [(t, p) for t, topic in inst.topics.items() for p in range(topic.partitions)]
-    choices = [[m.id for m in inst.members if t in m.topics] for t, _ in slots]
-    if any(not c for c in choices) or math.prod(len(c) for c in choices) > 3000:
-        return
-    seen = []
-    for pick in itertools.product(*choices):
-        lists: dict[str, dict[str, list[int]]] = {m.id: {} for m in inst.members}
-        for (t, p), m in zip(slots, pick, strict=True):
-            lists[m].setdefault(t, []).append(p)
-        a = Assignment.from_lists(lists)
-        s = score(inst, a)
-        if s["valid"]:
-            loads = member_loads(inst, a)
-            seen.append((float(loads.max()), float((loads**2).sum()), float(s["moved_cost"]), a))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(gaps, "CPSAT_FIRST", 0.0)
         for cap_max, cap_sq, own, a in seen[:: max(1, len(seen) // 6)]:
