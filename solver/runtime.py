@@ -192,6 +192,42 @@ def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:
         return solver.solve(model, callback) if callback is not None else solver.solve(model)
 
 
+#: Deterministic mode: the wall-clock safety net of one CP-SAT solve, ``SAFETY_FACTOR * budget +
+#: SAFETY_SECONDS`` (a short stage's presolve on a machine running many processes per core took over 20x
+#: its deterministic budget plus a second, and the answer then depended on the load).
+SAFETY_FACTOR = 20.0
+SAFETY_SECONDS = 10.0
+
+
+def set_budget(solver: Any, seconds: float, *, seed: int, deterministic: bool, workers: int) -> None:
+    """Seed, workers and time limits of one CP-SAT solve, the same way for every stage that calls CP-SAT.
+
+    Deterministic: one worker and ``seconds`` of CP-SAT's deterministic time, the wall clock only as a
+    safety net (:data:`SAFETY_FACTOR` times ``seconds`` plus :data:`SAFETY_SECONDS`), so the answer does not
+    depend on the machine's load.  Otherwise ``workers`` (a parallel portfolio) and ``seconds`` of wall clock.
+
+    Examples
+    --------
+    >>> from ortools.sat.python import cp_model
+    >>> s = cp_model.CpSolver()
+    >>> set_budget(s, 2.0, seed=7, deterministic=True, workers=8)
+    >>> s.parameters.num_workers, s.parameters.max_deterministic_time, s.parameters.max_time_in_seconds
+    (1, 2.0, 50.0)
+    >>> set_budget(s, 0.0, seed=7, deterministic=False, workers=4)
+    >>> s.parameters.num_workers, s.parameters.max_time_in_seconds
+    (4, 0.01)
+    """
+    seconds = max(0.01, float(seconds))
+    p = solver.parameters
+    p.random_seed = int(seed)
+    p.num_workers = 1 if deterministic else max(1, int(workers))
+    if deterministic:
+        p.max_deterministic_time = seconds
+        p.max_time_in_seconds = SAFETY_FACTOR * seconds + SAFETY_SECONDS
+    else:
+        p.max_time_in_seconds = seconds
+
+
 #: CP-SAT's own worker count when ``num_workers`` is 0 (it uses the cores, at most 8 on this size of machine).
 DEFAULT_WORKERS = 8
 

@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.exact.data import Scaled
-from solver.consumer.exact.primal.lns import SAFETY_FACTOR, SAFETY_SECONDS
 from solver.consumer.exact.topic_balance import topic_balance_terms
 from solver.consumer.items import ItemClasses
-from solver.runtime import run_cpsat
+from solver.runtime import run_cpsat, set_budget
 
 #: Largest scaled load per capacity whose square enters the sum_sq stage exactly.
 MAX_SQUARED = 2**28
@@ -278,11 +277,7 @@ class ClassModel:
             self.model.minimize(objective)
         self.set_hint(hint)
         solver = cp_model.CpSolver()
-        p = solver.parameters
-        p.random_seed = int(seed)
-        p.num_workers = 1 if deterministic else max(1, int(workers))
-        p.max_deterministic_time = seconds
-        p.max_time_in_seconds = seconds * SAFETY_FACTOR + SAFETY_SECONDS if deterministic else seconds
+        set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
         t0 = time.perf_counter()
         st = run_cpsat(solver, self.model)
         dt = time.perf_counter() - t0

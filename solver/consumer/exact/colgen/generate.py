@@ -33,7 +33,7 @@ from solver import runtime
 from solver.consumer.exact.colgen.master import Master
 from solver.consumer.exact.colgen.pricing import CELL_COST, MEMBER_COST, PIECE_COST, Column, Pricer
 from solver.consumer.exact.colgen.problem import MovesProblem
-from solver.consumer.exact.primal.lns import SAFETY_FACTOR, SAFETY_SECONDS
+from solver.runtime import SAFETY_FACTOR, SAFETY_SECONDS
 
 __all__ = ["Bound", "Meter", "lower_bound"]
 
@@ -74,7 +74,7 @@ class Meter:
         wall = time.perf_counter() - self.t0
         if self.deterministic:
             # the wall clock only as the engine's safety net, far enough out that a loaded machine does not
-            # change the answer (:data:`..primal.lns.SAFETY_FACTOR`)
+            # change the answer (:data:`solver.runtime.SAFETY_FACTOR`)
             return self.spent >= self.seconds or wall >= SAFETY_FACTOR * self.seconds + SAFETY_SECONDS
         return wall >= self.seconds
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from solver.consumer.exact.colgen.pricing import Column
 from solver.consumer.exact.colgen.problem import MovesProblem
-from solver.consumer.exact.primal.lns import SAFETY_FACTOR, SAFETY_SECONDS
-from solver.runtime import run_cpsat
+from solver.runtime import run_cpsat, set_budget
 
 __all__ = ["cheapest_of"]
 
@@ -103,14 +102,7 @@ def cheapest_of(prob: MovesProblem, columns: Sequence[Column], hint: Sequence[in
     h.vars.extend(y.index for y in ys)
     h.values.extend(int(k in chosen) for k in range(len(columns)))
     solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1 if deterministic else max(1, int(workers))
-    if deterministic:
-        p.max_deterministic_time = max(0.01, seconds)
-        p.max_time_in_seconds = SAFETY_FACTOR * max(0.01, seconds) + SAFETY_SECONDS  # the wall clock: a safety net
-    else:
-        p.max_time_in_seconds = max(0.01, seconds)
+    set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
     st = run_cpsat(solver, model)
     spent = float(solver.deterministic_time) + build_cost(columns)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -184,14 +176,7 @@ def cheapest_on_support(prob: MovesProblem, columns: Sequence[Column], values: n
     for (m, c), v in x.items():
         model.add_hint(v, int(start[m, c]))
     solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1 if deterministic else max(1, int(workers))
-    if deterministic:
-        p.max_deterministic_time = max(0.01, seconds)
-        p.max_time_in_seconds = SAFETY_FACTOR * max(0.01, seconds) + SAFETY_SECONDS
-    else:
-        p.max_time_in_seconds = max(0.01, seconds)
+    set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
     st = run_cpsat(solver, model)
     spent = float(solver.deterministic_time) + BUILD_SECONDS * (len(x) + prob.n_free + prob.n_members)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

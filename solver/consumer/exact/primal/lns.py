@@ -29,13 +29,7 @@ from typing import Any
 import numpy as np
 
 from solver.consumer.exact.primal.data import Data
-from solver.runtime import run_cpsat
-
-#: Deterministic mode: the wall-clock safety net of one CP-SAT solve, ``SAFETY_FACTOR * budget +
-#: SAFETY_SECONDS`` (a short stage's presolve on a machine running many processes per core took over 20x
-#: its deterministic budget plus a second, and the answer then depended on the load).
-SAFETY_FACTOR = 20.0
-SAFETY_SECONDS = 10.0
+from solver.runtime import run_cpsat, set_budget
 
 #: Members in a window at first (grown after a window that finished its search without a gain, shrunk after
 #: one that ran out of time).
@@ -153,14 +147,7 @@ def _resolve(mod: _Model, counts: np.ndarray, win: list[int], base: np.ndarray, 
         model.add(objective <= below - 1)
     model.minimize(objective)
     solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.random_seed = int(seed)
-    p.num_workers = 1 if deterministic else max(1, workers)
-    if deterministic:
-        p.max_deterministic_time = seconds
-        p.max_time_in_seconds = seconds * SAFETY_FACTOR + SAFETY_SECONDS
-    else:
-        p.max_time_in_seconds = max(0.01, seconds)
+    set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
     st = run_cpsat(solver, model)
     finished = st in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
