@@ -131,9 +131,13 @@ class Member(threading.Thread):
         super().__init__(name=f"member-{name}", daemon=True)
         # Short metadata age: a leader that assigned before a new topic's metadata arrived re-checks soon.
         # Short rebalance timeout (max.poll.interval.ms): noida-db sometimes answers a JoinGroup only when
-        # the rebalance times out (see test_kafka_assignor), so that stall stays short.
+        # the rebalance times out (see test_kafka_assignor), so that stall stays short.  Short request
+        # timeout: a JoinGroup noida-db never answers (lost while the others' SyncGroups were in flight, and
+        # no rebalance left to time out) is given up after max(request timeout, rebalance timeout + 5 s) =
+        # 12 s and sent again, instead of after kafka-python's default 30 s (a CI run's member waited out a
+        # 45 s settle that way in three attempts in a row).
         settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
-                                    "metadata_max_age_ms": 1000,
+                                    "metadata_max_age_ms": 1000, "request_timeout_ms": 12000,
                                     "max_poll_interval_ms": 7000, "enable_auto_commit": False,
                                     "auto_offset_reset": "earliest", "client_id": name, **config}
         if strategy is not None:
@@ -207,7 +211,8 @@ class AioMember(threading.Thread):
         self.bootstrap, self.group, self.topics = bootstrap, group, list(topics)
         self.settings: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
                                          "metadata_max_age_ms": 1000, "max_poll_interval_ms": 7000,
-                                         "rebalance_timeout_ms": 7000, "enable_auto_commit": False,
+                                         "rebalance_timeout_ms": 7000, "request_timeout_ms": 12000,
+                                         "enable_auto_commit": False,
                                          "auto_offset_reset": "earliest", "client_id": name, **config}
         if strategy is not None:
             self.settings["partition_assignment_strategy"] = tuple(strategy)
