@@ -31,6 +31,7 @@ class SatOutcome:
     bound: int
     optimal: bool
     limit: str | None
+    work: float = 0.0
 
 
 class StreamsSat:
@@ -156,11 +157,12 @@ class StreamsSat:
         prm.max_deterministic_time = max(0.01, seconds)
         prm.max_time_in_seconds = max(0.01, wall_cap)
         code = run_cpsat(solver, self.model)
+        work = min(max(0.01, seconds), float(solver.deterministic_time))
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return SatOutcome(None, 0, False, "time")
+            return SatOutcome(None, 0, False, "time", work)
         bound = max(0, math.ceil(solver.best_objective_bound - 1e-9))
         optimal = code == cp_model.OPTIMAL
-        return SatOutcome(self.read(solver), bound, optimal, None if optimal else "time")
+        return SatOutcome(self.read(solver), bound, optimal, None if optimal else "time", work)
 
     def read(self, solver: Any) -> tuple[list[int], list[list[int]]]:
         """The assignment of a solved ``cp_model.CpSolver``: active client and standby clients per task."""

@@ -26,7 +26,7 @@ from solver.consumer.frontier import budget_steps, dominating, plot_panels, poin
 from solver.errors import InfeasibleError
 from solver.model import Instance
 from solver.result import Params
-from solver.runtime import run_cpsat
+from solver.runtime import run_cpsat, set_budget
 from solver.streams.cpsat import StreamsSat
 from solver.streams.optimal import greedy, solve_streams
 from solver.streams.problem import StreamsProblem
@@ -57,9 +57,10 @@ def _point(p: StreamsProblem, budget: int, params: Params, limit: float) -> dict
         expr = m.exprs[stage]
         m.model.minimize(expr)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = limit / (len(POINT_STAGES) - k)
-        solver.parameters.num_workers = int(params.options.get("workers", 2))
-        solver.parameters.random_seed = params.seed
+        # reproducible by default: one worker, deterministic time (-O deterministic=0: workers, wall clock)
+        set_budget(solver, limit / (len(POINT_STAGES) - k), seed=params.seed,
+                   deterministic=bool(params.options.get("deterministic", True)),
+                   workers=int(params.options.get("workers", 2)))
         code = run_cpsat(solver, m.model)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
@@ -81,7 +82,9 @@ def compute_streams_frontier(instance: Instance, params: Params, max_points: int
         A ``protocol: streams`` instance.
     params
         ``time_limit``: seconds per point (default 10) and for the optimum;
-        ``seed``; ``options["workers"]`` (CP-SAT workers, default 2).
+        ``seed``; ``options["deterministic"]`` (default true: one CP-SAT worker and deterministic time,
+        the same frontier on an idle or a busy machine); ``options["workers"]`` (CP-SAT workers when not
+        deterministic, default 2).
     max_points
         At most this many budgets (evenly spaced, both ends kept).
 

@@ -63,12 +63,17 @@ class StageOutcome:
         True when the solver proved its solution optimal.
     limit
         ``"work"`` / ``"time"`` when a limit ended the stage, else ``None``.
+    work
+        The work the stage used, in the seconds its limit is counted in (nodes over
+        :data:`NODES_PER_SECOND`; CP-SAT: its deterministic time), at most its budget: what a
+        deterministic run takes from its time limit.
     """
 
     solution: tuple[list[int], list[list[int]]] | None
     bound: int
     optimal: bool
     limit: str | None
+    work: float = 0.0
 
 
 class StreamsMip:
@@ -250,9 +255,11 @@ class StreamsMip:
         optimal = reason == mo.TerminationReason.OPTIMAL
         if name in ("active_balance", "total_balance") and self.p.scale > TRUSTED_SCALE:
             bound, optimal = 0, False
+        work = min(seconds, res.solve_stats.node_count / NODES_PER_SECOND)
         if not res.has_primal_feasible_solution():
-            return StageOutcome(None, max(bound, 0), False, limit)
-        return StageOutcome(self._read(res.variable_values()), max(bound, 0), optimal, limit)
+            return StageOutcome(None, max(bound, 0), False, limit, seconds if limit else work)
+        return StageOutcome(self._read(res.variable_values()), max(bound, 0), optimal, limit,
+                            seconds if limit else work)
 
     def _read(self, values: dict[Any, float]) -> tuple[list[int], list[list[int]]]:
         p = self.p

@@ -35,13 +35,17 @@ Engines
     thread counts.
 
 Determinism
-    The same instance, options, seed and time limit give the same assignment:
-    flows are deterministic, the MIP stages stop at a node limit and CP-SAT at
-    a deterministic time limit derived from the stage's share of the time
-    limit.  Wall-clock caps (1.25x the stage share, 20x with
-    ``-O deterministic=1``) keep ``--time-limit`` on a slow machine; only when
-    such a cap, or the deadline between flow phases, ends the work can two
-    runs differ.
+    By default the same instance, options, seed and time limit give the same
+    assignment on an idle or a busy machine: the flows run to their end, the
+    exact model is built when its estimated build takes at most half the time
+    limit, and each exact stage's budget is its share of the time limit left
+    after the *counted* work of the stages before it (MIP nodes over
+    :data:`solver.streams.mip.NODES_PER_SECOND`, CP-SAT deterministic time);
+    the MIP stops at a node limit, CP-SAT at a deterministic time limit, the
+    wall clock (20x the budget) only as a safety net.  ``-O deterministic=0``
+    opts out for latency (``kassign serve``, the live assignor): budgets are
+    then shares of the wall clock left, the flows stop at the deadline, and
+    wall-clock caps of 1.25x a stage's budget keep ``--time-limit``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from solver.model import Instance
 from solver.options import check_assignor_options
 from solver.registry import register
 from solver.result import Params, Result, Status
+from solver.runtime import SAFETY_FACTOR, SAFETY_SECONDS
 from solver.streams.cpsat import StreamsSat
 from solver.streams.model import StreamsAssignment
 from solver.streams.problem import RACK_STAGE, STAGES, StreamsProblem
@@ -209,7 +214,7 @@ def _options(options: Mapping[str, Any]) -> _Options:
     """The ``-O`` options, checked by the one option schema (:data:`solver.options.ASSIGNOR_OPTIONS`)."""
     opts = check_assignor_options("optimal-streams", options)  # unknown keys, bad values: OptionError
     return _Options(opts.get("engine", "auto"), opts.get("flows", True), opts.get("workers", 1),
-                    opts.get("interleave", False), opts.get("deterministic", False), opts.get("full_restore_lag"))
+                    opts.get("interleave", False), opts.get("deterministic", True), opts.get("full_restore_lag"))
 
 
 @dataclass
@@ -311,7 +316,8 @@ def solve_streams(instance: Instance, params: Params) -> Result:
     p = StreamsProblem.of(instance, opts.full_restore_lag)
     stages = _stages(params, p)
     limit = params.time_limit if params.time_limit is not None else DEFAULT_TIME_LIMIT
-    deadline = t0 + limit
+    # deterministic: the wall clock only as a safety net, the work counted (see Determinism above)
+    deadline = t0 + (SAFETY_FACTOR * limit + SAFETY_SECONDS if opts.deterministic else limit)
     zero = [0] * len(stages)
     if p.n_tasks == 0:
         return _result(p, [], [], Status.OPTIMAL, stages, zero, zero, [True] * len(stages), t0, "none")
@@ -336,11 +342,12 @@ def solve_streams(instance: Instance, params: Params) -> Result:
     values = [vals[s] for s in stages]
     # a flow proof counts only where the solution in hand attains the bound (the deadline may have cut the flows)
     proven = [pr and v <= b for pr, v, b in zip(proven, values, bounds, strict=True)]
-    if not all(proven) and _model_fits(p, deadline):
+    if not all(proven) and _model_fits(p, limit if opts.deterministic else deadline - time.perf_counter()):
         backend = DEFAULT_BACKEND if opts.engine == "auto" else opts.engine
         used.append(backend)
         active, standby, values, bounds, proven = _exact_stages(p, opts, backend, stages, (active, standby),
-                                                                values, bounds, proven, deadline, params.seed)
+                                                                values, bounds, proven, deadline, params.seed,
+                                                                limit)
     # proofs were made in the solvers' integers: report exact restoration (rounded costs: bound * divisor)
     exact = evaluate(p, active, standby)
     for k, s in enumerate(stages):
@@ -391,17 +398,22 @@ def model_size(p: StreamsProblem) -> int:
                for t in range(p.n_tasks))
 
 
-def _model_fits(p: StreamsProblem, deadline: float) -> bool:
-    """Whether building the exact model takes at most half the time left (else the flows' answer stands)."""
-    return model_size(p) * BUILD_SECONDS_PER_VAR <= 0.5 * (deadline - time.perf_counter())
+def _model_fits(p: StreamsProblem, seconds: float) -> bool:
+    """Whether building the exact model takes at most half of ``seconds`` (the time limit when deterministic,
+    else the time left; when not, the flows' answer stands)."""
+    return model_size(p) * BUILD_SECONDS_PER_VAR <= 0.5 * seconds
 
 
 def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple[str, ...],
                   incumbent: tuple[list[int], list[list[int]]], values: list[int], bounds: list[int],
-                  proven: list[bool], deadline: float, seed: int
+                  proven: list[bool], deadline: float, seed: int, limit: float
                   ) -> tuple[list[int], list[list[int]], list[int], list[int], list[bool]]:
     """Stages from the first unproven one by the MIP (``highs`` / ``scip``) or CP-SAT; the incumbent
-    only changes to a valid assignment that is no worse on any stage solved so far."""
+    only changes to a valid assignment that is no worse on any stage solved so far.
+
+    Each stage gets an even share of what is left: of ``limit`` less the work the stages before it counted
+    (deterministic), else of the wall clock left before ``deadline``.
+    """
     model: Any
     if backend == "cp-sat":
         model = StreamsSat(p)
@@ -413,9 +425,10 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
     for k in range(first):
         model.fix(stages[k], values[k])
     active, standby = incumbent
+    spent = 0.0  # counted work of the stages so far (deterministic mode)
     for k in range(first, len(stages)):
         name = stages[k]
-        left = deadline - time.perf_counter()
+        left = limit - spent if opts.deterministic else deadline - time.perf_counter()
         if left > 0.01:
             budget = left / (len(stages) - k)
             cap = wall_cap(budget, deadline, opts.deterministic)
@@ -423,6 +436,7 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
                 out = model.solve_stage(name, (active, standby), budget, seed, cap, opts.workers, opts.interleave)
             else:
                 out = model.solve_stage(name, (active, standby), budget, seed, cap)
+            spent += out.work
             if out.solution is not None and is_valid(p, *out.solution):
                 new = solver_values(p, *out.solution)
                 # earlier stages stay at their fixed values, this one must not get worse
