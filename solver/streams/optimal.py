@@ -38,8 +38,8 @@ Determinism
     By default the same instance, options, seed and time limit give the same
     assignment on an idle or a busy machine: the flows run to their end, the
     exact model is built when its estimated build takes at most half the time
-    limit, and each exact stage's budget is its share of the time limit left
-    after the *counted* work of the stages before it (MIP nodes over
+    limit, and each exact stage's budget is its share of the time limit less
+    that estimate and the *counted* work of the stages before it (MIP nodes over
     :data:`solver.streams.mip.NODES_PER_SECOND`, CP-SAT deterministic time);
     the MIP stops at a node limit, CP-SAT at a deterministic time limit, the
     wall clock (20x the budget) only as a safety net.  ``-O deterministic=0``
@@ -345,9 +345,11 @@ def solve_streams(instance: Instance, params: Params) -> Result:
     if not all(proven) and _model_fits(p, limit if opts.deterministic else deadline - time.perf_counter()):
         backend = DEFAULT_BACKEND if opts.engine == "auto" else opts.engine
         used.append(backend)
+        # deterministic: the model's build counted at its estimated cost, the stages share the rest
+        stage_limit = limit - model_size(p) * BUILD_SECONDS_PER_VAR
         active, standby, values, bounds, proven = _exact_stages(p, opts, backend, stages, (active, standby),
                                                                 values, bounds, proven, deadline, params.seed,
-                                                                limit)
+                                                                stage_limit)
     # proofs were made in the solvers' integers: report exact restoration (rounded costs: bound * divisor)
     exact = evaluate(p, active, standby)
     for k, s in enumerate(stages):
@@ -411,8 +413,9 @@ def _exact_stages(p: StreamsProblem, opts: _Options, backend: str, stages: tuple
     """Stages from the first unproven one by the MIP (``highs`` / ``scip``) or CP-SAT; the incumbent
     only changes to a valid assignment that is no worse on any stage solved so far.
 
-    Each stage gets an even share of what is left: of ``limit`` less the work the stages before it counted
-    (deterministic), else of the wall clock left before ``deadline``.
+    Each stage gets an even share of what is left: of ``limit`` (the time limit less the model's estimated
+    build) less the work the stages before it counted (deterministic), else of the wall clock left before
+    ``deadline``.
     """
     model: Any
     if backend == "cp-sat":
