@@ -109,7 +109,7 @@ def balance_gaps(instance: Instance, assignment: Assignment, optimum: Result | M
 
 
 def consumer_gaps(instance: Instance, assignment: Assignment, optimum: Result | Mapping[str, Any] | Assignment, *,
-                  scores: Mapping[str, Any], time_limit: float = 10.0, deterministic: bool = False,
+                  scores: Mapping[str, Any], time_limit: float = 10.0, deterministic: bool = True,
                   known: Sequence[Assignment] = ()) -> dict[str, Any]:
     """:data:`CONSUMER_GAPS` of a consumer ``assignment``, under the defined rule, with the fallback.
 
@@ -189,7 +189,7 @@ def streams_gaps(metrics: Mapping[str, Any], reference: Mapping[str, Any]) -> di
 
 
 def gaps(instance: Instance, assignment: Any, optimum: Result, *, scores: Mapping[str, Any],
-         optimum_scores: Mapping[str, Any] | None = None, time_limit: float = 10.0, deterministic: bool = False,
+         optimum_scores: Mapping[str, Any] | None = None, time_limit: float = 10.0, deterministic: bool = True,
          known: Sequence[Assignment] = ()) -> dict[str, Any]:
     """The gaps of ``assignment`` against ``optimum`` by the instance's protocol, under the defined rule.
 

@@ -300,7 +300,7 @@ def compare(instance: Instance, assignors: Sequence[str] | None = None, params: 
     # answer, when at least as balanced as a row, already bounds that row's fewest moves
     gap_limit = min(10.0, p.time_limit) if p.time_limit is not None else 10.0
     known = (tol.assignment,) if tol is not None and isinstance(tol.assignment, Assignment) else ()
-    gs = _GapSettings(gap_limit, bool(p.options.get("deterministic")), known)
+    gs = _GapSettings(gap_limit, bool(p.options.get("deterministic", True)), known)
     rows = _assignor_rows(instance, ref, opt, chosen, hp, warn, gs, say)
     if tol is not None:
         # the tolerance result as its own row, right after the optimum: the fewest moves with max load
@@ -320,7 +320,7 @@ class _GapSettings:
     """How each row's ``excess_moves`` is computed (consumer protocol)."""
 
     time_limit: float = 10.0
-    deterministic: bool = False
+    deterministic: bool = True
     known: tuple[Assignment, ...] = ()
 
 

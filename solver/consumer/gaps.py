@@ -117,7 +117,7 @@ def _flow_sum_sq(ic: Any, flows: Any, caps: np.ndarray) -> float:
 
 def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = None, *, time_limit: float = 10.0,
                  seed: int = 0, not_joinable: bool = True, upper: float | None = None,
-                 deterministic: bool = False, starts: Sequence[Assignment] = ()) -> tuple[float, bool]:
+                 deterministic: bool = True, starts: Sequence[Assignment] = ()) -> tuple[float, bool]:
     """Fewest moved cost of a valid assignment with every load ``<= max_load`` and sum of squares ``<= sum_sq``.
 
     The moved cost is the scorer's ``moved_cost`` and the optimum's ``moves``
@@ -127,7 +127,7 @@ def fewest_moves(instance: Instance, max_load: float, sum_sq: float | None = Non
     ``upper``: the moved cost of an assignment known to meet both caps (the
     one being measured); it only prunes the search, the answer is the same.
     ``deterministic``: CP-SAT's limit counts deterministic time, so the same
-    inputs give the same answer on a busy machine (sweeps set it).
+    inputs give the same answer on a busy machine (the default; ``False``: the wall clock).
     ``starts``: valid assignments within both caps (the one being measured);
     with items of different loads, when CP-SAT does not prove its answer in a
     share of the time, the column generation of the exact engine
@@ -270,7 +270,7 @@ def gap_metrics(
     *,
     scores: Mapping[str, Any] | None = None,
     time_limit: float = 10.0,
-    deterministic: bool = False,
+    deterministic: bool = True,
     known: Sequence[Assignment] = (),
 ) -> dict[str, Any]:
     """The three gap metrics of ``assignment`` (see module docstring).
@@ -292,7 +292,8 @@ def gap_metrics(
         CP-SAT limit for ``excess_moves`` on instances with items of
         different loads.
     deterministic
-        Count that limit in CP-SAT's deterministic time (same answer on a busy machine).
+        Count that limit in CP-SAT's deterministic time (the default: the same answer on a busy machine;
+        ``False``: the wall clock, for latency).
     known
         Further valid assignments of ``instance`` (e.g. the optimum within a
         balance tolerance).  Each one at least as balanced as ``assignment``
