@@ -255,11 +255,11 @@ class StreamsMip:
         optimal = reason == mo.TerminationReason.OPTIMAL
         if name in ("active_balance", "total_balance") and self.p.scale > TRUSTED_SCALE:
             bound, optimal = 0, False
-        work = min(seconds, res.solve_stats.node_count / NODES_PER_SECOND)
+        # a limit that ended the stage used its whole budget; else the nodes it took
+        work = seconds if limit else min(seconds, res.solve_stats.node_count / NODES_PER_SECOND)
         if not res.has_primal_feasible_solution():
-            return StageOutcome(None, max(bound, 0), False, limit, seconds if limit else work)
-        return StageOutcome(self._read(res.variable_values()), max(bound, 0), optimal, limit,
-                            seconds if limit else work)
+            return StageOutcome(None, max(bound, 0), False, limit, work)
+        return StageOutcome(self._read(res.variable_values()), max(bound, 0), optimal, limit, work)
 
     def _read(self, values: dict[Any, float]) -> tuple[list[int], list[list[int]]]:
         p = self.p
