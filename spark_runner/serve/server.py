@@ -226,6 +226,20 @@ class Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             super().finish()
 
+    def parse_request(self) -> bool:
+        """The standard library's parse, except that headers cut short by the watchdog are not a request.
+
+        The watchdog's shutdown makes a blocked header read return end-of-file, which the standard
+        library takes for the end of the headers; a request so cut would be answered (411, say) although
+        its client never finished it.  Such a connection is closed without an answer, as when the read's
+        own timeout fires first.
+        """
+        ok = super().parse_request()
+        if ok and self.timed_out:
+            self.close_connection = True
+            return False
+        return ok
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own refusals (a malformed request line, a line too long, too many
         headers, an unsupported method) as JSON, like every other error."""

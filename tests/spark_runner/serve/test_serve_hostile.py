@@ -221,6 +221,23 @@ def test_a_trickle_of_bytes_does_not_hold_a_connection(service: Serve) -> None:
         assert time.monotonic() - start < READ_TIMEOUT + 3
 
 
+def test_headers_trickled_past_the_timeout_are_closed_unanswered(service: Serve) -> None:
+    # each header byte comes quickly, so no single read times out: the watchdog ends the request, and the
+    # end of file its shutdown gives must not pass for the end of the headers (that was answered 411)
+    with socket.create_connection((HOST, service.port), timeout=30) as s:
+        s.sendall(b"POST /v1/assign HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        start = time.monotonic()
+        try:
+            while time.monotonic() - start < READ_TIMEOUT + 2:
+                s.sendall(b"a")
+                time.sleep(0.2)
+        except OSError:
+            pass
+        assert s.recv(100) == b""
+        assert time.monotonic() - start < READ_TIMEOUT + 5
+    _healthy(service)
+
+
 def test_thousands_of_connections_are_refused_not_grown(service: Serve) -> None:
     socks: list[socket.socket] = []
     refused = ended = 0
