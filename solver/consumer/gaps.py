@@ -247,6 +247,12 @@ def _number(v: float) -> float | int:
     return r if abs(v - r) <= 1e-9 * max(1.0, abs(v)) else v
 
 
+def _difference(a: float, b: float) -> float:
+    """``a - b``, or 0 where the two differ only by float rounding (loads summed in another order)."""
+    d = a - b
+    return 0.0 if abs(d) <= 1e-12 * max(1.0, abs(a), abs(b)) else d
+
+
 def _within(instance: Instance, assignment: Assignment, max_load: float, sum_sq: float) -> float | None:
     """The moved cost of a valid ``assignment`` whose loads are within both caps, else ``None``."""
     from solver.model.scoring import score
@@ -328,8 +334,8 @@ def gap_metrics(
     cur_max = float(loads[active].max()) if active.any() else 0.0
     cur_sq = float((loads**2).sum())
     out: dict[str, Any] = {
-        "max_load_gap": cur_max - opt_max,
-        "sum_sq_gap": cur_sq - opt_sq,
+        "max_load_gap": _difference(cur_max, opt_max),
+        "sum_sq_gap": _difference(cur_sq, opt_sq),
         "excess_moves": None,
         "excess_moves_proven": False,
     }

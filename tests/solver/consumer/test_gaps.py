@@ -282,3 +282,14 @@ def test_a_known_assignment_at_least_as_balanced_bounds_the_fewest_moves() -> No
     caps = {"max_load": float(ls.max()), "sum_sq": float((ls**2).sum())}
     g = gap_metrics(inst, strict, caps, scores=strict_s, time_limit=0.001, known=[good.assignment])
     assert g["excess_moves"] == 0
+
+
+def test_loads_summed_in_another_order_give_no_gap():
+    # 0.7 + 0.2 + 0.1 and 0.1 + 0.2 + 0.7 differ in the last bit: the same load is no gap
+    inst = parse_instance({"format": "kassign/v1", "topics": {"T": {"partitions": 3, "weights": [0.1, 0.2, 0.7]}},
+                           "members": [{"id": "a", "topics": ["T"], "owned": {"T": [0, 1, 2]}, "generation": 1}]})
+    a = Assignment.from_lists({"a": {"T": [0, 1, 2]}})
+    top = 0.7 + 0.2 + 0.1
+    assert top != float(member_loads(inst, a).max())  # the premise: the two sums differ
+    g = gap_metrics(inst, a, {"max_load": top, "sum_sq": top * top})
+    assert g["max_load_gap"] == 0.0 and g["sum_sq_gap"] == 0.0
