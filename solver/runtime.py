@@ -218,14 +218,38 @@ def set_budget(solver: Any, seconds: float, *, seed: int, deterministic: bool, w
     (4, 0.01)
     """
     seconds = max(0.01, float(seconds))
+    if deterministic:
+        set_work_budget(solver, seconds, wall_cap=SAFETY_FACTOR * seconds + SAFETY_SECONDS, seed=seed)
+        return
     p = solver.parameters
     p.random_seed = int(seed)
-    p.num_workers = 1 if deterministic else max(1, int(workers))
-    if deterministic:
-        p.max_deterministic_time = seconds
-        p.max_time_in_seconds = SAFETY_FACTOR * seconds + SAFETY_SECONDS
-    else:
-        p.max_time_in_seconds = seconds
+    p.num_workers = max(1, int(workers))
+    p.max_time_in_seconds = seconds
+
+
+def set_work_budget(solver: Any, work: float, *, wall_cap: float, seed: int, workers: int = 1,
+                    interleave: bool = False) -> None:
+    """Seed, workers and a budget of ``work`` seconds of CP-SAT's deterministic time, ``wall_cap`` seconds
+    of wall clock stopping it anyway (for stages whose caller sets its own cap).
+
+    One worker, or several with ``interleave`` (an interleaved portfolio), is reproducible unless the wall
+    cap rather than the work budget ends the solve; several without it run a parallel portfolio.
+
+    Examples
+    --------
+    >>> from ortools.sat.python import cp_model
+    >>> s = cp_model.CpSolver()
+    >>> set_work_budget(s, 1.5, wall_cap=4.0, seed=3, workers=2, interleave=True)
+    >>> s.parameters.max_deterministic_time, s.parameters.max_time_in_seconds, s.parameters.interleave_search
+    (1.5, 4.0, True)
+    """
+    p = solver.parameters
+    p.random_seed = int(seed) % (1 << 31)
+    p.num_workers = max(1, int(workers))
+    if interleave:
+        p.interleave_search = True
+    p.max_deterministic_time = max(0.01, float(work))
+    p.max_time_in_seconds = max(0.01, float(wall_cap))
 
 
 #: CP-SAT's own worker count when ``num_workers`` is 0 (it uses the cores, at most 8 on this size of machine).
@@ -252,4 +276,4 @@ def run_mathopt(solve: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = ["check", "listen_temps", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip",
-           "stop_requested", "stoppable", "track_temp", "untrack_temp"]
+           "set_budget", "set_work_budget", "stop_requested", "stoppable", "track_temp", "untrack_temp"]

@@ -61,7 +61,7 @@ import numpy as np
 
 from solver.consumer.items import ItemClasses
 from solver.errors import InfeasibleError
-from solver.runtime import run_cpsat
+from solver.runtime import run_cpsat, set_work_budget
 from solver.scaling import decimal_scale
 
 STAGE_NAMES = ("max_load", "sum_sq", "moves", "racks")
@@ -465,16 +465,10 @@ def solve_cpsat(
             continue
         model.minimize(expr)
         solver = cp_model.CpSolver()
-        p = solver.parameters
-        p.random_seed = int(seed)
-        if interleave:
-            p.interleave_search = True
-        # one worker is deterministic; more run a parallel portfolio (faster, not reproducible)
-        p.num_workers = max(1, int(workers))
-        p.max_deterministic_time = stage_budget
-        # wall-clock cap so that --time-limit holds on a slow or busy machine; results are
-        # reproducible unless this cap (rather than the deterministic limit) ends a stage
-        p.max_time_in_seconds = stage_budget * (20.0 if deterministic else 1.25) + 0.2
+        # one worker is deterministic; more run a parallel portfolio (faster, not reproducible).  The wall
+        # cap keeps --time-limit on a slow or busy machine: 1.25x in wall mode, a safety net otherwise
+        set_work_budget(solver, stage_budget, wall_cap=stage_budget * (20.0 if deterministic else 1.25) + 0.2,
+                        seed=seed, workers=workers, interleave=interleave)
         t0 = time.perf_counter()
         st = run_cpsat(solver, model)
         dt = time.perf_counter() - t0

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from solver.runtime import run_cpsat
+from solver.runtime import run_cpsat, set_work_budget
 from solver.streams.problem import RACK_STAGE, StreamsProblem
 
 
@@ -149,13 +149,7 @@ class StreamsSat:
         self.hint(*incumbent)
         self.model.minimize(expr)
         solver = cp_model.CpSolver()
-        prm = solver.parameters
-        prm.random_seed = int(seed) % (1 << 31)
-        prm.num_workers = max(1, int(workers))
-        if interleave:
-            prm.interleave_search = True
-        prm.max_deterministic_time = max(0.01, seconds)
-        prm.max_time_in_seconds = max(0.01, wall_cap)
+        set_work_budget(solver, seconds, wall_cap=wall_cap, seed=seed, workers=workers, interleave=interleave)
         code = run_cpsat(solver, self.model)
         work = min(max(0.01, seconds), float(solver.deterministic_time))
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
