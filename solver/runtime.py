@@ -46,6 +46,7 @@ _signum: int | None = None
 _hooks: dict[int, Callable[[], Any]] = {}
 _ids = itertools.count()
 _temps: set[str] = set()
+_published: list[str] = []
 #: Told of every temporary file created (``True``) and published or removed (``False``): the process that
 #: removes them if this one is killed (``spark_runner/cli/watchdog.py``).
 _temp_listener: Callable[[str, bool], Any] | None = None
@@ -158,11 +159,60 @@ def remove_temps() -> None:
 
 
 def reset() -> None:
-    """Forget a stop request and every hook (tests; a new run in the same process)."""
+    """Forget a stop request, every hook and what was published (tests; a new run in the same process)."""
     global _signum
     with _lock:
         _signum = None
         _hooks.clear()
+        _published.clear()
+
+
+@contextlib.contextmanager
+def publishing() -> Iterator[None]:
+    """Hold off stop requests while the block publishes: it starts only if no stop was requested (else
+    :class:`~solver.errors.Interrupted`), and a request that comes meanwhile takes effect after it, so a
+    stop never lands between the check and the renames."""
+    with _lock:
+        check()
+        yield
+
+
+def note_published(shown: str) -> None:
+    """Remember that the output ``shown`` (a file's name as the user gave it) is in place."""
+    with _lock:
+        _published.append(shown)
+
+
+def published() -> tuple[str, ...]:
+    """The outputs published in this run, in order (see :func:`note_published`)."""
+    with _lock:
+        return tuple(_published)
+
+
+def stopped_line(signum: int) -> str:
+    """The line a stopped run prints: nothing was written, or which outputs had been before the stop.
+
+    Examples
+    --------
+    >>> reset()
+    >>> stopped_line(15)
+    'interrupted (SIGTERM); nothing was written'
+    >>> note_published("out.json")
+    >>> stopped_line(2)
+    'interrupted (SIGINT) after out.json was written (complete); nothing else was written'
+    >>> reset()
+    """
+    import signal
+
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    done = published()
+    if not done:
+        return f"interrupted ({name}); nothing was written"
+    return f"interrupted ({name}) after {', '.join(done)} {'was' if len(done) == 1 else 'were'} written " \
+           "(complete); nothing else was written"
 
 
 def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:
@@ -275,5 +325,6 @@ def run_mathopt(solve: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return solve(*args, interrupter=interrupter, **kwargs)
 
 
-__all__ = ["check", "listen_temps", "remove_temps", "request_stop", "reset", "run_cpsat", "run_mathopt", "run_mip",
-           "set_budget", "set_work_budget", "stop_requested", "stoppable", "track_temp", "untrack_temp"]
+__all__ = ["check", "listen_temps", "note_published", "published", "publishing", "remove_temps", "request_stop",
+           "reset", "run_cpsat", "run_mathopt", "run_mip", "set_budget", "set_work_budget", "stop_requested",
+           "stoppable", "stopped_line", "track_temp", "untrack_temp"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from solver import runtime
-from solver.errors import InstanceError, MissingFileError, OptionError, OutputError, Problem
+from solver.errors import InstanceError, Interrupted, MissingFileError, OptionError, OutputError, Problem
 
 # The reading half, re-exported so ``solver.model.files.read_document`` etc. keep working.
 from solver.model.inputs import (
@@ -298,23 +298,24 @@ def _publish(staged: Sequence[_Staged]) -> None:
     A target staged twice in one transaction shares one temporary file, which holds the last data written:
     it is renamed once (the last write wins, as for two plain writes).
     """
+    staged = list({s.tmp: s for s in staged}.values())
+    dirs: set[Path] = set()
     try:
-        runtime.check()
-    except BaseException:
+        with runtime.publishing():  # a stop request now waits for the renames: they all happen, or none
+            for k, s in enumerate(staged):
+                try:
+                    os.replace(s.tmp, s.target)
+                except OSError as e:
+                    for rest in staged[k:]:
+                        rest.discard()
+                    raise OutputError.from_os(s.shown, e) from None
+                runtime.untrack_temp(s.tmp)
+                runtime.note_published(s.shown)
+                dirs.add(s.target.parent)
+    except Interrupted:
         for s in staged:
             s.discard()
         raise
-    staged = list({s.tmp: s for s in staged}.values())
-    dirs: set[Path] = set()
-    for k, s in enumerate(staged):
-        try:
-            os.replace(s.tmp, s.target)
-        except OSError as e:
-            for rest in staged[k:]:
-                rest.discard()
-            raise OutputError.from_os(s.shown, e) from None
-        runtime.untrack_temp(s.tmp)
-        dirs.add(s.target.parent)
     for d in dirs:  # the renames themselves survive a crash only once their directory is synced
         with contextlib.suppress(OSError):
             fd = os.open(d, os.O_RDONLY)

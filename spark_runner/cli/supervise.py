@@ -220,7 +220,8 @@ def _hard_exit(code: int) -> None:
     runtime.remove_temps()
     note = _hard_exit_note() if _hard_exit_note is not None else ""
     name = signal.Signals(code - 128).name
-    msg = f"interrupted ({name}): {note}" if note else f"interrupted ({name}); nothing was written"
+    # an output published before the stop took effect is in place and complete: the line says so
+    msg = f"interrupted ({name}): {note}" if note else runtime.stopped_line(code - 128)
     with contextlib.suppress(Exception):
         sys.stderr.write(msg + "\n")
         sys.stderr.flush()
@@ -305,7 +306,8 @@ def _guarded(body: Callable[[], int], say: Callable[[str], None]) -> int:
     except StdoutError as e:
         return stdout_exit(e.os_error, say)
     except Interrupted as e:
-        say(str(e))
+        # the default message says nothing was written: not so when an output was published before the stop
+        say(runtime.stopped_line(e.signum) if runtime.published() and str(e) == str(Interrupted(e.signum)) else str(e))
         return e.exit_code
     except MemoryError:  # raised while an error was being reported: the documented refusal still
         with contextlib.suppress(OSError):

@@ -164,6 +164,37 @@ def test_nothing_is_published_after_a_stop_request(tmp_path: Path) -> None:
     assert target.read_text() == "previous" and _listing(tmp_path) == ["out.json"]
 
 
+def test_a_stop_during_publishing_waits_for_the_renames_and_the_line_names_them(tmp_path: Path) -> None:
+    # a stop request that comes while the files are renamed into place takes effect after the last rename;
+    # the run's line then says what is in place instead of "nothing was written"
+    import threading
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    runtime.reset()
+    try:
+        stopper = threading.Thread(target=runtime.request_stop, args=(signal.SIGTERM,))
+        real_replace = os.replace
+
+        def replace_then_stop(src: str, dst: Path) -> None:  # the stop arrives between the two renames
+            real_replace(src, dst)
+            if not stopper.is_alive() and runtime.stop_requested() is None and dst == a:
+                stopper.start()
+                stopper.join(0.3)
+                assert stopper.is_alive(), "the stop did not wait for the publishing"
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(os, "replace", replace_then_stop)
+            write_files([(a, "1"), (b, "2")])
+        stopper.join(5)
+        assert runtime.stop_requested() == signal.SIGTERM
+        assert a.read_text() == "1" and b.read_text() == "2" and _listing(tmp_path) == ["a.json", "b.json"]
+        assert runtime.stopped_line(signal.SIGTERM) == (
+            f"interrupted (SIGTERM) after {a}, {b} were written (complete); nothing else was written")
+    finally:
+        runtime.reset()
+    assert runtime.stopped_line(signal.SIGTERM) == "interrupted (SIGTERM); nothing was written"
+
+
 def test_plot_paths_name_a_format(tmp_path: Path) -> None:
     check_plot_path(tmp_path / "f.png")
     check_plot_path(tmp_path / "f.svg")

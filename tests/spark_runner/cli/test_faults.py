@@ -566,7 +566,9 @@ def _interrupt(args: list[str], sig: int, after: float) -> Iterator[float]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("after", [0.3, 4.0])  # while starting up; while CP-SAT searches
+# while starting up; while CP-SAT searches (on an idle machine the moves stage runs from about 1 s to 4.6 s of the
+# process's life and a loaded one only starts it later: at 4 s the signal could come after the last stop point)
+@pytest.mark.parametrize("after", [0.3, 2.5])
 def test_a_signal_stops_a_solve_within_a_second_and_keeps_the_previous_output(busy: Path, tmp_path: Path,
                                                                                sig: int, after: float) -> None:
     out = tmp_path / "out.json"

@@ -169,7 +169,7 @@ def test_frontier_points_keep_their_budgets_and_speak_the_instance_units(tmp_pat
 
 
 def test_long_commands_print_progress_when_piped(tmp_path: Path) -> None:
-    """`KASSIGN_PROGRESS_SECONDS=0.3 kassign frontier hot.json ... 2> log` (stderr not a terminal): a line at a
+    """`KASSIGN_PROGRESS_SECONDS=0.1 kassign frontier hot.json ... 2> log` (stderr not a terminal): a line at a
     steady pace saying which budget is being solved and for how long; `compare` and `score` the same."""
     import os
     import subprocess
@@ -178,7 +178,8 @@ def test_long_commands_print_progress_when_piped(tmp_path: Path) -> None:
     f = tmp_path / "hot.json"
     f.write_text(json.dumps(_hot_group()))
     exe = Path(sys.executable).parent / "kassign"
-    env = {**os.environ, "KASSIGN_PROGRESS_SECONDS": "0.3"}
+    # 0.1 s: the frontier's three points take about 1 s in all, so a slower pace could give fewer than 3 lines
+    env = {**os.environ, "KASSIGN_PROGRESS_SECONDS": "0.1"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=300)
