@@ -301,7 +301,7 @@ def _publish(staged: Sequence[_Staged]) -> None:
     staged = list({s.tmp: s for s in staged}.values())
     dirs: set[Path] = set()
     try:
-        with runtime.publishing():  # a stop request now waits for the renames: they all happen, or none
+        with runtime.publishing():  # a stop request that comes now waits until the renames are done
             for k, s in enumerate(staged):
                 try:
                     os.replace(s.tmp, s.target)
