@@ -139,15 +139,24 @@ class Interrupted(BaseException):
     """
 
     def __init__(self, signum: int, message: str = "") -> None:
-        import signal
-
         self.signum = signum
         self.exit_code = 128 + signum
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        super().__init__(message or f"interrupted ({name}); nothing was written")
+        self.own_message = bool(message)  # False: the default line, which says nothing was written
+        super().__init__(message or f"interrupted ({signal_name(signum)}); nothing was written")
+
+
+def signal_name(signum: int) -> str:
+    """``SIGINT`` for 2, ``signal 99`` for a number no signal has.
+
+    >>> signal_name(15), signal_name(99)
+    ('SIGTERM', 'signal 99')
+    """
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class BusyError(KassignError):

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from solver.errors import Interrupted
+from solver.errors import Interrupted, signal_name
 
 _lock = threading.RLock()
 _signum: int | None = None
@@ -202,17 +202,12 @@ def stopped_line(signum: int) -> str:
     'interrupted (SIGINT) after out.json was written (complete); nothing else was written'
     >>> reset()
     """
-    import signal
-
-    try:
-        name = signal.Signals(signum).name
-    except ValueError:
-        name = f"signal {signum}"
     done = published()
     if not done:
-        return f"interrupted ({name}); nothing was written"
-    return f"interrupted ({name}) after {', '.join(done)} {'was' if len(done) == 1 else 'were'} written " \
-           "(complete); nothing else was written"
+        return str(Interrupted(signum))
+    verb = "was" if len(done) == 1 else "were"
+    return (f"interrupted ({signal_name(signum)}) after {', '.join(done)} {verb} written (complete); "
+            "nothing else was written")
 
 
 def run_cpsat(solver: Any, model: Any, callback: Any = None) -> Any:

@@ -307,7 +307,7 @@ def _guarded(body: Callable[[], int], say: Callable[[str], None]) -> int:
         return stdout_exit(e.os_error, say)
     except Interrupted as e:
         # the default message says nothing was written: not so when an output was published before the stop
-        say(runtime.stopped_line(e.signum) if runtime.published() and str(e) == str(Interrupted(e.signum)) else str(e))
+        say(str(e) if e.own_message else runtime.stopped_line(e.signum))
         return e.exit_code
     except MemoryError:  # raised while an error was being reported: the documented refusal still
         with contextlib.suppress(OSError):
