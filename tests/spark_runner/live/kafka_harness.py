@@ -118,17 +118,25 @@ def empty_assignment(e: BaseException) -> bool:
     noida-db can answer a member's late JoinGroup in a generation whose leader was not told about it, and then
     send it a SyncGroup assignment of zero bytes; kafka-python 3.0 and aiokafka both fail to decode it (a
     ``struct.error`` from their join completion) and that consumer cannot go on.  Only that failure counts: the
-    library's own decode called from its join completion, never an error raised in kassign's code.
+    library's own decode called from its join completion (or an error raised from it), never an error raised in
+    kassign's code.
     """
-    frames: list[tuple[str, str]] = []  # (module, function), outermost first
-    tb = e.__traceback__
-    while tb is not None:
-        frames.append((str(tb.tb_frame.f_globals.get("__name__", "")), tb.tb_frame.f_code.co_name))
-        tb = tb.tb_next
     library = ("kafka.", "aiokafka.")
-    return any(outer[1].startswith("_on_join_complete") and inner[1] == "decode"
+    seen: set[int] = set()
+    err: BaseException | None = e
+    while err is not None and id(err) not in seen:  # aiokafka raises its own KafkaError from the failure
+        seen.add(id(err))
+        frames: list[tuple[str, str]] = []  # (module, function), outermost first
+        tb = err.__traceback__
+        while tb is not None:
+            frames.append((str(tb.tb_frame.f_globals.get("__name__", "")), tb.tb_frame.f_code.co_name))
+            tb = tb.tb_next
+        if any(outer[1].startswith("_on_join_complete") and inner[1] == "decode"
                and outer[0].startswith(library) and inner[0].startswith(library)
-               for outer, inner in itertools.pairwise(frames))
+               for outer, inner in itertools.pairwise(frames)):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 class Member(threading.Thread):

@@ -32,6 +32,18 @@ def test_the_library_failing_to_decode_an_empty_assignment_is_recognised() -> No
     assert empty_assignment(_raised(join, b""))
 
 
+def test_the_failure_is_recognised_as_the_cause_of_the_error_the_member_saw() -> None:
+    # aiokafka's coordinator raises its own KafkaError from the decode failure, and the poll raises that one
+    routine = _in_module("aiokafka.consumer.group_coordinator",
+                         "def _on_join_complete(b):\n    return ConsumerProtocolAssignment.decode(b)\n"
+                         "def _coordination_routine(b):\n"
+                         "    try:\n        _on_join_complete(b)\n"
+                         "    except Exception as exc:\n        raise RuntimeError('coordination') from exc\n",
+                         "_coordination_routine")
+    err = _raised(routine, b"")
+    assert isinstance(err, RuntimeError) and empty_assignment(err)
+
+
 @pytest.mark.parametrize(("module", "source", "name"), [
     # the same decode error raised in kassign's code (e.g. the assignor reading its user data) is a real failure
     ("spark_runner.live.assignor",
