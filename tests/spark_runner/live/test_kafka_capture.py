@@ -22,7 +22,7 @@ from spark_runner.live.broker import BrokerUnavailable, CaptureTimeout, GroupDes
 from spark_runner.live.capture import Observed, capture, consumer_instance
 from tests.spark_runner.cli.test_cli import kassign
 from tests.spark_runner.live.conftest import subscription_bytes
-from tests.spark_runner.live.kafka_harness import HOST, Broker, GroupWatch, Member, free_port, wait_until
+from tests.spark_runner.live.kafka_harness import HOST, Broker, GroupWatch, Member, ended, free_port, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -72,10 +72,10 @@ def _stable(broker: Broker, group: str, members: list[Member], n_partitions: int
     watch = GroupWatch(broker.bootstrap)
 
     def ready() -> bool:
-        dead = [m.name for m in members if not m.is_alive()]
-        if dead:  # a member whose thread ended never rejoins: fail now, not at the deadline
-            raise AssertionError(f"group {group}: {', '.join(dead)} stopped polling "
-                                 f"({'; '.join(repr(m.error) for m in members if m.error)})")
+        dead = ended(members)
+        if dead:  # they never rejoin: fail now, not at the deadline
+            raise AssertionError(f"group {group}: {', '.join(n for n, _ in dead)} stopped polling "
+                                 f"({'; '.join(repr(e) for _, e in dead if e)})")
         g_state, n = watch.state(group)
         held = [m.assigned() for m in members]  # read, not call: a member stuck in a join blocks in poll
         return (g_state == "Stable" and n == len(members)
