@@ -150,15 +150,22 @@ def _settled(clients: JavaClients, names: set[str], all_tps: set[TP], seconds: f
     raise AssertionError(f"the group did not settle in {seconds} s: {clients.members()}")
 
 
+def _kip848_group(clients: JavaClients, broker: Broker, group: str) -> tuple[dict[str, Any], dict[str, set[TP]],
+                                                                          dict[str, set[TP]]]:
+    """The coordinator's description of ``group`` (ConsumerGroupDescribe through Kafka's Admin), and per member
+    id its target assignment and the assignment it has."""
+    desc = clients.request(op="describe_consumer_group", bootstrap=broker.bootstrap, group=group)["group"]
+    targets = {m["member_id"]: {(t, p) for t, p in m["target_assignment"]} for m in desc["members"]}
+    held = {m["member_id"]: {(t, p) for t, p in m["assignment"]} for m in desc["members"]}
+    return desc, targets, held
+
+
 def _kip848_stable(clients: JavaClients, broker: Broker, group: str) -> Callable[[dict[str, Any]], bool]:
     """Whether the coordinator calls the group stable, every member at its target, and that is what each holds."""
     def check(views: dict[str, Any]) -> bool:
-        desc = clients.request(op="describe_consumer_group", bootstrap=broker.bootstrap, group=group)["group"]
-        if desc["state"].lower() != "stable":
-            return False
-        targets = {m["member_id"]: {(t, p) for t, p in m["target_assignment"]} for m in desc["members"]}
-        held = {m["member_id"]: {(t, p) for t, p in m["assignment"]} for m in desc["members"]}
-        return held == targets == {v["member_id"]: _held(v) for v in views.values()}
+        desc, targets, held = _kip848_group(clients, broker, group)
+        return (desc["state"].lower() == "stable"
+                and held == targets == {v["member_id"]: _held(v) for v in views.values()})
     return check
 
 
@@ -187,10 +194,9 @@ def _kip848_targets(clients: JavaClients, broker: Broker, group: str, views: dic
     On a settled group every member's target is what it holds, both in the coordinator's description and in the
     member's own view: asserted.
     """
-    desc = clients.request(op="describe_consumer_group", bootstrap=broker.bootstrap, group=group)["group"]
+    desc, targets, held = _kip848_group(clients, broker, group)
     assert desc["type"].lower() == "consumer" and desc["state"].lower() == "stable", desc
-    targets = {m["member_id"]: {(t, p) for t, p in m["target_assignment"]} for m in desc["members"]}
-    assert {m["member_id"]: {(t, p) for t, p in m["assignment"]} for m in desc["members"]} == targets
+    assert held == targets
     assert {v["member_id"]: _held(v) for v in views.values()} == targets
     return targets
 
