@@ -124,8 +124,10 @@ def member_map_order(instance: Instance) -> list[int]:
     """Member indices in the order of the coordinator's ``HashMap`` of members.
 
     The ``GroupSpec`` keeps members in a ``HashMap<String, ...>`` filled in the
-    instance's member order; every iteration over ``groupSpec.memberIds()``
-    follows its bucket order (``String.hashCode``).
+    instance's member order (on a live group the coordinator's member-map order,
+    which capture keeps); every iteration over ``groupSpec.memberIds()``
+    follows its bucket order (``String.hashCode``), ids sharing a bucket in that
+    insertion order.
     """
     ids = instance.member_ids
     pos = {m: i for i, m in enumerate(ids)}

@@ -304,12 +304,17 @@ def _classic_members(obs: Observed, notes: list[str]) -> tuple[list[dict[str, An
 
 
 def _kip848_members(obs: Observed) -> tuple[list[dict[str, Any]], set[str], dict[str, str]]:
-    """A KIP-848 group's members: subscriptions, racks and **target** assignments, in the broker's order."""
+    """A KIP-848 group's members: subscriptions, racks and **target** assignments, in the broker's order.
+
+    The members stay in the order ConsumerGroupDescribe lists them: the iteration order of the coordinator's
+    member map, which its target assignment builder also walks to fill the assignor's member ``HashMap`` --
+    ids sharing a bucket there iterate in that order, so sorting them would change ``uniform``'s answer.
+    """
     assert obs.kip848 is not None
     members: list[dict[str, Any]] = []
     subscribed: set[str] = set()
     ids: dict[str, str] = {}
-    for m in sorted(obs.kip848.members, key=lambda m: m.member_id):
+    for m in obs.kip848.members:
         entry: dict[str, Any] = {"id": m.member_id, "topics": sorted(set(m.topics))}
         owned: dict[str, list[int]] = {}
         for t, tid, ps in m.target:

@@ -21,7 +21,7 @@ from tests.heuristics.differential.check import (
     releases_of,
     sequence_differ,
 )
-from tests.heuristics.differential.reference import Matrix
+from tests.heuristics.differential.reference import Matrix, with_topic_ids
 from tests.heuristics.differential.sample import shapes_sample
 from tests.heuristics.differential.strategies import Shape, consumer_group, shapes
 from tests.heuristics.sticky.test_eager import KAFKA_NPE_GROUP
@@ -76,9 +76,32 @@ def test_rebalances_in_a_row_follow_kafka(assignor: str, release: str, kafka_mat
 def test_kafka_throws_where_kassign_refuses(assignor: str, kafka_matrix: Matrix) -> None:
     """The group kassign refuses as Kafka's NullPointerException makes Kafka's own classes throw it, at every
     release that has the assignor (and ``differ`` counts the two failures as the same answer)."""
-    from tests.heuristics.differential.reference import with_topic_ids
-
     for r in releases_of(assignor, kafka_matrix):
         kafka = kafka_matrix[r].ask(assignor, with_topic_ids(KAFKA_NPE_GROUP))
         assert kafka_consumer_answer(kafka) == NPE, (r, kafka)
     assert differ(assignor, KAFKA_NPE_GROUP, kafka_matrix, releases_of(assignor, kafka_matrix)) == []
+
+
+#: two real KIP-848 member ids (a live run's) whose ``String.hashCode`` share a bucket of a 16-bucket ``HashMap``
+SAME_BUCKET = ("Ue9h5_Z2RoG2myhwiRMlNw", "vfmaIA6DTtGLnxtKUhbL8g")
+
+
+@pytest.mark.parametrize("owned", [False, True])
+def test_member_ids_sharing_a_bucket_keep_the_instances_order(owned: bool, kafka_matrix: Matrix) -> None:
+    """The coordinator fills uniform's member ``HashMap`` in its own member order; ids that share a bucket
+    iterate in that order, so swapping them in the instance swaps their shares -- in Kafka's classes as in
+    kassign.  (Capture keeps ConsumerGroupDescribe's member order for this reason; docs/capture.md.)"""
+    from heuristics._java import java_string_hash
+
+    a, b = SAME_BUCKET
+    spread = lambda h: (h ^ (h >> 16)) & 15  # noqa: E731 -- HashMap's bucket of a hash, 16 buckets
+    assert spread(java_string_hash(a) & 0xFFFFFFFF) == spread(java_string_hash(b) & 0xFFFFFFFF)
+    members = [{"id": a, "topics": ["t", "u"]}, {"id": b, "topics": ["t", "u"]}]
+    if owned:
+        members[1]["owned"] = {"t": [0, 1]}
+    answers = []
+    for order in (members, members[::-1]):
+        inst = {"format": "kassign/v1", "name": "same-bucket", "topics": {"t": 2, "u": 3}, "members": order}
+        assert differ("uniform", inst, kafka_matrix, releases_of("uniform", kafka_matrix)) == []
+        answers.append(kafka_consumer_answer(kafka_matrix["4.4.0"].ask("uniform", with_topic_ids(inst))))
+    assert answers[0] != answers[1]  # the order matters: the case can fail
