@@ -218,6 +218,9 @@ def _state_before(broker: Broker, group: str, protocol: str, views: dict[str, An
     # member holds)
     doc = capture(broker.bootstrap, group, timeout=30)
     targets = _kip848_targets(clients, broker, group, views)
+    # capture keeps the coordinator's member order (uniform's HashMap ties follow it), as Kafka's Admin lists it
+    desc = _kip848_group(clients, broker, group)[0]
+    assert [m["id"] for m in doc["members"]] == [m["member_id"] for m in desc["members"]]
     assert doc["source"]["group_protocol"] == "consumer (KIP-848)"
     assert {m["id"]: {(t, p) for t, ps in m.get("owned", {}).items() for p in ps} for m in doc["members"]} == targets
     assert {m["id"]: m["topics"] for m in doc["members"]} == {v["member_id"]: sorted(subs[n]) for n, v in views.items()}
