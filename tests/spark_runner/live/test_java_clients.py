@@ -153,7 +153,7 @@ def _settled(clients: JavaClients, names: set[str], all_tps: set[TP], seconds: f
 def _kip848_group(clients: JavaClients, broker: Broker, group: str) -> tuple[dict[str, Any], dict[str, set[TP]],
                                                                           dict[str, set[TP]]]:
     """The coordinator's description of ``group`` (ConsumerGroupDescribe through Kafka's Admin), and per member
-    id its target assignment and the assignment it has."""
+    id (in the description's order) its target assignment and the assignment it has."""
     desc = clients.request(op="describe_consumer_group", bootstrap=broker.bootstrap, group=group)["group"]
     targets = {m["member_id"]: {(t, p) for t, p in m["target_assignment"]} for m in desc["members"]}
     held = {m["member_id"]: {(t, p) for t, p in m["assignment"]} for m in desc["members"]}
@@ -189,7 +189,8 @@ def _bucket(topic_id: str) -> int:
 
 
 def _kip848_targets(clients: JavaClients, broker: Broker, group: str, views: dict[str, Any]) -> dict[str, set[TP]]:
-    """The coordinator's target assignment per member id (ConsumerGroupDescribe through Kafka's Admin).
+    """The coordinator's target assignment per member id (ConsumerGroupDescribe through Kafka's Admin), in the
+    order the description lists the members.
 
     On a settled group every member's target is what it holds, both in the coordinator's description and in the
     member's own view: asserted.
@@ -219,8 +220,7 @@ def _state_before(broker: Broker, group: str, protocol: str, views: dict[str, An
     doc = capture(broker.bootstrap, group, timeout=30)
     targets = _kip848_targets(clients, broker, group, views)
     # capture keeps the coordinator's member order (uniform's HashMap ties follow it), as Kafka's Admin lists it
-    desc = _kip848_group(clients, broker, group)[0]
-    assert [m["id"] for m in doc["members"]] == [m["member_id"] for m in desc["members"]]
+    assert [m["id"] for m in doc["members"]] == list(targets)
     assert doc["source"]["group_protocol"] == "consumer (KIP-848)"
     assert {m["id"]: {(t, p) for t, ps in m.get("owned", {}).items() for p in ps} for m in doc["members"]} == targets
     assert {m["id"]: m["topics"] for m in doc["members"]} == {v["member_id"]: sorted(subs[n]) for n, v in views.items()}
