@@ -181,10 +181,9 @@ def _topic_ids(broker: Broker, names: list[str]) -> dict[str, str]:
 
 def _bucket(topic_id: str) -> int:
     """The bucket of a topic id in a 16-bucket Java ``HashMap``: ``Uuid.hashCode``, spread, masked."""
-    u = uuid.UUID(topic_id).int
-    msb, lsb = u >> 64, u & ((1 << 64) - 1)
-    x = msb ^ lsb
-    h = ((x >> 32) ^ x) & 0xFFFFFFFF
+    from heuristics.kip848.java_order import uuid_hash
+
+    h = uuid_hash(uuid.UUID(topic_id).int) & 0xFFFFFFFF
     return (h ^ (h >> 16)) & 15
 
 
