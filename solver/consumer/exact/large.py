@@ -89,6 +89,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     """
     t0 = time.perf_counter()
     data = local_data(ic, sc)
+    handed: list[float] = []  # deterministic mode: the counted work handed to the searches (Work.ledger)
     W = sc.wint
     ratio = sc.ratio
     reports: list[StageReport] = []
@@ -97,7 +98,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
     def work(name: str) -> Work:
         share = SHARES.get(name, 1.0)
         if deterministic:
-            return Work(max(0.05, time_limit * share), True, 1)
+            return Work(max(0.05, time_limit * share), True, 1, ledger=handed)
         left = max(0.02, deadline - time.perf_counter())
         if name == "max_load":
             # work counted from the time limit (not from what is left: that varies), the clock only a safety
@@ -204,6 +205,8 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
                                "lower_bound_max_load": float(lb * sc.load_unit), "backend": "primal",
                                "stage_done_at": done_at, "mip_fallbacks": 0, "mip_proofs": 0, **stats,
                                "moves_bounds": moves_bounds}
+    if deterministic:  # counted seconds given out, never more than were used: what is left goes on to CP-SAT
+        info["counted_seconds"] = sum(handed) + float(stats["colgen_seconds"])
     if given is None and reports[0].proven:
         info["optimal_max_load"] = reports[0].value
     if sc.notes:

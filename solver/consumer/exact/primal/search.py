@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,12 +58,21 @@ class Work:
     (:data:`COUNTED_SAFETY` times ``seconds``) only as a safety net.  On a machine that is not overloaded
     the steps run out first, so two runs reach the same result: the max-load stage of a run with a balance
     tolerance then finds the max load of the run without one, and its window sits EPS above that.
+
+    ``ledger``: in deterministic mode each budget handed out (``steps()``, ``budget()``) is added to it, so
+    the caller knows the work a search was given -- at least what it used, the same on every run -- and can
+    pass what is left of its share on (the parts of a ``Work`` share its ledger).
     """
 
     seconds: float
     deterministic: bool = False
     workers: int = 1
     counted: bool = False
+    ledger: list[float] | None = field(default=None, compare=False, repr=False)
+
+    def _charge(self) -> None:
+        if self.deterministic and self.ledger is not None:
+            self.ledger.append(self.seconds)
 
     def deadline(self) -> float | None:
         if self.deterministic:
@@ -71,12 +80,14 @@ class Work:
         return time.perf_counter() + self.seconds * (COUNTED_SAFETY if self.counted else 1.0)
 
     def steps(self) -> int | None:
+        self._charge()
         return max(100, int(self.seconds * STEPS_PER_SECOND)) if self.deterministic or self.counted else None
 
     def part(self, share: float) -> Work:
-        return Work(self.seconds * share, self.deterministic, self.workers, self.counted)
+        return Work(self.seconds * share, self.deterministic, self.workers, self.counted, self.ledger)
 
     def budget(self) -> Budget:
+        self._charge()
         if self.deterministic:
             return Budget(time.perf_counter() + self.seconds, True,
                           max(1, int(self.seconds * WINDOWS_PER_SECOND)), 1)
@@ -159,7 +170,7 @@ def lower_max_load(d: Data, lb: int, work: Work) -> list[np.ndarray]:
     return pool
 
 
-def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[np.ndarray]:
+def _shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int, taken: list[int]) -> list[np.ndarray]:
     """Shed-and-refill at ``cap`` over several seeds, both ways (ratio shedding as the plain greedy does, then
     exact covers).
 
@@ -171,7 +182,6 @@ def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[
     (:data:`SHED_STEPS_PER_SECOND` a second of ``work``).  Returns the solutions found.
     """
     budget = int(work.seconds * SHED_STEPS_PER_SECOND)  # deterministic mode: steps to spend
-    taken: list[int] = []
     t0 = time.perf_counter()
     out: list[np.ndarray] = []
     for s in range(MAX_SEEDS):
@@ -189,6 +199,16 @@ def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[
             x = shed_refill(d, cap, seed=seed + s, exact_cover=exact_cover, deadline=deadline, spent=taken)
             if x is not None:
                 out.append(x)
+    return out
+
+
+def shed_refill_starts(d: Data, cap: int, work: Work, *, seed: int = 0) -> list[np.ndarray]:
+    """Shed-and-refill at ``cap`` over several seeds, both ways (:func:`_shed_refill_starts`); the steps the
+    runs took are charged to ``work``'s ledger."""
+    taken: list[int] = []
+    out = _shed_refill_starts(d, cap, work, seed=seed, taken=taken)
+    if work.deterministic and work.ledger is not None:
+        work.ledger.append(sum(taken) / SHED_STEPS_PER_SECOND)
     return out
 
 
@@ -244,7 +264,7 @@ def fewer_moves_at(d: Data, cap: int, work: Work, starts: Sequence[np.ndarray], 
     if best is not None and best_cost > floor:
         used = 0.0 if work.deterministic else time.perf_counter() - t0
         left = Work(max(0.0, work.seconds - used) if not work.deterministic else work.seconds * 0.6,
-                    work.deterministic, work.workers)
+                    work.deterministic, work.workers, ledger=work.ledger)
         offer(fewer_moves(d, best, cap, left.part(0.9).budget(), seed=seed, patience=patience))
         offer(give_back(d, best, cap, deadline=left.part(0.1).deadline(), max_steps=left.part(0.1).steps()))
     return best

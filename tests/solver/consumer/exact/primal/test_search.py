@@ -69,3 +69,33 @@ def test_counted_max_load_work_gives_one_answer(monkeypatch):
     starts = [lower_max_load(d, lb, work) for _ in range(2)]
     assert [x.tolist() for x in starts[0]] == [x.tolist() for x in starts[1]]
     assert nl_max(d, starts[0][0]) > lb
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(max_topics=3, max_partitions=8, max_members=5, weights=True, capacities=True,
+                      move_costs=True), deterministic=st.booleans())
+def test_the_ledger_holds_the_work_handed_out_and_only_when_counted(inst, deterministic):
+    """What the engine passes on to CP-SAT is the share less the ledger: the ledger must be the same on every
+    run, never above what the searches were allowed (each hand-out at most the part it came from), and empty
+    on the clock (wall-clock shares are not passed on)."""
+    ic, sc, d = _data(inst)
+    lb = max_load_bound(ic, sc.wint, sc.ratio)
+    ledgers = []
+    for _ in range(2):
+        ledger: list[float] = []
+        work = Work(0.5, deterministic, ledger=ledger)
+        lower_max_load(d, lb, work)
+        shed_refill_starts(d, lb * 11 // 10, work.part(0.2))
+        ledgers.append(ledger)
+    if not deterministic:
+        assert ledgers == [[], []]
+        return
+    assert ledgers[0] == ledgers[1]
+    assert all(x >= 0 for x in ledgers[0]) and ledgers[0]
+    # the starts take a quarter of the max-load work each, the re-split and its sending home as much again
+    assert sum(ledgers[0][:-1]) <= 0.5 * 3 + 1e-9
+    assert Work(1.0, True).part(0.5).ledger is None
+    shared: list[float] = []
+    Work(1.0, True, ledger=shared).part(0.25).steps()
+    Work(1.0, True, ledger=shared).part(0.5).budget()
+    assert shared == [0.25, 0.5]
