@@ -170,9 +170,11 @@ def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, membe
     construction).  Without a tolerance the second phase runs ``sum_sq, racks`` within the first
     phase's max load and moved cost.
     """
+    n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
+    strict = STRICT_SHARE["small" if n_vars_full <= SMALL_VARS else "mid"]
     first = _solve(ic, capacities, member_racks, stages=["max_load", "moves"], tolerance=None, load_cap=None,
-                   moves_cap=None, time_limit=time_limit * STRICT_SHARE,
-                   deadline=t_start + STRICT_SHARE * (deadline - t_start), t_start=t_start,
+                   moves_cap=None, time_limit=time_limit * strict,
+                   deadline=t_start + strict * (deadline - t_start), t_start=t_start,
                    colgen="strict", **common)
     sc = scale(ic, np.asarray(capacities, dtype=np.float64).tolist())
     x = _counts(ic, first.flows)
@@ -184,7 +186,7 @@ def _two_phases(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, membe
     else:
         rest, zcap, mcap = stages[1:], window_cap(z, tolerance), None
     second = _solve(ic, capacities, member_racks, stages=rest, tolerance=None, load_cap=None, moves_cap=None,
-                    time_limit=time_limit * (1 - STRICT_SHARE), deadline=deadline, t_start=time.perf_counter(),
+                    time_limit=time_limit * (1 - strict), deadline=deadline, t_start=time.perf_counter(),
                     given=(x, zcap, mcap),
                     colgen="strict" if tolerance is None else "window", **common)
     flows = second.flows
@@ -251,7 +253,14 @@ def _solve(ic: ItemClasses, capacities: Sequence[float] | np.ndarray, member_rac
         known = dict(out.info.get("moves_bounds", {}))  # type: ignore[call-overload]
         if out.balanced is not None and given is None:
             window_hint = _counts(ic, out.flows)
-        if deterministic:
+        if deterministic and size == "small":
+            # the primal share less what the primal stages were given (counted: the same on every run) goes
+            # on to CP-SAT, where a small model's open stage is proven (its primal stages often stop at their
+            # starts); larger models keep the fixed share: there the CP-SAT stages spend it without a proof
+            # (ws411-6: seconds more of wall time for the same answer, docs/benchmarks.md)
+            used = float(out.info.get("counted_seconds", time_limit * share))  # type: ignore[arg-type]
+            time_limit -= min(time_limit * share, used)
+        elif deterministic:
             time_limit *= 1 - share
     if start is None and start_flows is not None:
         start = _counts(ic, list(start_flows))
@@ -288,6 +297,7 @@ class _CpsatStages:
         self.lb_z = max_load_bound(ic, W, ratio)
         hint = greedy(ic, caps) if start is None else start
         n_vars_full = sum(len(ic.eligsets[int(e)]) for e in ic.cls_elig.tolist())
+        self.small = n_vars_full <= SMALL_VARS
         if start is None and ic.total_items <= MAX_ITEMS and n_vars_full > PLAIN_VARS:
             # start near the max-load bound, moving little: the probe often only has to confirm it, and a
             # restricted model (neighbourhoods only) keeps most of what its start decides
@@ -473,6 +483,17 @@ class _CpsatStages:
             # whether the bound is reached (the same test, on the same budget, as without a tolerance, so
             # both runs settle on the same max load and the window sits EPS above the strict run's)
             nxt = None
+        if (self.small and (nxt is None or nxt in LINEAR) and self.current is not None
+                and m.values(self.current)["max_load"] <= lo):
+            # the start reaches the bound: proven without a search, and the next stage gets its whole budget
+            # in one solve (a probe would split it in two solves that each start over); small models only
+            # (on larger ones the one solve spends the budget without a proof, in more wall time: ws411-6)
+            self.report("max_load", lo, lo, True, 0.0)
+            z_dom[0] = z_dom[1] = lo
+            self.z_opt = lo
+            if self.tolerance is not None:
+                self._window(lo)
+            return 1
         if nxt is None or nxt in LINEAR:
             # the bound as a hard cap: a solution proves it reached (and optimises the next stage)
             z_dom[1] = lo
