@@ -205,7 +205,7 @@ def solve_large(ic: ItemClasses, sc: Scaled, racks: Sequence[str | None], stages
                                "lower_bound_max_load": float(lb * sc.load_unit), "backend": "primal",
                                "stage_done_at": done_at, "mip_fallbacks": 0, "mip_proofs": 0, **stats,
                                "moves_bounds": moves_bounds}
-    if deterministic:  # counted seconds given out, never more than were used: what is left goes on to CP-SAT
+    if deterministic:  # counted seconds given out (at least what was used): the engine passes the rest on
         info["counted_seconds"] = sum(handed) + float(stats["colgen_seconds"])
     if given is None and reports[0].proven:
         info["optimal_max_load"] = reports[0].value
