@@ -2,7 +2,8 @@
 
 :func:`scale` turns an instance's item classes into :class:`Scaled` integers
 (:mod:`.scaling`); :func:`local_data` gives the primal heuristics
-(:mod:`.primal`) the same numbers as :class:`.primal.local.Data`.
+(:mod:`.primal`) the same numbers as :class:`.primal.local.Data`; :func:`levelled` runs
+the primal levelling on a CP-SAT solution.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
 from solver.consumer.exact.primal.data import Data
+from solver.consumer.exact.primal.local import MAX_ITEMS, level
 from solver.consumer.items import ItemClasses
 from solver.scaling import capacity_ratios, integer_scale
 
@@ -70,3 +74,16 @@ def local_data(ic: ItemClasses, sc: Scaled, eligible: Sequence[Sequence[int]] | 
     return Data(weights=sc.wint, counts=[int(k) for k in ic.count.tolist()], eligible=eligible,
                 cost=[{m: sc.owned[c] - k for m, k in sc.own[c].items()} for c in range(ic.n_classes)],
                 ratio=sc.ratio, default_cost=sc.owned)
+
+
+def levelled(sol: dict[tuple[int, int], int], cand: list[list[int]], ic: ItemClasses, sc: Scaled, zcap: int,
+             moves_cap: int, deadline: float | None, max_steps: int | None) -> dict[tuple[int, int], int]:
+    """A CP-SAT solution (counts by class and member) with a lower sum of squares
+    (:func:`.primal.local.level`), items kept inside their candidates ``cand``."""
+    if ic.total_items > MAX_ITEMS:
+        return sol
+    counts = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
+    for (c, m), k in sol.items():
+        counts[c, m] = k
+    out = level(local_data(ic, sc, cand), counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
+    return {(int(c), int(m)): int(out[c, m]) for c, m in zip(*np.nonzero(out), strict=True)}

@@ -54,11 +54,11 @@ from solver.consumer.exact.budgets import (
     SMALL_VARS,
     STRICT_SHARE,
 )
-from solver.consumer.exact.data import Scaled, local_data, scale
+from solver.consumer.exact.data import Scaled, levelled, local_data, scale
 from solver.consumer.exact.large import TAKES as LARGE_TAKES
 from solver.consumer.exact.large import solve_large
 from solver.consumer.exact.model import MAX_SQUARED, ClassModel, Solution, candidates
-from solver.consumer.exact.primal.local import MAX_ITEMS, improve, level
+from solver.consumer.exact.primal.local import MAX_ITEMS, improve
 from solver.consumer.exact.primal.search import STEPS_PER_SECOND
 from solver.consumer.exact.topic_balance import topic_balance_terms, topic_balance_value
 from solver.consumer.items import ItemClasses
@@ -575,7 +575,7 @@ class _CpsatStages:
         if name == "sum_sq" and self.current is not None and set(self.stages[:i]) <= {"max_load", "moves"}:
             # a levelled hint within the earlier stages' caps: CP-SAT then mostly has to close the bound
             t_l = time.perf_counter()
-            self.current = _levelled(self.current, self.cand, self.ic, self.sc, zcap, int(m.dom["moves"][1]),
+            self.current = levelled(self.current, self.cand, self.ic, self.sc, zcap, int(m.dom["moves"][1]),
                                      None if self.deterministic else t_l + LEVEL_SHARE * t_b,
                                      int(LEVEL_SHARE * t_b * STEPS_PER_SECOND) if self.deterministic else None)
             if not self.deterministic:
@@ -596,14 +596,3 @@ class _CpsatStages:
         m.fix(name, val, proven)
         self.report(name, val, bnd, proven, dt)
 
-
-def _levelled(sol: Solution, cand: list[list[int]], ic: ItemClasses, sc: Scaled, zcap: int, moves_cap: int,
-              deadline: float | None, max_steps: int | None) -> Solution:
-    """``sol`` with a lower sum of squares (:func:`.primal.local.level`), items kept inside their candidates."""
-    if ic.total_items > MAX_ITEMS:
-        return sol
-    counts = np.zeros((ic.n_classes, ic.n_members), dtype=np.int64)
-    for (c, m), k in sol.items():
-        counts[c, m] = k
-    out = level(local_data(ic, sc, cand), counts, zcap, moves_cap, deadline=deadline, max_steps=max_steps)
-    return {(int(c), int(m)): int(out[c, m]) for c, m in zip(*np.nonzero(out), strict=True)}
