@@ -3,7 +3,8 @@
 For every class ``c`` and candidate member ``m`` an integer ``x[c, m]`` counts
 the items of ``c`` on ``m``, ``sum_m x[c, m] = n_c``; ``NL_m = r_m * sum_c W_c
 x[c, m]`` is the load per capacity in the engine's integers
-(:mod:`.data`).  Stage objectives are variables whose domains the stage driver
+(:mod:`.data`).  With ``total_row`` the loads ``sum_c W_c x[c, m]`` are
+variables too and sum to the total load.  Stage objectives are variables whose domains the stage driver
 (:mod:`.engine`) narrows as stages settle:
 
 * ``max_load``: ``Z >= NL_m``, ``Z`` starting at the max-load bound;
@@ -60,10 +61,13 @@ class ClassModel:
         Largest scaled moved cost allowed (``None``: none).
     topic_balance
         Build the ``topic_balance`` objective too (classes per topic).
+    total_row
+        Add each member's load in the engine's integers and their sum, the total load, as a constraint.
     """
 
     def __init__(self, ic: ItemClasses, sc: Scaled, cand: Sequence[Sequence[int]], racks: Sequence[str | None], *,
-                 lb_z: int, cap_z: int, moves_cap: int | None = None, topic_balance: bool = False) -> None:
+                 lb_z: int, cap_z: int, moves_cap: int | None = None, topic_balance: bool = False,
+                 total_row: bool = False) -> None:
         from ortools.sat.python import cp_model
 
         self.ic, self.sc, self.cand, self.racks = ic, sc, cand, list(racks)
@@ -95,11 +99,24 @@ class ClassModel:
             self.xs.append(row)
         self.n_vars = sum(len(r) for r in self.xs)
         self.nl_hi = [min(cap_z, load_hi[m] * ratio[m]) for m in range(n)]
+        self.aux_hints: list[tuple[int, Any]] = []  # (variable index, its value from the members' NL)
         self.nl = []
+        loads = []
         for m in range(n):
             v = model.new_int_var(0, max(0, self.nl_hi[m]), f"nl{m}")
-            model.add(v == ratio[m] * sum(w * x for w, x in load_terms[m]))
+            if total_row:
+                ld = model.new_int_var(0, max(0, self.nl_hi[m] // ratio[m]), f"ld{m}")
+                model.add(ld == sum(w * x for w, x in load_terms[m]))
+                model.add(v == ratio[m] * ld)
+                self.aux_hints.append((ld.index, lambda nlv, m=m: nlv[m] // ratio[m]))
+                loads.append(ld)
+            else:
+                model.add(v == ratio[m] * sum(w * x for w, x in load_terms[m]))
             self.nl.append(v)
+        if loads:
+            # implied by the class rows, but CP-SAT does not propagate it from them: with it, every member's
+            # least load follows from the others' caps, the narrow windows of a tight packing
+            model.add(sum(loads) == sum(int(W[c]) * int(ic.count[c]) for c in range(nc)))
         self.z = model.new_int_var(lb_z, max(lb_z, cap_z), "z")
         for v in self.nl:
             model.add(self.z >= v)
@@ -115,7 +132,6 @@ class ClassModel:
         self.to_orig = {"max_load": sc.load_unit, "sum_sq": sc.load_unit * sc.load_unit, "moves": sc.move_unit,
                         "racks": Fraction(1), "topic_balance": Fraction(1)}
         self.sq_coarse = 1  # > 1: the sum_sq stage squares loads divided by this (its value is not exact)
-        self.aux_hints: list[tuple[int, Any]] = []  # (variable index, its value from the members' NL)
         self.hint_vars = [v.index for row in self.xs for _, v in row]
         self.hint_keys = [(c, m) for c, row in enumerate(self.xs) for m, _ in row]
         self.det_spent = 0.0  # CP-SAT deterministic seconds used so far

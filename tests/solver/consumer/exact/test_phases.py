@@ -94,7 +94,9 @@ def plain_reference(doc: dict[str, Any]) -> tuple[float, float]:
 
     Partitions alike (same load, previous owner and move cost) are one integer count per member (a
     Boolean per partition would leave CP-SAT their symmetry to prove); loads times ``L / capacity``
-    (``L`` the lcm of the capacities) are integers, so both stages are exact.
+    (``L`` the lcm of the capacities) are integers, so both stages are exact.  The members' loads sum to
+    the total as a constraint of its own: without it CP-SAT with two workers does not prove lognormal seed
+    1's 8 moved in 300 s; with it, in about 5 s.
     """
     from collections import Counter
 
@@ -115,8 +117,11 @@ def plain_reference(doc: dict[str, Any]) -> tuple[float, float]:
         for row, (_, n) in zip(x, classes, strict=True):
             md.add(sum(row) == n)
         z = md.new_int_var(0, big * sum(w * n for (w, _, _), n in classes), "z")
+        loads = [md.new_int_var(0, sum(w * n for (w, _, _), n in classes), f"l{j}") for j in range(len(members))]
         for j, c in enumerate(caps):
-            md.add(sum(w * (big // c) * x[i][j] for i, ((w, _, _), _) in enumerate(classes)) <= z)
+            md.add(loads[j] == sum(w * x[i][j] for i, ((w, _, _), _) in enumerate(classes)))
+            md.add(loads[j] * (big // c) <= z)
+        md.add(sum(loads) == sum(w * n for (w, _, _), n in classes))
         if z_cap is not None:
             md.add(z <= z_cap)
         mv = sum(cost * (n - x[i][o]) for i, ((_, o, cost), n) in enumerate(classes) if o >= 0)
@@ -148,11 +153,14 @@ def test_small_tight_groups_are_proven_in_both_stages(seed: int) -> None:
 
 
 
-def test_a_lognormal_tight_group_is_proven_in_both_stages() -> None:
-    # 43 lognormal loads over 4 members of capacities 1-4 after a leave (seed 4): the moves stage's column
-    # generation must keep its columns on a master this small (pruned, its integer models answered 10 moved
-    # against the proven 6, unproven after 5 s; unpruned, 6 proven in 0.3 s)
-    doc = weighted_group(4, partitions=(40, 48), members=(5, 5), max_weight=5000, lognormal=True)
+@pytest.mark.parametrize("seed", [1, 4])
+def test_a_lognormal_tight_group_is_proven_in_both_stages(seed: int) -> None:
+    # lognormal loads over 5 members of capacities 1-4 after a leave.  Seed 4 (43 partitions): the moves
+    # stage's column generation must keep its columns on a master this small (pruned, its integer models
+    # answered 10 moved against the proven 6, unproven after 5 s; unpruned, 6 proven in 0.3 s).  Seed 1
+    # (45 partitions): proven only with the members' loads summing to the total as a constraint of the
+    # CP-SAT model (before: 8 moved against a bound of 7 at --time-limit 10)
+    doc = weighted_group(seed, partitions=(40, 48), members=(5, 5), max_weight=5000, lognormal=True)
     res = solve(parse_instance(doc), Params(time_limit=10.0))
     z_ref, mv_ref = plain_reference(doc)
     assert res.extra["stage_proven"][:2] == [True, True], res.extra
