@@ -40,11 +40,6 @@ MAX_SQUARED = 2**28
 #: Member load ranges up to this many levels get the order encoding of the square.
 ORDER_ENCODING_MAX = 600
 
-#: Stages whose solves enforce the total row (``None``: a feasibility solve).  On the sum-of-squares and rack
-#: stages it only costs wall time (the weighted-realistic records' whole solve, median 0.90 s against 0.79 s
-#: without it, the same answers).
-TOTAL_ROW_STAGES = (None, "max_load", "moves")
-
 #: A solution: ``{(class, member): count}`` for the non-zero counts.
 Solution = dict[tuple[int, int], int]
 
@@ -67,8 +62,7 @@ class ClassModel:
     topic_balance
         Build the ``topic_balance`` objective too (classes per topic).
     total_row
-        Add each member's load in the engine's integers, and their sum, the total load, as a constraint
-        enforced in the stages of :data:`TOTAL_ROW_STAGES`.
+        Add each member's load in the engine's integers and their sum, the total load, as a constraint.
     """
 
     def __init__(self, ic: ItemClasses, sc: Scaled, cand: Sequence[Sequence[int]], racks: Sequence[str | None], *,
@@ -119,14 +113,10 @@ class ClassModel:
             else:
                 model.add(v == ratio[m] * sum(w * x for w, x in load_terms[m]))
             self.nl.append(v)
-        #: Enforces the total row; on in the stages it helps (:data:`TOTAL_ROW_STAGES`), off in the others.
-        self.total_on: Any = None
         if loads:
             # implied by the class rows, but CP-SAT does not propagate it from them: with it, every member's
             # least load follows from the others' caps, the narrow windows of a tight packing
-            self.total_on = model.new_bool_var("total_on")
-            total = sum(int(W[c]) * int(ic.count[c]) for c in range(nc))
-            model.add(sum(loads) == total).only_enforce_if(self.total_on)
+            model.add(sum(loads) == sum(int(W[c]) * int(ic.count[c]) for c in range(nc)))
         self.z = model.new_int_var(lb_z, max(lb_z, cap_z), "z")
         for v in self.nl:
             model.add(self.z >= v)
@@ -302,9 +292,6 @@ class ClassModel:
         else:
             self.model.minimize(objective)
         self.set_hint(hint)
-        if self.total_on is not None:  # fixed by its domain, so the hint stays complete without it
-            d = self.model.proto.variables[self.total_on.index].domain
-            d[0] = d[1] = int(stage in TOTAL_ROW_STAGES)
         solver = cp_model.CpSolver()
         set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
         t0 = time.perf_counter()
