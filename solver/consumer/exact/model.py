@@ -4,8 +4,8 @@ For every class ``c`` and candidate member ``m`` an integer ``x[c, m]`` counts
 the items of ``c`` on ``m``, ``sum_m x[c, m] = n_c``; ``NL_m = r_m * sum_c W_c
 x[c, m]`` is the load per capacity in the engine's integers
 (:mod:`.data`).  With ``total_row`` the loads ``sum_c W_c x[c, m]`` are
-variables too and sum to the total load.  Stage objectives are variables whose domains the stage driver
-(:mod:`.engine`) narrows as stages settle:
+variables too and sum to the total load.  Stage objectives are variables
+whose domains the stage driver (:mod:`.engine`) narrows as stages settle:
 
 * ``max_load``: ``Z >= NL_m``, ``Z`` starting at the max-load bound;
 * ``moves``: ``sum x[c, m] (owned_c - owned_c(m))``, the scorer's ``moved_cost``;
