@@ -49,3 +49,12 @@ COLGEN_SHARE = {("strict", "small"): 0.5, ("strict", "mid"): 0.1, ("strict", "la
                 ("window", "small"): 1.0, ("window", "mid"): 1.0, ("window", "large"): 1.0}
 #: Share of the sum_sq stage's budget its levelling local search may take.
 LEVEL_SHARE = 0.2
+#: Threads of the interleaved CP-SAT portfolio that solves a small model's moves stage in deterministic mode
+#: (``interleave_search``: the same answer on every run and at any thread count, whatever the load).  A plain
+#: single-worker solve runs the default search only; the interleaved portfolio takes turns between it, LNS and
+#: other searches within the same counted work (the small tight lognormal groups, seeds 0-31 at
+#: ``--time-limit 10``: moves proven on 30 instead of 28; docs/benchmarks.md, 2026-12-04).  One thread: with
+#: four, each batch runs four full-problem chunks, and under load the realistic ingest example's moves stage
+#: took 11 s of wall time instead of 1.9.  ``max_lp`` is left out: in OR-Tools 9.15 it aborts the process on
+#: some models (a failed check on an infeasible column-generation model, reproduced standalone).
+MOVES_INTERLEAVE = 1

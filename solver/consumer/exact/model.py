@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from solver.consumer.exact.budgets import MOVES_INTERLEAVE
 from solver.consumer.exact.data import Scaled
 from solver.consumer.exact.topic_balance import topic_balance_terms
 from solver.consumer.items import ItemClasses
@@ -62,7 +63,9 @@ class ClassModel:
     topic_balance
         Build the ``topic_balance`` objective too (classes per topic).
     total_row
-        Add each member's load in the engine's integers and their sum, the total load, as a constraint.
+        Add each member's load in the engine's integers and their sum, the total load, as a constraint; a
+        small model's marker (its deterministic moves stage then runs the interleaved portfolio,
+        :data:`~solver.consumer.exact.budgets.MOVES_INTERLEAVE`).
     """
 
     def __init__(self, ic: ItemClasses, sc: Scaled, cand: Sequence[Sequence[int]], racks: Sequence[str | None], *,
@@ -101,6 +104,7 @@ class ClassModel:
         self.nl_hi = [min(cap_z, load_hi[m] * ratio[m]) for m in range(n)]
         self.aux_hints: list[tuple[int, Any]] = []  # (variable index, its value from the members' NL)
         self.nl = []
+        self.total_row = total_row
         loads = []
         for m in range(n):
             v = model.new_int_var(0, max(0, self.nl_hi[m]), f"nl{m}")
@@ -294,6 +298,10 @@ class ClassModel:
         self.set_hint(hint)
         solver = cp_model.CpSolver()
         set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
+        if deterministic and stage == "moves" and self.total_row:
+            solver.parameters.num_workers = MOVES_INTERLEAVE
+            solver.parameters.interleave_search = True
+            solver.parameters.ignore_subsolvers.append("max_lp")
         t0 = time.perf_counter()
         st = run_cpsat(solver, self.model)
         dt = time.perf_counter() - t0
