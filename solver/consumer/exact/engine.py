@@ -322,7 +322,8 @@ class _CpsatStages:
             raise InfeasibleError("no assignment keeps every load within the cap")
         self.cap_z = cap_z
         self.m = ClassModel(ic, sc, self.cand, racks, lb_z=self.lb_z, cap_z=cap_z, moves_cap=cap_m,
-                            topic_balance="topic_balance" in stages, total_row=self.small)
+                            topic_balance="topic_balance" in stages, total_row=self.small,
+                            interleave_moves=self.small)
         current: Solution = {(c, m): int(hint[c, m]) for c in range(ic.n_classes) for m in self.cand[c] if hint[c, m]}
         # a start that breaks a cap (max load, moved cost) is no answer: never returned as one
         self.current: Solution | None = current if self.m.fits(current) else None

@@ -63,14 +63,15 @@ class ClassModel:
     topic_balance
         Build the ``topic_balance`` objective too (classes per topic).
     total_row
-        Add each member's load in the engine's integers and their sum, the total load, as a constraint; a
-        small model's marker (its deterministic moves stage then runs the interleaved portfolio,
-        :data:`~solver.consumer.exact.budgets.MOVES_INTERLEAVE`).
+        Add each member's load in the engine's integers and their sum, the total load, as a constraint.
+    interleave_moves
+        Solve the ``moves`` stage, when deterministic, with CP-SAT's interleaved portfolio
+        (:data:`~solver.consumer.exact.budgets.MOVES_INTERLEAVE`).
     """
 
     def __init__(self, ic: ItemClasses, sc: Scaled, cand: Sequence[Sequence[int]], racks: Sequence[str | None], *,
                  lb_z: int, cap_z: int, moves_cap: int | None = None, topic_balance: bool = False,
-                 total_row: bool = False) -> None:
+                 total_row: bool = False, interleave_moves: bool = False) -> None:
         from ortools.sat.python import cp_model
 
         self.ic, self.sc, self.cand, self.racks = ic, sc, cand, list(racks)
@@ -104,7 +105,7 @@ class ClassModel:
         self.nl_hi = [min(cap_z, load_hi[m] * ratio[m]) for m in range(n)]
         self.aux_hints: list[tuple[int, Any]] = []  # (variable index, its value from the members' NL)
         self.nl = []
-        self.total_row = total_row
+        self.interleave_moves = interleave_moves
         loads = []
         for m in range(n):
             v = model.new_int_var(0, max(0, self.nl_hi[m]), f"nl{m}")
@@ -298,7 +299,7 @@ class ClassModel:
         self.set_hint(hint)
         solver = cp_model.CpSolver()
         set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
-        if deterministic and stage == "moves" and self.total_row:
+        if deterministic and stage == "moves" and self.interleave_moves:
             solver.parameters.num_workers = MOVES_INTERLEAVE
             solver.parameters.interleave_search = True
             solver.parameters.ignore_subsolvers.append("max_lp")
