@@ -244,12 +244,14 @@ SAFETY_FACTOR = 20.0
 SAFETY_SECONDS = 10.0
 
 
-def set_budget(solver: Any, seconds: float, *, seed: int, deterministic: bool, workers: int) -> None:
+def set_budget(solver: Any, seconds: float, *, seed: int, deterministic: bool, workers: int,
+               interleave: bool = False) -> None:
     """Seed, workers and time limits of one CP-SAT solve, the same way for every stage that calls CP-SAT.
 
     Deterministic: one worker and ``seconds`` of CP-SAT's deterministic time, the wall clock only as a
     safety net (:data:`SAFETY_FACTOR` times ``seconds`` plus :data:`SAFETY_SECONDS`), so the answer does not
-    depend on the machine's load.  Otherwise ``workers`` (a parallel portfolio) and ``seconds`` of wall clock.
+    depend on the machine's load; with ``interleave``, that worker runs the interleaved portfolio
+    (:func:`set_work_budget`).  Otherwise ``workers`` (a parallel portfolio) and ``seconds`` of wall clock.
 
     Examples
     --------
@@ -264,7 +266,8 @@ def set_budget(solver: Any, seconds: float, *, seed: int, deterministic: bool, w
     """
     seconds = max(0.01, float(seconds))
     if deterministic:
-        set_work_budget(solver, seconds, wall_cap=SAFETY_FACTOR * seconds + SAFETY_SECONDS, seed=seed)
+        set_work_budget(solver, seconds, wall_cap=SAFETY_FACTOR * seconds + SAFETY_SECONDS, seed=seed,
+                        interleave=interleave)
         return
     p = solver.parameters
     p.random_seed = int(seed)

@@ -298,10 +298,10 @@ class ClassModel:
             self.model.minimize(objective)
         self.set_hint(hint)
         solver = cp_model.CpSolver()
-        set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers)
-        if deterministic and stage == "moves" and self.interleave_moves:
+        interleave = deterministic and stage == "moves" and self.interleave_moves
+        set_budget(solver, seconds, seed=seed, deterministic=deterministic, workers=workers, interleave=interleave)
+        if interleave:
             solver.parameters.num_workers = MOVES_INTERLEAVE
-            solver.parameters.interleave_search = True
             solver.parameters.ignore_subsolvers.append("max_lp")
         t0 = time.perf_counter()
         st = run_cpsat(solver, self.model)
